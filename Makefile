@@ -1,0 +1,168 @@
+# nanlog-bpf build. Output goes under build/; quiet unless V=1.
+# Targets: all (default), deps, test, demo, bench, clean.
+
+ARCH := $(shell uname -m)
+ifneq ($(ARCH),x86_64)
+$(error nanlog-bpf supports x86-64 only (the HIP argument layouts and vmlinux/vmlinux.h are x86-64); this is $(ARCH))
+endif
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+B        := build
+CC       ?= cc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+LLVM_STRIP ?= llvm-strip
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Iinclude -Iuser
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+HIP_CFLAGS := -D__HIP_PLATFORM_AMD__=1 -Isim/include
+
+# --- pure user-space core (no libbpf): unit-testable without root ------------
+LOADER_SRCS := $(wildcard user/loader*.c) user/main.c
+CORE_SRCS   := $(filter-out $(LOADER_SRCS),$(wildcard user/*.c))
+CORE_OBJS   := $(patsubst user/%.c,$(B)/user/%.o,$(CORE_SRCS))
+CORE_SAN_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(CORE_SRCS))
+LOADER_OBJS := $(patsubst user/%.c,$(B)/user/%.o,$(LOADER_SRCS))
+
+# --- BPF --------------------------------------------------------------------
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS    := $(patsubst bpf/%.bpf.c,$(B)/%.skel.h,$(BPF_SRCS))
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ivmlinux -Iinclude -MMD -MP
+
+# --- sim: CPU HIP runtime, RCCL simulation, workloads ------------------------
+SIMHIP     := $(B)/sim/libamdhip64.so.5
+SIMRCCL    := $(B)/sim/librccl.so.1
+SIMHIP_SRCS := $(wildcard sim/hip/*.c)
+SIMRCCL_SRCS := $(wildcard sim/rccl/*.c)
+SIMHIP_OBJS := $(patsubst sim/%.c,$(B)/sim/%.o,$(SIMHIP_SRCS))
+SIMRCCL_OBJS := $(patsubst sim/%.c,$(B)/sim/%.o,$(SIMRCCL_SRCS))
+# Every program under sim/progs/NAME.c is a workload or helper built against
+# the real HIP headers and linked against whichever libamdhip64.so.5 is found
+# at run time.
+SIM_PROGS  := $(patsubst sim/progs/%.c,$(B)/sim/%,$(wildcard sim/progs/*.c))
+PIPELINE_SRCS := $(wildcard sim/pipeline/*.c)
+PIPELINE_OBJS := $(patsubst sim/%.c,$(B)/sim/%.o,$(PIPELINE_SRCS))
+PIPELINE   := $(B)/sim/pipeline
+
+# --- tests --------------------------------------------------------------------
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+SIM_UNIT_SRCS := $(filter tests/unit/test_sim%.c,$(UNIT_SRCS))
+CORE_UNIT_SRCS := $(filter-out $(SIM_UNIT_SRCS),$(UNIT_SRCS))
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+
+TOOL := $(B)/nanlog-bpf
+
+.PHONY: all deps test unit e2e demo bench clean
+all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS)
+
+deps:
+	$(Q)./scripts/deps.sh
+
+# ---- BPF object and skeleton
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@.tmp
+	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@ 2>/dev/null || mv $@.tmp $@
+	$(Q)rm -f $@.tmp
+
+$(B)/%.skel.h: $(B)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# ---- user space
+$(B)/user/%.o: user/%.c | $(B)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LOADER_OBJS): $(SKELS)
+$(LOADER_OBJS): BASE_CFLAGS += -I$(B)
+
+$(B)/san/user/%.o: user/%.c | $(B)/san/user
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -c $< -o $@
+
+$(B)/libnanlog-core.a: $(CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)ar rcs $@ $^
+
+$(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) $(EXTRA_LIBS)
+
+# ---- sim
+$(B)/sim/hip/%.o: sim/hip/%.c | $(B)/sim/hip
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
+
+$(B)/sim/rccl/%.o: sim/rccl/%.c | $(B)/sim/rccl
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
+
+$(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_OBJS) -lrt
+	$(Q)ln -sf libamdhip64.so.5 $(B)/sim/libamdhip64.so
+
+$(SIMRCCL): $(SIMRCCL_OBJS) sim/rccl/librccl.map $(SIMHIP)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,librccl.so.1 -Wl,--version-script=sim/rccl/librccl.map -o $@ $(SIMRCCL_OBJS) -L$(B)/sim -lamdhip64
+	$(Q)ln -sf librccl.so.1 $(B)/sim/librccl.so
+
+$(B)/sim/pipeline/%.o: sim/pipeline/%.c | $(B)/sim/pipeline
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -c $< -o $@
+
+$(PIPELINE): $(PIPELINE_OBJS) $(SIMHIP) $(SIMRCCL)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -pthread -o $@ $(PIPELINE_OBJS) -L$(B)/sim -lamdhip64 -lrccl -ldl
+
+$(B)/sim/%: sim/progs/%.c $(SIMHIP) $(SIMRCCL) | $(B)/sim
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -lamdhip64 -lrccl -ldl
+
+# ---- unit tests: always under ASan and UBSan
+$(B)/tests/test_sim%: tests/unit/test_sim%.c $(SIMHIP) $(SIMRCCL) | $(B)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SAN) -pthread -o $@ $< -L$(B)/sim -lamdhip64 -lrccl -lcmocka -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm
+
+# ---- running
+test: all
+	$(Q)./tests/run.sh
+
+unit: all
+	$(Q)./tests/run.sh unit
+
+e2e: all
+	$(Q)./tests/run.sh e2e
+
+demo: all
+	$(Q)./scripts/demo.sh
+
+bench: all
+	$(Q)./scripts/bench.sh
+
+$(B) $(B)/bpf $(B)/user $(B)/san/user $(B)/sim $(B)/sim/hip $(B)/sim/rccl $(B)/sim/pipeline $(B)/tests:
+	$(Q)mkdir -p $@
+
+clean:
+	$(call msg,CLEAN,$(B))
+	$(Q)rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Install every build and test dependency from the distribution's archive.
+# Idempotent: does nothing when all packages are present.
+set -eu
+PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
+libcmocka-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
+procps psmisc tmux"
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+	echo "deps: not a Debian/Ubuntu system; install these packages (or equivalents): $(echo $PKGS)" >&2
+	exit 1
+fi
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+		echo "deps: missing packages:$missing; run as root to install them" >&2; exit 1
+	fi
+else
+	SUDO=
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

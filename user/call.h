@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A decoded HIP/RCCL call: what the raw writer prints and the pairing engine
+ * consumes. Pure C, no libbpf: unit tests build it without root.
+ */
+#ifndef NANLOG_CALL_H
+#define NANLOG_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nanlog_apis.h"
+
+/* Which optional fields of struct nl_call are present (bit per field). */
+enum nl_field {
+	NL_F_STREAM = 1u << 0,
+	NL_F_EVENT = 1u << 1,
+	NL_F_EVENT2 = 1u << 2, /* stop event (hipExtLaunchKernel, hipEventElapsedTime) */
+	NL_F_DST = 1u << 3,
+	NL_F_SRC = 1u << 4,
+	NL_F_BYTES = 1u << 5,
+	NL_F_KIND = 1u << 6,
+	NL_F_FLAGS = 1u << 7,
+	NL_F_PRIO = 1u << 8,
+	NL_F_FN = 1u << 9,
+	NL_F_PEER = 1u << 10,
+	NL_F_COUNT = 1u << 11,
+	NL_F_RC = 1u << 12,    /* return probe ran: rc and ret_ns valid */
+	NL_F_HANDLE = 1u << 13, /* created stream/event handle (out param, rc == 0) */
+	NL_F_MS = 1u << 14,    /* elapsed milliseconds (out param, rc == 0) */
+};
+
+struct nl_call {
+	uint32_t pid;
+	uint32_t tid;
+	uint16_t api;       /* enum nl_api_id */
+	uint8_t kind;       /* enum nl_kind, from the table */
+	uint8_t coll_depth; /* > 0: issued by RCCL inside a collective */
+	uint32_t fields;    /* enum nl_field bits */
+	uint64_t ts_ns;     /* CLOCK_MONOTONIC at entry */
+	uint64_t ret_ns;    /* at return (NL_F_RC) */
+	int64_t rc;
+	uint64_t stream, event, event2, dst, src, bytes;
+	uint64_t handle;    /* NL_F_HANDLE: the created stream or event */
+	int64_t prio;
+	uint32_t kindarg;   /* hipMemcpyKind */
+	uint32_t flags;
+	int32_t peer;
+	uint64_t count;
+	uint64_t fn;
+	double ms;
+};
+
+struct nl_api_info {
+	const char *name;
+	const char *alt;
+	int lib;
+	int kind;
+	unsigned flags;
+	int nstack;
+	int8_t slot_stream, slot_event, slot_event2, slot_dst, slot_src, slot_bytes,
+		slot_kind, fixed_kind, slot_flags, slot_prio, slot_fn, slot_peer,
+		slot_count, slot_out, out_size;
+};
+
+extern const struct nl_api_info nl_api_info[NL_API_COUNT];
+
+/* The name of an API id, or NULL when out of range. */
+const char *nl_api_name(unsigned api);
+/* Look an API up by its symbol name (unversioned); -1 when unknown. */
+int nl_api_by_name(const char *name);
+/* Human name of a library index ("libamdhip64", "librccl"). */
+const char *nl_lib_name(int lib);
+
+#endif /* NANLOG_CALL_H */
