@@ -47,14 +47,14 @@ SIMHIP     := $(B)/sim/libamdhip64.so.5
 SIMRCCL    := $(B)/sim/librccl.so.1
 SIMHIP_SRCS := $(wildcard sim/hip/*.c)
 SIMRCCL_SRCS := $(wildcard sim/rccl/*.c)
-SIMHIP_OBJS := $(patsubst sim/%.c,$(B)/sim/%.o,$(SIMHIP_SRCS))
-SIMRCCL_OBJS := $(patsubst sim/%.c,$(B)/sim/%.o,$(SIMRCCL_SRCS))
+SIMHIP_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMHIP_SRCS))
+SIMRCCL_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMRCCL_SRCS))
 # Every program under sim/progs/NAME.c is a workload or helper built against
 # the real HIP headers and linked against whichever libamdhip64.so.5 is found
 # at run time.
 SIM_PROGS  := $(patsubst sim/progs/%.c,$(B)/sim/%,$(wildcard sim/progs/*.c))
 PIPELINE_SRCS := $(wildcard sim/pipeline/*.c)
-PIPELINE_OBJS := $(patsubst sim/%.c,$(B)/sim/%.o,$(PIPELINE_SRCS))
+PIPELINE_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(PIPELINE_SRCS))
 PIPELINE   := $(B)/sim/pipeline
 
 # --- tests --------------------------------------------------------------------
@@ -100,28 +100,28 @@ $(B)/libnanlog-core.a: $(CORE_OBJS)
 
 $(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) $(EXTRA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lcap -lm $(EXTRA_LIBS)
 
 # ---- sim
-$(B)/sim/hip/%.o: sim/hip/%.c | $(B)/sim/hip
+$(B)/simobj/hip/%.o: sim/hip/%.c | $(B)/simobj/hip
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
 
-$(B)/sim/rccl/%.o: sim/rccl/%.c | $(B)/sim/rccl
+$(B)/simobj/rccl/%.o: sim/rccl/%.c | $(B)/simobj/rccl
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
 
-$(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map
+$(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map | $(B)/sim
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_OBJS) -lrt
 	$(Q)ln -sf libamdhip64.so.5 $(B)/sim/libamdhip64.so
 
-$(SIMRCCL): $(SIMRCCL_OBJS) sim/rccl/librccl.map $(SIMHIP)
+$(SIMRCCL): $(SIMRCCL_OBJS) sim/rccl/librccl.map $(SIMHIP) | $(B)/sim
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-soname,librccl.so.1 -Wl,--version-script=sim/rccl/librccl.map -o $@ $(SIMRCCL_OBJS) -L$(B)/sim -lamdhip64
 	$(Q)ln -sf librccl.so.1 $(B)/sim/librccl.so
 
-$(B)/sim/pipeline/%.o: sim/pipeline/%.c | $(B)/sim/pipeline
+$(B)/simobj/pipeline/%.o: sim/pipeline/%.c | $(B)/simobj/pipeline
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -c $< -o $@
 
@@ -158,7 +158,7 @@ demo: all
 bench: all
 	$(Q)./scripts/bench.sh
 
-$(B) $(B)/bpf $(B)/user $(B)/san/user $(B)/sim $(B)/sim/hip $(B)/sim/rccl $(B)/sim/pipeline $(B)/tests:
+$(B) $(B)/bpf $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests:
 	$(Q)mkdir -p $@
 
 clean:

@@ -34,6 +34,10 @@ struct nl_rec_call {
 	__u64 args[NL_NARGS]; /* R0..R5, S1..S8 as in nanlog_apis.h */
 };
 
+/* Value flags of the targets map. */
+#define NL_TGT_TRACE 0x1 /* trace this tgid */
+#define NL_TGT_NORET 0x2 /* no return probes on this target: emit at entry, no nesting */
+
 /* Per-CPU counters kept by the BPF side (index into the nl_stats map). */
 enum nl_stat {
 	NL_STAT_LOST_RINGBUF = 0, /* ring buffer full: call record dropped */

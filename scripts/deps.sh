@@ -3,7 +3,7 @@
 # Idempotent: does nothing when all packages are present.
 set -eu
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
-libcmocka-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
+libcmocka-dev libcap-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
 procps psmisc tmux"
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
