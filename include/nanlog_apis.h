@@ -49,13 +49,13 @@
 #define NL_S6 11
 #define NL_S7 12
 #define NL_S8 13
-#define NL_NA 15
-#define NL_NARGS 14 /* 6 registers + 8 stack slots */
+#define NL_NA 127 /* outside every slot range, fits int8_t and __u8 */
+#define NL_NARGS 16 /* 6 registers + 8 stack slots + 2 spare: a power of two, so BPF can mask slot indexes */
 #define NL_MAX_STACK 8
 
 #define NL_LIB_HIP 0
 #define NL_LIB_RCCL 1
-#define NL_NLIBS 2
+#define NL_NLIBS 2 /* a power of two: BPF masks library indexes with NL_NLIBS - 1 */
 
 #define NL_AF_RET 0x1
 #define NL_AF_SPT 0x2

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Two generic programs, attached once per probed symbol: the attach cookie is
+ * the API id (include/nanlog_apis.h), which says which argument slots to read
+ * and whether the call waits for its return probe before it is emitted.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "nanlog_rec.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+static const struct nl_api_desc apis[NL_API_COUNT] = {
+#define NL_X_DESC(id, name, alt, lib_, kind, flags_, nst, st, ev, ev2, dst, src, by, ka, fk, \
+		  af, pr, fn, peer, cnt, out_, osz)                                        \
+	[NL_API_##id] = { .flags = (flags_), .lib = (lib_), .nstack = (nst), .out = (out_), \
+			  .out_size = (osz) },
+	NL_API_TABLE(NL_X_DESC)
+#undef NL_X_DESC
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* resized by the loader (--ringbuf-size) */
+} events SEC(".maps");
+
+/* tgids being traced; the loader fills it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* Open export calls per thread and library, to fold nested calls. */
+struct tstate {
+	__u8 depth[NL_NLIBS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct tstate);
+} threads SEC(".maps");
+
+/* Entry records waiting for their return probe, per thread and nesting level. */
+struct stash_key {
+	__u32 tid;
+	__u32 level;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct stash_key);
+	__type(value, struct nl_rec_call);
+} stash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NL_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __u32 total_depth(const struct tstate *t)
+{
+	return t ? (__u32)t->depth[NL_LIB_HIP] + t->depth[NL_LIB_RCCL] : 0;
+}
+
+SEC("uprobe")
+int nl_entry(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct nl_rec_call rec = {};
+	const struct nl_api_desc *d;
+	struct tstate *t = NULL;
+	__u8 *tgt;
+	__u64 api;
+	__u32 lib, level;
+	bool noret;
+
+	tgt = bpf_map_lookup_elem(&targets, &pid);
+	if (!tgt)
+		return 0;
+	noret = *tgt & NL_TGT_NORET;
+	api = bpf_get_attach_cookie(ctx);
+	if (api >= NL_API_COUNT)
+		return 0;
+	d = &apis[api];
+	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
+	stat_inc(NL_STAT_HITS);
+
+	/* Without return probes nothing closes a nesting level: report every call. */
+	if (!noret)
+		t = bpf_map_lookup_elem(&threads, &tid);
+	if (noret) {
+		/* no nesting bookkeeping */
+	} else if (d->flags & NL_AF_NESTS) {
+		if (!t) {
+			struct tstate z = {};
+
+			bpf_map_update_elem(&threads, &tid, &z, BPF_NOEXIST);
+			t = bpf_map_lookup_elem(&threads, &tid);
+			if (!t)
+				return 0;
+		}
+		if (t->depth[lib] > 0) {
+			/* an export called by another export of the same library */
+			t->depth[lib]++;
+			stat_inc(NL_STAT_NESTED);
+			return 0;
+		}
+	} else if (lib == NL_LIB_HIP && t && t->depth[NL_LIB_HIP] > 0) {
+		stat_inc(NL_STAT_NESTED);
+		return 0;
+	}
+	level = total_depth(t);
+
+	rec.type = NL_REC_CALL;
+	rec.api = api;
+	rec.pid = pid;
+	rec.tid = tid;
+	rec.coll_depth = t ? t->depth[NL_LIB_RCCL] : 0;
+	rec.ts_ns = bpf_ktime_get_ns();
+	rec.args[0] = PT_REGS_PARM1(ctx);
+	rec.args[1] = PT_REGS_PARM2(ctx);
+	rec.args[2] = PT_REGS_PARM3(ctx);
+	rec.args[3] = PT_REGS_PARM4(ctx);
+	rec.args[4] = PT_REGS_PARM5(ctx);
+	rec.args[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
+	if (d->nstack) {
+		__u32 n = d->nstack > NL_MAX_STACK ? NL_MAX_STACK : d->nstack;
+
+		/* [rsp] is the return address; stack arguments start at [rsp+8] */
+		if (bpf_probe_read_user(&rec.args[6], n * sizeof(__u64),
+					(void *)(PT_REGS_SP(ctx) + 8)))
+			rec.flags |= NL_RF_STACK_ERR;
+	}
+
+	if (noret)
+		goto emit;
+	if ((d->flags & NL_AF_NESTS) && t)
+		t->depth[lib]++;
+
+	if (d->flags & NL_AF_RET) {
+		struct stash_key k = { .tid = tid, .level = level };
+
+		if (bpf_map_update_elem(&stash, &k, &rec, BPF_ANY))
+			stat_inc(NL_STAT_LOST_STASH);
+		return 0;
+	}
+emit:
+	if (bpf_ringbuf_output(&events, &rec, sizeof(rec), 0))
+		stat_inc(NL_STAT_LOST_RINGBUF);
+	return 0;
+}
+
+SEC("uretprobe")
+int nl_return(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	const struct nl_api_desc *d;
+	struct nl_rec_call *rec;
+	struct stash_key k;
+	struct tstate *t;
+	__u64 api;
+	__u32 lib;
+
+	if (!bpf_map_lookup_elem(&targets, &pid))
+		return 0;
+	api = bpf_get_attach_cookie(ctx);
+	if (api >= NL_API_COUNT)
+		return 0;
+	d = &apis[api];
+	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
+
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (d->flags & NL_AF_NESTS) {
+		if (!t || t->depth[lib] == 0)
+			return 0; /* entry was before attach */
+		t->depth[lib]--;
+		if (t->depth[lib] > 0)
+			return 0; /* nested call: folded into the outer one */
+	} else if (lib == NL_LIB_HIP && t && t->depth[NL_LIB_HIP] > 0) {
+		return 0;
+	}
+	k.tid = tid;
+	k.level = total_depth(t);
+	rec = bpf_map_lookup_elem(&stash, &k);
+	if (!rec || rec->api != api)
+		return 0; /* entry happened before the probes were attached */
+
+	rec->ret_ns = bpf_ktime_get_ns();
+	rec->rc = (__s64)PT_REGS_RC(ctx);
+	if (d->lib == NL_LIB_HIP || d->lib == NL_LIB_RCCL)
+		rec->rc = (__s32)rec->rc; /* hipError_t and ncclResult_t are C enums */
+	rec->flags |= NL_RF_RET;
+	if (d->out < NL_NARGS && d->out_size) {
+		__u64 v = 0;
+		__u64 ptr = rec->args[d->out & (NL_NARGS - 1)];
+
+		if (d->out_size == 4) {
+			__u32 v4 = 0;
+
+			if (!bpf_probe_read_user(&v4, sizeof(v4), (void *)ptr)) {
+				v = v4;
+				rec->flags |= NL_RF_OUT;
+			}
+		} else if (!bpf_probe_read_user(&v, sizeof(v), (void *)ptr)) {
+			rec->flags |= NL_RF_OUT;
+		}
+		rec->out = v;
+	}
+	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), 0))
+		stat_inc(NL_STAT_LOST_RINGBUF);
+	bpf_map_delete_elem(&stash, &k);
+	return 0;
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Makes a fixed list of HIP calls with known argument values and prints each
+ * call as the tracer's --raw line should show it (api and arguments), so a
+ * test can compare. Works on Debian's real libamdhip64.so.5 without a GPU:
+ * every call fails (hipErrorNoDevice or similar) but its arguments are what
+ * they are. Gate: waits for SIGUSR1 when given -g, printing "ready PID".
+ *   knowncalls [-g] [-n ROUNDS]
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "simhip.h"
+
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+#define S(x) ((hipStream_t)(uintptr_t)(x))
+#define E(x) ((hipEvent_t)(uintptr_t)(x))
+#define P(x) ((void *)(uintptr_t)(x))
+
+static long tid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+static void line(const char *api, const char *args, int rc)
+{
+	printf("{\"api\":\"%s\",\"tid\":%ld,\"rc\":%d%s%s}\n", api, tid(), rc, *args ? "," : "", args);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = 1, gate = 0, opt;
+	char buf[512];
+
+	while ((opt = getopt(argc, argv, "gn:")) != -1) {
+		if (opt == 'g')
+			gate = 1;
+		else if (opt == 'n')
+			rounds = atoi(optarg);
+		else {
+			fprintf(stderr, "usage: knowncalls [-g] [-n ROUNDS]\n");
+			return 2;
+		}
+	}
+	if (gate) {
+		sigset_t none;
+
+		signal(SIGUSR1, on_usr1);
+		fprintf(stderr, "ready %d\n", (int)getpid());
+		sigemptyset(&none);
+		while (!go)
+			sigsuspend(&none);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int r = 0; r < rounds; r++) {
+		hipEvent_t ev = E(0);
+		hipStream_t st = S(0);
+		float ms = 0;
+		dim3 g = { 2, 1, 1 }, b = { 64, 1, 1 };
+		int rc;
+
+		rc = hipMemcpyAsync(P(0x1000), P(0x2000), 4096, hipMemcpyHostToDevice, S(0x5000));
+		line("hipMemcpyAsync", "\"stream\":\"0x5000\",\"dst\":\"0x1000\",\"src\":\"0x2000\",\"bytes\":4096,\"kind\":1", rc);
+		rc = hipEventRecord(E(0x7000), S(0x5000));
+		line("hipEventRecord", "\"stream\":\"0x5000\",\"event\":\"0x7000\"", rc);
+		rc = hipStreamWaitEvent(S(0x6000), E(0x7000), 0);
+		line("hipStreamWaitEvent", "\"stream\":\"0x6000\",\"event\":\"0x7000\",\"flags\":0", rc);
+		rc = hipLaunchKernel(P(0xabc0), g, b, NULL, 0, S(0x6000));
+		line("hipLaunchKernel", "\"stream\":\"0x6000\",\"fn\":\"0xabc0\"", rc);
+		rc = hipExtLaunchKernel(P(0xabd0), g, b, NULL, 0, S(0x6000), E(0x7100), E(0x7200), 0);
+		line("hipExtLaunchKernel", "\"stream\":\"0x6000\",\"event\":\"0x7100\",\"stop_event\":\"0x7200\",\"flags\":0,\"fn\":\"0xabd0\"", rc);
+		rc = hipMemsetAsync(P(0x3000), 7, 512, S(0x5000));
+		line("hipMemsetAsync", "\"stream\":\"0x5000\",\"dst\":\"0x3000\",\"bytes\":512", rc);
+		rc = hipMemcpyHtoDAsync(P(0x1100), P(0x2100), 100, S(0x5000));
+		line("hipMemcpyHtoDAsync", "\"stream\":\"0x5000\",\"dst\":\"0x1100\",\"src\":\"0x2100\",\"bytes\":100,\"kind\":1", rc);
+		rc = hipEventQuery(E(0x7000));
+		line("hipEventQuery", "\"event\":\"0x7000\"", rc);
+		rc = hipEventSynchronize(E(0x7000));
+		line("hipEventSynchronize", "\"event\":\"0x7000\"", rc);
+		rc = hipEventElapsedTime(&ms, E(0x7100), E(0x7200));
+		line("hipEventElapsedTime", "\"event\":\"0x7100\",\"stop_event\":\"0x7200\"", rc);
+		rc = hipStreamSynchronize(S(0x6000));
+		line("hipStreamSynchronize", "\"stream\":\"0x6000\"", rc);
+		rc = hipStreamQuery(S(0x6000));
+		line("hipStreamQuery", "\"stream\":\"0x6000\"", rc);
+		rc = hipEventCreateWithFlags(&ev, 2);
+		line("hipEventCreateWithFlags", "\"flags\":2", rc);
+		rc = hipStreamCreateWithPriority(&st, 1, -1);
+		line("hipStreamCreateWithPriority", "\"flags\":1,\"prio\":-1", rc);
+		rc = hipDeviceSynchronize();
+		line("hipDeviceSynchronize", "", rc);
+		snprintf(buf, sizeof(buf), "\"event\":\"0x7000\"");
+		rc = hipEventDestroy(E(0x7000));
+		line("hipEventDestroy", buf, rc);
+	}
+	return 0;
+}

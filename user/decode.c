@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <string.h>
+
+#include "decode.h"
+
+_Static_assert(sizeof(struct nl_rec_call) == 176, "record layout changed: bump the schema");
+_Static_assert(offsetof(struct nl_rec_call, args) == 48, "record layout changed");
+_Static_assert(NL_API_COUNT < 65536, "api id must fit __u16");
+
+static int slot_ok(int s)
+{
+	return s >= 0 && s < NL_NARGS;
+}
+
+void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
+{
+	const struct nl_api_info *a = &nl_api_info[r->api];
+	const __u64 *v = r->args;
+	/* Stack slots are only valid when the probe could read them. */
+	const int stack_ok = !(r->flags & NL_RF_STACK_ERR);
+
+	memset(c, 0, sizeof(*c));
+	c->pid = r->pid;
+	c->tid = r->tid;
+	c->api = r->api;
+	c->kind = (uint8_t)a->kind;
+	c->coll_depth = r->coll_depth;
+	c->ts_ns = r->ts_ns;
+
+#define NL_TAKE(slot, field, bit, conv)                                  \
+	do {                                                             \
+		if (slot_ok(slot) && (slot < 6 || stack_ok)) {           \
+			c->field = conv(v[slot]);                        \
+			c->fields |= (bit);                              \
+		}                                                        \
+	} while (0)
+#define NL_ID(x) (x)
+#define NL_U32(x) ((uint32_t)(x))
+#define NL_I32(x) ((int32_t)(uint32_t)(x))
+	NL_TAKE(a->slot_stream, stream, NL_F_STREAM, NL_ID);
+	NL_TAKE(a->slot_event, event, NL_F_EVENT, NL_ID);
+	NL_TAKE(a->slot_event2, event2, NL_F_EVENT2, NL_ID);
+	NL_TAKE(a->slot_dst, dst, NL_F_DST, NL_ID);
+	NL_TAKE(a->slot_src, src, NL_F_SRC, NL_ID);
+	NL_TAKE(a->slot_bytes, bytes, NL_F_BYTES, NL_ID);
+	NL_TAKE(a->slot_kind, kindarg, NL_F_KIND, NL_U32);
+	NL_TAKE(a->slot_flags, flags, NL_F_FLAGS, NL_U32);
+	NL_TAKE(a->slot_prio, prio, NL_F_PRIO, NL_I32);
+	NL_TAKE(a->slot_fn, fn, NL_F_FN, NL_ID);
+	NL_TAKE(a->slot_peer, peer, NL_F_PEER, NL_I32);
+	NL_TAKE(a->slot_count, count, NL_F_COUNT, NL_ID);
+#undef NL_TAKE
+#undef NL_ID
+#undef NL_U32
+#undef NL_I32
+	if (a->fixed_kind >= 0) {
+		c->kindarg = (uint32_t)a->fixed_kind;
+		c->fields |= NL_F_KIND;
+	}
+	if (r->flags & NL_RF_RET) {
+		c->fields |= NL_F_RC;
+		c->rc = r->rc;
+		c->ret_ns = r->ret_ns;
+		if ((r->flags & NL_RF_OUT) && r->rc == 0 && a->slot_out != NL_NA) {
+			if (a->kind == NL_K_EVENT_ELAPSED) {
+				float ms;
+				uint32_t bits = (uint32_t)r->out;
+
+				memcpy(&ms, &bits, sizeof(ms));
+				c->ms = ms;
+				c->fields |= NL_F_MS;
+			} else {
+				c->handle = r->out;
+				c->fields |= NL_F_HANDLE;
+			}
+		}
+	}
+}
+
+int nl_decode(const void *data, size_t size, struct nl_call *out)
+{
+	struct nl_rec_call r;
+
+	if (!data || size != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, data, sizeof(r)); /* ring-buffer data is only 8-byte aligned */
+	if (r.type != NL_REC_CALL || r.api >= NL_API_COUNT)
+		return -EINVAL;
+	nl_decode_rec(&r, out);
+	return 0;
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+
+#include "loader_caps.h"
+
+/*
+ * CAP_BPF and CAP_PERFMON: create uprobe links for libraries loaded later.
+ * CAP_SYS_ADMIN: the same on kernels before 5.8, which lack the two above.
+ * CAP_SYS_PTRACE: read /proc/PID/maps and open /proc/PID/root of targets
+ * owned by other users. CAP_DAC_READ_SEARCH: open libraries in directories
+ * the tool could not otherwise search.
+ */
+static const cap_value_t keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE,
+				    CAP_DAC_READ_SEARCH };
+#define NKEEP (sizeof(keep) / sizeof(keep[0]))
+
+static bool dropped;
+
+static bool has(cap_t c, cap_value_t v, cap_flag_t f)
+{
+	cap_flag_value_t x = CAP_CLEAR;
+
+	return CAP_IS_SUPPORTED(v) && cap_get_flag(c, v, f, &x) == 0 && x == CAP_SET;
+}
+
+bool nl_caps_can_trace(void)
+{
+	cap_t c = cap_get_proc();
+	bool ok;
+
+	if (!c)
+		return false;
+	ok = has(c, CAP_SYS_ADMIN, CAP_EFFECTIVE) ||
+	     (has(c, CAP_BPF, CAP_EFFECTIVE) && has(c, CAP_PERFMON, CAP_EFFECTIVE));
+	cap_free(c);
+	return ok;
+}
+
+int nl_caps_drop(char *desc, size_t desclen)
+{
+	cap_t cur = cap_get_proc(), next = cap_init();
+	size_t off = 0;
+	int err = 0;
+
+	if (!cur || !next) {
+		err = -errno;
+		goto out;
+	}
+	/* the bounding set first: it needs CAP_SETPCAP, still effective now */
+	for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++) {
+		bool kept = false;
+
+		for (size_t i = 0; i < NKEEP; i++)
+			kept |= keep[i] == v;
+		if (!kept && CAP_IS_SUPPORTED(v) && prctl(PR_CAPBSET_READ, v, 0, 0, 0) == 1)
+			cap_drop_bound(v);
+	}
+	if (desclen)
+		desc[0] = '\0';
+	for (size_t i = 0; i < NKEEP; i++) {
+		if (!has(cur, keep[i], CAP_PERMITTED))
+			continue;
+		cap_set_flag(next, CAP_PERMITTED, 1, &keep[i], CAP_SET);
+		if (off < desclen) {
+			char *name = cap_to_name(keep[i]);
+
+			off += (size_t)snprintf(desc + off, desclen - off, "%s%s", off ? "," : "",
+						name ? name : "?");
+			cap_free(name);
+		}
+	}
+	if (cap_set_proc(next)) {
+		err = -errno;
+		goto out;
+	}
+	cap_reset_ambient();
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	dropped = true;
+out:
+	if (cur)
+		cap_free(cur);
+	if (next)
+		cap_free(next);
+	return err;
+}
+
+static void set_effective(bool on)
+{
+	cap_t c;
+
+	if (!dropped)
+		return;
+	c = cap_get_proc();
+	if (!c)
+		return;
+	for (size_t i = 0; i < NKEEP; i++)
+		if (has(c, keep[i], CAP_PERMITTED))
+			cap_set_flag(c, CAP_EFFECTIVE, 1, &keep[i], on ? CAP_SET : CAP_CLEAR);
+	cap_set_proc(c);
+	cap_free(c);
+}
+
+void nl_caps_raise(void)
+{
+	set_effective(true);
+}
+
+void nl_caps_lower(void)
+{
+	set_effective(false);
+}

@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+/*
+ * nanlog-bpf: attach to running ROCm processes and audit their pipelines.
+ * main() is the only place that turns -errno into an exit code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include <limits.h>
+
+#include "app.h"
+#include "call.h"
+#include "loader.h"
+#include "loader_caps.h"
+#include "policy.h"
+
+#ifndef NANLOG_VERSION
+#define NANLOG_VERSION "0.1.0"
+#endif
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	if (stop_signal) {
+		/* second signal: do not wait for a slow detach; the kernel drops the probes */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	stop_signal = sig;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct nl_app app;
+
+/* level 0: errors and warnings (always); 1: -v; 2: -vv; 3: libbpf itself, -vvv */
+static void diag(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void diag(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > app.o.verbose)
+		return;
+	va_start(ap, fmt);
+	fputs("nanlog-bpf: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void on_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	diag(level, "%s", msg);
+}
+
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	return nl_app_record(ctx, data, size);
+}
+
+static void on_attached(void *ctx, const struct nl_attach_report *r)
+{
+	nl_app_attached(ctx, r);
+}
+
+static int print_version(const struct nl_opts *o)
+{
+	struct utsname u;
+	int maj = 0, min = 0, patch = 0;
+	bool btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	bool uprobe = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
+	int ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+	int cookie = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL);
+
+	uname(&u);
+	nl_parse_kernel_release(u.release, &maj, &min, &patch);
+	printf("nanlog-bpf %s (libbpf %d.%d, record schema %d)\n", NANLOG_VERSION,
+	       libbpf_major_version(), libbpf_minor_version(), NL_APP_SCHEMA);
+	printf("kernel %s %s\n", u.release, u.machine);
+	printf("  btf:            %s\n", btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
+	printf("  uprobes:        %s\n", uprobe ? "yes" : "no");
+	printf("  ringbuf:        %s\n", ringbuf == 1 ? "yes" : ringbuf == 0 ? "no" : "unknown (needs root)");
+	printf("  attach cookies: %s\n", cookie == 1 ? "yes" : cookie == 0 ? "no" : "unknown (needs root)");
+	printf("  uprobe_multi:   not used (libbpf %d.%d attaches one link per symbol)\n",
+	       libbpf_major_version(), libbpf_minor_version());
+	printf("  uretprobe/seccomp risk: %s\n",
+	       nl_kernel_uretprobe_seccomp_risk(maj, min) ?
+		       "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" :
+		       "no");
+	if (o->verbose) {
+		printf("probed API table: %d entry points\n", NL_API_COUNT);
+		for (int i = 0; i < NL_API_COUNT; i++)
+			printf("  %-32s %-12s%s%s\n", nl_api_info[i].name, nl_lib_name(nl_api_info[i].lib),
+			       nl_api_info[i].flags & NL_AF_RET ? " return-probe" : "",
+			       nl_api_info[i].flags & NL_AF_OPT ? " optional" : "");
+	}
+	return 0;
+}
+
+static int open_output(const struct nl_opts *o, FILE **out)
+{
+	int fd, flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+
+	if (!o->out_path || strcmp(o->out_path, "-") == 0) {
+		*out = stdout;
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		return 0;
+	}
+	flags |= o->force ? O_TRUNC : O_EXCL;
+	fd = open(o->out_path, flags, 0644);
+	if (fd < 0) {
+		int err = -errno;
+
+		if (err == -EEXIST)
+			diag(0, "%s: exists (use --force to overwrite)", o->out_path);
+		else if (err == -ELOOP)
+			diag(0, "%s: is a symbolic link; refusing to write through it", o->out_path);
+		else
+			diag(0, "%s: %s", o->out_path, strerror(-err));
+		return err;
+	}
+	*out = fdopen(fd, "w");
+	if (!*out) {
+		close(fd);
+		return -errno;
+	}
+	setvbuf(*out, NULL, _IOLBF, 0);
+	return 0;
+}
+
+static int check_environment(void)
+{
+	const char *btf = getenv("NANLOG_BTF_PATH"); /* tests: pretend the kernel lacks BTF */
+	const char *upr = getenv("NANLOG_UPROBE_PMU"); /* tests: pretend it lacks uprobes */
+
+	if (access(btf ? btf : "/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		diag(0, "kernel without BTF (%s missing): needs CONFIG_DEBUG_INFO_BTF",
+		     btf ? btf : "/sys/kernel/btf/vmlinux");
+		return -ENOTSUP;
+	}
+	if (access(upr ? upr : "/sys/bus/event_source/devices/uprobe/type", R_OK) != 0) {
+		diag(0, "kernel without uprobes (no uprobe PMU): needs CONFIG_UPROBE_EVENTS");
+		return -ENOTSUP;
+	}
+	if (!nl_caps_can_trace()) {
+		diag(0, "not enough privilege: run as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* fork the command, held until the probes are in place */
+static int start_command(char **cmd, int *go_fd, pid_t *pid)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	*pid = fork();
+	if (*pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (*pid == 0) {
+		char c;
+
+		close(p[1]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127); /* the tool gave up before attaching */
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "nanlog-bpf: cannot run %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*go_fd = p[1];
+	return 0;
+}
+
+static int attach_targets(struct nl_app *a)
+{
+	const struct nl_opts *o = &a->o;
+	const char *paths[NL_MAX_LIBS + 2];
+	char found[2][PATH_MAX];
+	int n = 0, err;
+
+	for (int i = 0; i < o->nlibs; i++)
+		paths[n++] = o->libs[i];
+
+	if (o->ncmd) {
+		static const char *const prefixes[] = { "libamdhip64.so", "librccl.so" };
+
+		for (int k = 0; k < 2; k++) {
+			bool given = false;
+
+			for (int i = 0; i < o->nlibs; i++)
+				given |= strstr(o->libs[i], prefixes[k]) != NULL;
+			if (given)
+				continue;
+			if (nl_find_library(prefixes[k], found[k], sizeof(found[k])) == 0)
+				paths[n++] = found[k];
+			else if (k == 0)
+				diag(0, "warning: no %s* in LD_LIBRARY_PATH or the usual folders; "
+					"attaching when the command loads one", prefixes[k]);
+		}
+		err = start_command(o->cmd, &a->go_fd, &a->child);
+		if (err) {
+			diag(0, "cannot start %s: %s", o->cmd[0], strerror(-err));
+			return err;
+		}
+		err = nl_app_add_target(a, a->child, paths, n, false);
+		if (err) {
+			kill(a->child, SIGKILL);
+			return err;
+		}
+		if (write(a->go_fd, "g", 1) != 1)
+			return -errno;
+		close(a->go_fd);
+		a->go_fd = -1;
+		return 0;
+	}
+	for (int i = 0; i < o->npids; i++) {
+		err = nl_app_add_target(a, o->pids[i], paths, n, !o->wait_lib && n == 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int run(struct nl_app *a)
+{
+	const struct nl_opts *o = &a->o;
+	uint64_t start = mono_ns(), next_scan, end;
+	int err;
+
+	next_scan = start + (uint64_t)(o->poll_interval_s * 1e9);
+	end = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
+	while (!stop_signal) {
+		uint64_t now;
+
+		err = nl_loader_poll(a->l, 50);
+		if (err < 0) {
+			diag(0, "ring buffer: %s", strerror(-err));
+			return err;
+		}
+		if (a->write_err)
+			return a->write_err;
+		now = mono_ns();
+		if (now >= next_scan) {
+			next_scan = now + (uint64_t)(o->poll_interval_s * 1e9);
+			nl_app_tick(a, now);
+			if (a->write_err)
+				return a->write_err;
+			if (a->ntargets_alive == 0) {
+				diag(1, "every target has exited");
+				break;
+			}
+		}
+		if (end && now >= end) {
+			diag(1, "duration reached");
+			break;
+		}
+	}
+	if (stop_signal)
+		diag(1, "stopping on signal %d", (int)stop_signal);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct nl_loader_cb cb = { .ctx = &app, .record = on_record, .attached = on_attached,
+				   .log = on_log };
+	struct sigaction sa = { .sa_handler = on_signal };
+	char err_msg[512], caps[256];
+	int err;
+
+	err = nl_opts_parse(argc, argv, &app.o, err_msg, sizeof(err_msg));
+	if (err < 0) {
+		fprintf(stderr, "nanlog-bpf: %s\n", err_msg);
+		return NL_EXIT_USAGE;
+	}
+	if (app.o.help) {
+		fputs(nl_usage, stdout);
+		return NL_EXIT_OK;
+	}
+	if (app.o.version)
+		return print_version(&app.o) ? NL_EXIT_FAIL : NL_EXIT_OK;
+
+	app.go_fd = -1;
+	app.diag = diag;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	err = check_environment();
+	if (err)
+		return NL_EXIT_FAIL;
+	err = open_output(&app.o, &app.out);
+	if (err)
+		return NL_EXIT_FAIL;
+	err = nl_app_init(&app, mono_ns());
+	if (err) {
+		diag(0, "cannot start the audit engine: %s", strerror(-err));
+		goto out;
+	}
+	err = nl_loader_open(&app.l, &app.o, &cb);
+	if (err)
+		goto out;
+	err = attach_targets(&app);
+	if (err)
+		goto out;
+	app.attach_done_ns = mono_ns();
+	err = nl_caps_drop(caps, sizeof(caps));
+	if (err)
+		diag(0, "warning: cannot drop capabilities: %s", strerror(-err));
+	else
+		diag(1, "capabilities dropped: effective set empty; permitted kept for late "
+			"libraries: %s", caps[0] ? caps : "none");
+	err = run(&app);
+out:
+	nl_app_finish(&app, mono_ns(), err);
+	nl_loader_close(app.l);
+	if (app.child > 0 && !app.child_reaped) {
+		if (err)
+			kill(app.child, SIGKILL);
+		waitpid(app.child, NULL, 0);
+	}
+	if (app.out && app.out != stdout && fclose(app.out) && !err) {
+		diag(0, "%s: %s", app.o.out_path, strerror(errno));
+		err = -EIO;
+	} else if (app.out == stdout && fflush(stdout) && !err) {
+		diag(0, "stdout: %s", strerror(errno));
+		err = -EIO;
+	}
+	if (!err && app.write_err)
+		err = app.write_err;
+	return err ? NL_EXIT_FAIL : NL_EXIT_OK;
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+const char nl_usage[] =
+	"Usage: nanlog-bpf [options] -p PID [-p PID ...]\n"
+	"       nanlog-bpf [options] -- CMD [ARGS...]\n"
+	"\n"
+	"Attach to running ROCm processes (or start CMD) and audit, batch by batch,\n"
+	"whether copy, sparse and forward stages are ordered by event edges.\n"
+	"\n"
+	"Targets:\n"
+	"  -p, --pid PID            trace a running process (repeatable)\n"
+	"      --lib PATH           use this libamdhip64/librccl instead of the one\n"
+	"                           found in /proc/PID/maps (repeatable)\n"
+	"      --wait-lib           accept a -p target that has not loaded HIP yet\n"
+	"                           and attach when it does\n"
+	"Output:\n"
+	"  -o, --output FILE        write to FILE instead of stdout (never through a\n"
+	"                           symlink; an existing file needs --force)\n"
+	"      --force              overwrite an existing output file\n"
+	"      --raw                also print every HIP/RCCL call as JSON\n"
+	"      --no-audit           print only the raw calls (implies --raw)\n"
+	"      --format json|table  audit format (default json: JSON Lines)\n"
+	"      --post-step          check every stage completed by the end of its tick\n"
+	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
+	"      --copy-stream H      --sparse-stream H (repeatable)   --compute-stream H\n"
+	"Run:\n"
+	"  -d, --duration SEC       stop after SEC seconds\n"
+	"      --ringbuf-size BYTES ring buffer size (power of two, default 4194304)\n"
+	"      --retprobes auto|force|never\n"
+	"                           return probes: auto = not on a seccomp-filtered\n"
+	"                           target on kernels 6.11-6.13 (docs/usage.md)\n"
+	"      --poll SEC           how often /proc is re-read for new libraries\n"
+	"                           and exited targets (default 0.25)\n"
+	"  -v, --verbose            explain attach decisions (repeat for more)\n"
+	"  -q, --quiet              no diagnostics but errors\n"
+	"      --version            version and probed kernel features\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
+
+enum {
+	OPT_LIB = 256,
+	OPT_WAIT_LIB,
+	OPT_RAW,
+	OPT_NO_AUDIT,
+	OPT_FORCE,
+	OPT_FORMAT,
+	OPT_POST_STEP,
+	OPT_COPY,
+	OPT_SPARSE,
+	OPT_COMPUTE,
+	OPT_RINGBUF,
+	OPT_RETPROBES,
+	OPT_POLL,
+	OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "lib", required_argument, NULL, OPT_LIB },
+	{ "wait-lib", no_argument, NULL, OPT_WAIT_LIB },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "raw", no_argument, NULL, OPT_RAW },
+	{ "no-audit", no_argument, NULL, OPT_NO_AUDIT },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "post-step", no_argument, NULL, OPT_POST_STEP },
+	{ "copy-stream", required_argument, NULL, OPT_COPY },
+	{ "sparse-stream", required_argument, NULL, OPT_SPARSE },
+	{ "compute-stream", required_argument, NULL, OPT_COMPUTE },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "retprobes", required_argument, NULL, OPT_RETPROBES },
+	{ "poll", required_argument, NULL, OPT_POLL },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int nl_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int nl_parse_seconds(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v <= 0 || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t errlen)
+{
+	uint64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->ringbuf_size = 4u << 20;
+	o->poll_interval_s = 0.25;
+	if (errlen)
+		err[0] = '\0';
+	optind = 0; /* GNU: full re-initialisation, so the parser can run twice */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:o:d:vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (o->npids >= NL_MAX_PIDS)
+				return fail(err, errlen, "too many -p (at most %d)", NL_MAX_PIDS);
+			if (nl_parse_u64(optarg, 1, 4194304, &v))
+				return fail(err, errlen, "-p: '%s' is not a process id", optarg);
+			o->pids[o->npids++] = (pid_t)v;
+			break;
+		case OPT_LIB:
+			if (o->nlibs >= NL_MAX_LIBS)
+				return fail(err, errlen, "too many --lib (at most %d)", NL_MAX_LIBS);
+			if (!*optarg)
+				return fail(err, errlen, "--lib: empty path");
+			o->libs[o->nlibs++] = optarg;
+			break;
+		case OPT_WAIT_LIB:
+			o->wait_lib = true;
+			break;
+		case 'o':
+			if (!*optarg)
+				return fail(err, errlen, "-o: empty path");
+			o->out_path = optarg;
+			break;
+		case OPT_FORCE:
+			o->force = true;
+			break;
+		case OPT_RAW:
+			o->raw = true;
+			break;
+		case OPT_NO_AUDIT:
+			o->raw = o->no_audit = true;
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "json") == 0)
+				o->format = NL_FMT_JSON;
+			else if (strcmp(optarg, "table") == 0)
+				o->format = NL_FMT_TABLE;
+			else
+				return fail(err, errlen, "--format: '%s' is not json or table", optarg);
+			break;
+		case OPT_POST_STEP:
+			o->post_step = true;
+			break;
+		case OPT_COPY:
+		case OPT_COMPUTE:
+		case OPT_SPARSE:
+			if (nl_parse_u64(optarg, 0, UINT64_MAX, &v))
+				return fail(err, errlen, "%s: '%s' is not a stream handle",
+					    c == OPT_COPY ? "--copy-stream" :
+					    c == OPT_COMPUTE ? "--compute-stream" : "--sparse-stream",
+					    optarg);
+			if (c == OPT_COPY) {
+				o->has_copy_stream = true;
+				o->copy_stream = v;
+			} else if (c == OPT_COMPUTE) {
+				o->has_compute_stream = true;
+				o->compute_stream = v;
+			} else {
+				if (o->nsparse >= NL_MAX_ROLE_STREAMS)
+					return fail(err, errlen, "too many --sparse-stream (at most %d)",
+						    NL_MAX_ROLE_STREAMS);
+				o->sparse_streams[o->nsparse++] = v;
+			}
+			break;
+		case 'd':
+			if (nl_parse_seconds(optarg, 31536000.0, &o->duration_s))
+				return fail(err, errlen, "--duration: '%s' is not a positive number of seconds", optarg);
+			break;
+		case OPT_RINGBUF:
+			if (nl_parse_u64(optarg, 4096, 1ull << 30, &v) || (v & (v - 1)))
+				return fail(err, errlen,
+					    "--ringbuf-size: '%s' is not a power of two between 4096 and 1073741824",
+					    optarg);
+			o->ringbuf_size = v;
+			break;
+		case OPT_RETPROBES:
+			if (strcmp(optarg, "auto") == 0)
+				o->retprobes = NL_RET_AUTO;
+			else if (strcmp(optarg, "force") == 0)
+				o->retprobes = NL_RET_FORCE;
+			else if (strcmp(optarg, "never") == 0)
+				o->retprobes = NL_RET_NEVER;
+			else
+				return fail(err, errlen, "--retprobes: '%s' is not auto, force or never", optarg);
+			break;
+		case OPT_POLL:
+			if (nl_parse_seconds(optarg, 60.0, &o->poll_interval_s) || o->poll_interval_s < 0.01)
+				return fail(err, errlen, "--poll: '%s' is not a number of seconds in [0.01, 60]", optarg);
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case OPT_VERSION:
+			o->version = true;
+			break;
+		case 'h':
+			o->help = true;
+			break;
+		case ':':
+			return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			if (optopt && optopt < 256)
+				return fail(err, errlen, "unknown option '-%c' (see --help)", optopt);
+			return fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (o->help || o->version)
+		return 1;
+	if (optind < argc) {
+		/* getopt stops at "--" (consumed) or at the first non-option ('+'). */
+		if (strcmp(argv[optind - 1], "--") != 0)
+			return fail(err, errlen, "unexpected argument '%s' (a command goes after --)",
+				    argv[optind]);
+		o->cmd = &argv[optind];
+		o->ncmd = argc - optind;
+	}
+	if (o->npids == 0 && o->ncmd == 0)
+		return fail(err, errlen, "no target: give -p PID or -- CMD (see --help)");
+	if (o->npids && o->ncmd)
+		return fail(err, errlen, "-p and -- CMD cannot be combined");
+	if (o->quiet && o->verbose)
+		return fail(err, errlen, "-q and -v cannot be combined");
+	if (o->no_audit && o->format == NL_FMT_TABLE)
+		return fail(err, errlen, "--format table needs the audit (drop --no-audit)");
+	return 0;
+}
