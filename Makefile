@@ -7,6 +7,8 @@ $(error nanlog-bpf supports x86-64 only (the HIP argument layouts and vmlinux/vm
 endif
 
 .DELETE_ON_ERROR:
+# keep intermediate objects (sanitizer builds of the core) between runs
+.SECONDARY:
 .SUFFIXES:
 
 B        := build

@@ -140,7 +140,7 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 		err[0] = '\0';
 	optind = 0; /* GNU: full re-initialisation, so the parser can run twice */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:o:d:vqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:o:d:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (o->npids >= NL_MAX_PIDS)

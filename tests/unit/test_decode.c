@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+/* Record decoding, the raw writer, /proc/PID/maps parsing and safety policy. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include <cmocka.h>
+
+#include "decode.h"
+#include "policy.h"
+#include "procmaps.h"
+#include "raw.h"
+
+static struct nl_rec_call rec(int api)
+{
+	struct nl_rec_call r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = NL_REC_CALL;
+	r.api = (__u16)api;
+	r.pid = 100;
+	r.tid = 101;
+	r.ts_ns = 5;
+	return r;
+}
+
+static void test_table_is_consistent(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NL_API_COUNT; i++) {
+		const struct nl_api_info *a = &nl_api_info[i];
+		const int8_t slots[] = { a->slot_stream, a->slot_event, a->slot_event2, a->slot_dst,
+					 a->slot_src, a->slot_bytes, a->slot_kind, a->slot_flags,
+					 a->slot_prio, a->slot_fn, a->slot_peer, a->slot_count,
+					 a->slot_out };
+
+		assert_non_null(a->name);
+		assert_int_equal(nl_api_by_name(a->name), i);
+		assert_true(a->nstack >= 0 && a->nstack <= NL_MAX_STACK);
+		for (size_t k = 0; k < sizeof(slots); k++) {
+			if (slots[k] == NL_NA)
+				continue;
+			assert_true(slots[k] >= 0 && slots[k] < 6 + a->nstack);
+		}
+		/* an out parameter is only readable at return */
+		if (a->slot_out != NL_NA)
+			assert_true(a->flags & NL_AF_RET);
+		/* nesting is tracked through return probes */
+		if (a->flags & NL_AF_NESTS)
+			assert_true(a->flags & NL_AF_RET);
+	}
+	assert_int_equal(nl_api_by_name("nope"), -1);
+	assert_null(nl_api_name(NL_API_COUNT));
+}
+
+static void test_decode_copy(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_MEMCPY_ASYNC);
+	struct nl_call c;
+
+	(void)state;
+	r.args[0] = 0x1000;
+	r.args[1] = 0x2000;
+	r.args[2] = 4096;
+	r.args[3] = 1;
+	r.args[4] = 0x5000;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.kind, NL_K_COPY);
+	assert_true(c.fields & NL_F_STREAM);
+	assert_int_equal(c.stream, 0x5000);
+	assert_int_equal(c.dst, 0x1000);
+	assert_int_equal(c.src, 0x2000);
+	assert_int_equal(c.bytes, 4096);
+	assert_int_equal(c.kindarg, 1);
+	assert_false(c.fields & (NL_F_EVENT | NL_F_RC | NL_F_FN));
+}
+
+static void test_decode_stack_args(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_EXT_LAUNCH_KERNEL);
+	struct nl_call c;
+
+	(void)state;
+	r.args[0] = 0xabc;
+	r.args[6] = 0;      /* shmem */
+	r.args[7] = 0x6000; /* stream */
+	r.args[8] = 0x7100; /* start */
+	r.args[9] = 0x7200; /* stop */
+	r.args[10] = 3;     /* flags */
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.stream, 0x6000);
+	assert_int_equal(c.event, 0x7100);
+	assert_int_equal(c.event2, 0x7200);
+	assert_int_equal(c.flags, 3);
+	assert_int_equal(c.fn, 0xabc);
+	/* the probe could not read the stack: those fields are absent, not zero */
+	r.flags = NL_RF_STACK_ERR;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_false(c.fields & (NL_F_STREAM | NL_F_EVENT | NL_F_EVENT2));
+	assert_true(c.fields & NL_F_FN);
+}
+
+static void test_decode_return(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_STREAM_CREATE_WITH_PRIORITY);
+	struct nl_call c;
+	float ms = 2.5f;
+	uint32_t bits;
+
+	(void)state;
+	r.args[1] = 1;
+	r.args[2] = (uint64_t)(int64_t)-1;
+	r.flags = NL_RF_RET | NL_RF_OUT;
+	r.rc = 0;
+	r.ret_ns = 9;
+	r.out = 0xdead0;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_true(c.fields & NL_F_HANDLE);
+	assert_int_equal(c.handle, 0xdead0);
+	assert_int_equal(c.prio, -1);
+	assert_int_equal(c.flags, 1);
+	assert_int_equal(c.ret_ns, 9);
+	/* a failed create has no handle */
+	r.rc = 100;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_false(c.fields & NL_F_HANDLE);
+	assert_int_equal(c.rc, 100);
+
+	r = rec(NL_API_EVENT_ELAPSED_TIME);
+	memcpy(&bits, &ms, sizeof(bits));
+	r.flags = NL_RF_RET | NL_RF_OUT;
+	r.out = bits;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_true(c.fields & NL_F_MS);
+	assert_true(c.ms > 2.49 && c.ms < 2.51);
+}
+
+static void test_decode_rejects(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_EVENT_RECORD);
+	struct nl_call c;
+
+	(void)state;
+	assert_int_equal(nl_decode(&r, sizeof(r) - 1, &c), -EINVAL);
+	assert_int_equal(nl_decode(NULL, sizeof(r), &c), -EINVAL);
+	r.type = 99;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+	r.type = NL_REC_CALL;
+	r.api = NL_API_COUNT;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+}
+
+static void test_raw_line(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_MEMCPY_HTOD_ASYNC);
+	struct nl_call c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	r.args[0] = 0x10;
+	r.args[1] = 0x20;
+	r.args[2] = 64;
+	r.args[3] = 0x30;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(nl_raw_write(f, &c), 0);
+	fclose(f);
+	assert_string_equal(buf, "{\"type\":\"call\",\"schema\":1,\"api\":\"hipMemcpyHtoDAsync\",\"pid\":100,"
+				 "\"tid\":101,\"ts_ns\":5,\"stream\":\"0x30\",\"dst\":\"0x10\","
+				 "\"src\":\"0x20\",\"bytes\":64,\"kind\":1}\n");
+	free(buf);
+}
+
+static void test_maps(void **state)
+{
+	const char *text =
+		"55d0c0000000-55d0c0001000 r--p 00000000 fd:01 1234 /usr/bin/python3.11\n"
+		"7f0000000000-7f0000100000 r-xp 00010000 fd:01 5555 /opt/x/lib/libamdhip64.so.6.1.0\n"
+		"7f0000100000-7f0000200000 r--p 00110000 fd:01 5555 /opt/x/lib/libamdhip64.so.6.1.0\n"
+		"7f0000300000-7f0000400000 r-xp 00000000 00:2a 77 /site-packages/torch/lib/librccl.so.1 (deleted)\n"
+		"7f0000500000-7f0000600000 rw-p 00000000 00:00 0 \n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n"
+		"7f0000700000-7f0000800000 r-xp 00000000 fd:01 99 /usr/lib/libamdhip64-not.txt\n";
+	struct nl_maplib libs[4];
+	int n;
+
+	(void)state;
+	n = nl_maps_find_libs(text, libs, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(libs[0].lib, NL_LIB_HIP);
+	assert_string_equal(libs[0].path, "/opt/x/lib/libamdhip64.so.6.1.0");
+	assert_int_equal(libs[0].inode, 5555);
+	assert_int_equal(libs[0].dev, makedev(0xfd, 1));
+	assert_false(libs[0].deleted);
+	assert_int_equal(libs[1].lib, NL_LIB_RCCL);
+	assert_true(libs[1].deleted);
+	assert_string_equal(libs[1].path, "/site-packages/torch/lib/librccl.so.1");
+	assert_int_equal(nl_maps_find_libs("garbage line\n", libs, 4), -EINVAL);
+	assert_int_equal(nl_maps_find_libs("", libs, 4), 0);
+	assert_int_equal(nl_lib_of_path("libamdhip64.so"), NL_LIB_HIP);
+	assert_int_equal(nl_lib_of_path("/a/librccl.so.1.0"), NL_LIB_RCCL);
+	assert_int_equal(nl_lib_of_path("/a/libfoo.so"), -1);
+}
+
+static void test_policy(void **state)
+{
+	int maj, min, patch;
+	const char *why;
+
+	(void)state;
+	assert_int_equal(nl_parse_kernel_release("6.12.3-amd64", &maj, &min, &patch), 0);
+	assert_int_equal(maj, 6);
+	assert_int_equal(min, 12);
+	assert_int_equal(patch, 3);
+	assert_int_equal(nl_parse_kernel_release("garbage", &maj, &min, &patch), -EINVAL);
+	assert_false(nl_kernel_uretprobe_seccomp_risk(6, 10));
+	assert_true(nl_kernel_uretprobe_seccomp_risk(6, 11));
+	assert_true(nl_kernel_uretprobe_seccomp_risk(6, 13));
+	assert_false(nl_kernel_uretprobe_seccomp_risk(6, 14));
+	assert_false(nl_kernel_uretprobe_seccomp_risk(5, 15));
+	assert_int_equal(nl_status_seccomp_mode("Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1\n"), 2);
+	assert_int_equal(nl_status_seccomp_mode("Name:\tx\nSeccomp:\t0\n"), 0);
+	assert_int_equal(nl_status_seccomp_mode("Name:\tx\n"), -1);
+	assert_false(nl_retprobes_allowed(NL_RET_AUTO, true, 2, &why));
+	assert_non_null(strstr(why, "seccomp"));
+	assert_true(nl_retprobes_allowed(NL_RET_FORCE, true, 2, &why));
+	assert_true(nl_retprobes_allowed(NL_RET_AUTO, true, 0, &why));
+	assert_false(nl_retprobes_allowed(NL_RET_AUTO, true, -1, &why));
+	assert_true(nl_retprobes_allowed(NL_RET_AUTO, false, 2, &why));
+	assert_false(nl_retprobes_allowed(NL_RET_NEVER, false, 0, &why));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_is_consistent), cmocka_unit_test(test_decode_copy),
+		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
+		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line),
+		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
