@@ -64,11 +64,13 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 SIM_UNIT_SRCS := $(filter tests/unit/test_sim%.c,$(UNIT_SRCS))
 CORE_UNIT_SRCS := $(filter-out $(SIM_UNIT_SRCS),$(UNIT_SRCS))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+# small helper programs of the end-to-end tests (no HIP), linked with the core
+TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
 
 TOOL := $(B)/nanlog-bpf
 
 .PHONY: all deps test unit e2e demo bench clean
-all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS)
+all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -133,7 +135,7 @@ $(PIPELINE): $(PIPELINE_OBJS) $(SIMHIP) $(SIMRCCL)
 
 $(B)/sim/%: sim/progs/%.c $(SIMHIP) $(SIMRCCL) | $(B)/sim
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -lamdhip64 -lrccl -ldl
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -Wl,--as-needed -lamdhip64 -lrccl -ldl
 
 # ---- unit tests: always under ASan and UBSan
 $(B)/tests/test_sim%: tests/unit/test_sim%.c $(SIMHIP) $(SIMRCCL) | $(B)/tests
@@ -143,6 +145,10 @@ $(B)/tests/test_sim%: tests/unit/test_sim%.c $(SIMHIP) $(SIMRCCL) | $(B)/tests
 $(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm -lelf
+
+$(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lm
 
 # ---- running
 test: all
@@ -160,7 +166,7 @@ demo: all
 bench: all
 	$(Q)./scripts/bench.sh
 
-$(B) $(B)/bpf $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests:
+$(B) $(B)/bpf $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs:
 	$(Q)mkdir -p $@
 
 clean:

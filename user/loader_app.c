@@ -261,7 +261,7 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 			cpu_ms());
 		note_write(a);
 	}
-	if (!a->o.quiet)
+	if (!a->o.quiet && a->attach_done_ns)
 		fprintf(stderr, "nanlog-bpf: %" PRIu64 " records processed, %" PRIu64 " lost\n",
 			a->records, lost);
 }

@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; }
 skip() { echo "SKIP: $*"; }
 check() { # check NAME CMD...
 	n=$1; shift
-	if "$@"; then pass "$n"; else fail "$n"; fi
+	if "$@" >/dev/null; then pass "$n"; else fail "$n"; fi
 }
 
 # Real BPF needs root, BTF and uprobes; say why when it is not there.
@@ -23,4 +23,27 @@ bpf_unavailable() {
 	[ -r /sys/kernel/btf/vmlinux ] || { echo "kernel without BTF"; return 0; }
 	[ -e /sys/bus/event_source/devices/uprobe ] || { echo "kernel without uprobes"; return 0; }
 	return 1
+}
+
+# wait_for PATTERN FILE [TENTHS]: until grep finds PATTERN in FILE (default 10 s)
+wait_for() {
+	n=${3:-100}
+	while [ "$n" -gt 0 ]; do
+		grep -q -- "$1" "$2" 2>/dev/null && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	echo "  timed out waiting for '$1' in $2" >&2
+	return 1
+}
+
+# start_gated OUT ERR CMD...: start a program that prints "ready PID" on
+# stderr and waits for SIGUSR1; GATED_PID is its pid once it is ready.
+start_gated() {
+	o=$1 e=$2
+	shift 2
+	"$@" >"$o" 2>"$e" &
+	GATED_PID=$!
+	at_exit "kill -KILL $GATED_PID 2>/dev/null"
+	wait_for '^ready' "$e"
 }

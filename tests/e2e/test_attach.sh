@@ -1,0 +1,173 @@
+# End-to-end: attaching to running processes with real BPF (root).
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+if why=$(bpf_unavailable); then
+	skip "attach tests: $why"
+	exit 0
+fi
+
+KC=$SIM/knowncalls
+PEEK=$B/tests/progs/peekbyte
+REAL=$(ls /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 2>/dev/null)
+
+# compare the tracer's call records (file 2) with a program's own log (file 1):
+# same count, same order, every logged key equal (rc only where a return probe ran)
+same_calls() {
+	jq -e -n --slurpfile e "$1" --slurpfile g "$2" '
+		($g | map(select(.type == "call"))) as $c |
+		($e | length) == ($c | length) and
+		([range(0; $e | length) as $i | $e[$i] as $x | $c[$i] as $y |
+		  ($x | to_entries | all(.key as $k | .value as $v |
+			if $k == "rc" and ($y | has("rc") | not) then true
+			else $y[$k] == $v end))] | all)' >/dev/null
+}
+
+links_now() { bpftool link list 2>/dev/null | grep -c 'uprobe_multi\|perf_event'; }
+BASE_LINKS=$(links_now)
+
+# --- a real ROCm runtime without a GPU: every call fails, arguments still right
+if [ -n "$REAL" ]; then
+	start_gated "$TMP/kc.out" "$TMP/kc.err" env -u LD_LIBRARY_PATH "$KC" -g
+	P=$GATED_PID
+	"$TOOL" -p "$P" --raw --no-audit -o "$TMP/real.json" 2>"$TMP/real.err" &
+	T=$!
+	wait_for '"type":"attach"' "$TMP/real.json"
+	check "real libamdhip64: probes in place (int3 at hipEventRecord)" \
+		test "$("$PEEK" "$P" hipEventRecord)" = 0xcc
+	kill -USR1 "$P"
+	wait "$T"
+	rc=$?
+	check "real libamdhip64: tool exits 0 when the target exits" test "$rc" = 0
+	check "real libamdhip64: every call captured once with its arguments, tid and rc" \
+		same_calls "$TMP/kc.out" "$TMP/real.json"
+	check "real libamdhip64: failing calls report the runtime's error" \
+		jq -e -s '[.[] | select(.type=="call" and .api=="hipEventQuery")][0].rc == 101' "$TMP/real.json"
+	check "real libamdhip64: attach record names the library and missing optional symbols" \
+		jq -e -s '[.[] | select(.type=="attach")][0] | (.path | test("libamdhip64.so")) and (.missing | index("hipEventRecord_spt") != null) and .attached > 30' "$TMP/real.json"
+else
+	skip "real libamdhip64.so.5 not installed (package libamdhip64-5)"
+fi
+
+# --- simhip, two gated targets at once, and an untraced neighbour
+export LD_LIBRARY_PATH="$SIM"
+start_gated "$TMP/a.out" "$TMP/a.err" "$KC" -g -n 3
+PA=$GATED_PID
+start_gated "$TMP/b.out" "$TMP/b.err" "$KC" -g -n 2
+PB=$GATED_PID
+"$TOOL" -p "$PA" -p "$PB" --raw --no-audit -o "$TMP/two.json" 2>"$TMP/two.err" &
+T=$!
+wait_for '"type":"attach".*"pid":'"$PB" "$TMP/two.json"
+"$KC" -n 2 >/dev/null 2>&1 # a neighbour nobody asked to trace
+kill -USR1 "$PA" "$PB"
+wait "$T"
+check "two PIDs: tool exits 0 after both exit" test $? = 0
+jq -c "select(.type==\"call\" and .pid==$PA)" "$TMP/two.json" >"$TMP/two.a"
+jq -c "select(.type==\"call\" and .pid==$PB)" "$TMP/two.json" >"$TMP/two.b"
+check "two PIDs: first target's calls exact" same_calls "$TMP/a.out" "$TMP/two.a"
+check "two PIDs: second target's calls exact" same_calls "$TMP/b.out" "$TMP/two.b"
+check "two PIDs: nothing from other processes" \
+	jq -e -s "all(.[] | select(.type==\"call\"); .pid == $PA or .pid == $PB)" "$TMP/two.json"
+
+# --- SIGKILL of the tool: no probe left, the target's output as untraced
+"$KC" -n 2 2>/dev/null | jq -c 'del(.tid)' >"$TMP/untraced.out"
+start_gated "$TMP/k.out" "$TMP/k.err" "$KC" -g -n 2
+P=$GATED_PID
+"$TOOL" -p "$P" --raw --no-audit -o "$TMP/k.json" 2>/dev/null &
+T=$!
+wait_for '"type":"attach"' "$TMP/k.json"
+before=$("$PEEK" "$P" hipEventRecord)
+kill -KILL "$T"
+wait "$T" 2>/dev/null
+after=$("$PEEK" "$P" hipEventRecord)
+check "SIGKILL: breakpoint present while attached ($before)" test "$before" = 0xcc
+check "SIGKILL: breakpoint gone after the tool died ($after)" test "$after" != 0xcc
+check "SIGKILL: no BPF link left" test "$(links_now)" = "$BASE_LINKS"
+kill -USR1 "$P"
+wait "$P"
+check "SIGKILL: target exits 0" test $? = 0
+jq -c 'del(.tid)' "$TMP/k.out" >"$TMP/k.cmp"
+check "SIGKILL: target output identical to an untraced run" cmp -s "$TMP/untraced.out" "$TMP/k.cmp"
+
+# --- a library loaded after attach (dlopen)
+start_gated "$TMP/late.out" "$TMP/late.err" "$SIM/lateload" -g "$SIM/libamdhip64.so.5"
+P=$GATED_PID
+"$TOOL" -p "$P" --wait-lib --raw --no-audit -o "$TMP/late.json" 2>"$TMP/late.tool" &
+T=$!
+sleep 0.5
+kill -USR1 "$P"
+wait "$T"
+check "dlopen after attach: library noticed and attached" \
+	jq -e -s '[.[] | select(.type=="attach")] | length == 1' "$TMP/late.json"
+check "dlopen after attach: its calls captured" same_calls "$TMP/late.out" "$TMP/late.json"
+check "no HIP and no --wait-lib: refused in one line" sh -c \
+	"sleep 5 & p=\$!; '$TOOL' -p \$p 2>'$TMP/nohip.err'; rc=\$?; kill \$p; test \$rc = 1 && test \$(wc -l <'$TMP/nohip.err') = 1 && grep -q 'no HIP runtime' '$TMP/nohip.err'"
+
+# --- a target in its own mount namespace, library at a path only it can see
+if unshare --mount true 2>/dev/null; then
+	NS=$TMP/nsonly
+	mkdir -p "$NS"
+	unshare --mount --propagation private sh -c \
+		"mount -t tmpfs none '$NS' && cp '$SIM/libamdhip64.so.5' '$SIM/librccl.so.1' '$NS/' && LD_LIBRARY_PATH='$NS' exec '$KC' -g" \
+		>"$TMP/ns.out" 2>"$TMP/ns.err" &
+	P=$!
+	wait_for '^ready' "$TMP/ns.err"
+	check "mount namespace: library invisible from outside" test ! -e "$NS/libamdhip64.so.5"
+	"$TOOL" -p "$P" --raw --no-audit -o "$TMP/ns.json" 2>"$TMP/ns.tool" &
+	T=$!
+	wait_for '"type":"attach"' "$TMP/ns.json"
+	kill -USR1 "$P"
+	wait "$T"
+	check "mount namespace: attached through /proc/PID/root" \
+		jq -e -s "[.[] | select(.type==\"attach\")][0].path == \"$NS/libamdhip64.so.5\"" "$TMP/ns.json"
+	check "mount namespace: calls captured" same_calls "$TMP/ns.out" "$TMP/ns.json"
+else
+	skip "mount namespace: unshare --mount not permitted here"
+fi
+
+# --- -- CMD mode: probes in place before the command runs
+"$TOOL" --raw --no-audit -o "$TMP/cmd.json" -- "$KC" -n 2 >"$TMP/cmd.out" 2>"$TMP/cmd.err"
+check "-- CMD: exit 0" test $? = 0
+check "-- CMD: calls from the very first one" same_calls "$TMP/cmd.out" "$TMP/cmd.json"
+
+# --- --duration: the tool leaves, the target goes on
+start_gated "$TMP/d.out" "$TMP/d.err" "$KC" -g
+P=$GATED_PID
+start=$(date +%s)
+"$TOOL" -p "$P" --duration 1 --no-audit -o "$TMP/d.json" 2>/dev/null
+rc=$?
+el=$(($(date +%s) - start))
+check "--duration 1: exit 0 within 3 s" test "$rc" = 0 -a "$el" -le 3
+check "--duration: target still running" kill -0 "$P"
+kill -USR1 "$P"
+wait "$P"
+check "--duration: target finished normally" test $? = 0
+check "--duration: summary written" jq -e -s '.[-1].type == "summary"' "$TMP/d.json"
+
+# --- bad input: one line, documented exit code, nothing left behind
+one_line_error() { # CODE PATTERN CMD...
+	code=$1 pat=$2
+	shift 2
+	"$@" >"$TMP/bad.out" 2>"$TMP/bad.err"
+	rc=$?
+	[ "$rc" = "$code" ] && [ "$(wc -l <"$TMP/bad.err")" = 1 ] && grep -q "$pat" "$TMP/bad.err" ||
+		{ echo "  got rc=$rc: $(cat "$TMP/bad.err")" >&2; return 1; }
+}
+check "missing PID: exit 1, one line" one_line_error 1 "no such process" "$TOOL" -p 4194000
+check "bad flag: exit 2" one_line_error 2 "unknown option" "$TOOL" --bogus
+check "bad PID value: exit 2" one_line_error 2 "not a process id" "$TOOL" -p 12abc
+check "no target: exit 2" one_line_error 2 "no target" "$TOOL"
+check "kernel without BTF: exit 1" one_line_error 1 "BTF" env NANLOG_BTF_PATH=/nonexistent "$TOOL" -p 1
+check "kernel without uprobes: exit 1" one_line_error 1 "uprobes" env NANLOG_UPROBE_PMU=/nonexistent "$TOOL" -p 1
+if command -v setpriv >/dev/null; then
+	check "not root: exit 1" one_line_error 1 "privilege" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all "$TOOL" -p 1
+else
+	skip "not root: setpriv missing"
+fi
+: >"$TMP/exists.json"
+check "existing output without --force: exit 1" one_line_error 1 "exists" "$TOOL" -p 1 -o "$TMP/exists.json"
+ln -s "$TMP/exists.json" "$TMP/link.json"
+check "output through a symlink: refused" one_line_error 1 "symbolic link" "$TOOL" -p 1 -o "$TMP/link.json" --force
+check "no BPF link left after the failures" test "$(links_now)" = "$BASE_LINKS"
+check "--version lists kernel features" sh -c "'$TOOL' --version | grep -q 'uprobes: *yes'"
