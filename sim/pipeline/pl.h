@@ -242,7 +242,6 @@ struct pl_ctx {
 	struct pl_batch *b;
 	struct pl_evpool ev_sync, ev_coll, ev_timed, ev_alloc;
 	struct pl_halloc ha;
-	long exit_pending_batch; /* first batch whose forward did not finish */
 };
 
 struct pl_hblock *halloc_get(struct pl_halloc *h, long batch);
@@ -269,6 +268,7 @@ void pl_work_wait(struct pl_ctx *x, struct pl_work *w, hipStream_t to, int step)
 
 int pl_watchdog_start(struct pl_ctx *x);
 void pl_watchdog_stop(void);
+void pl_watchdog_freeze(void);
 int pl_autograd_start(struct pl_ctx *x);
 void pl_autograd_run(long batch); /* backward of batch on the autograd thread */
 void pl_autograd_stop(void);

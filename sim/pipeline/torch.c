@@ -245,11 +245,13 @@ struct pl_work {
 static struct {
 	pthread_t th;
 	pthread_mutex_t mu;
+	pthread_mutex_t sweep_mu; /* held for a whole sweep; pl_watchdog_freeze keeps it */
 	pthread_cond_t cv;
 	bool stop, running;
 	long period_ms;
 	struct pl_work *head;
-} wd = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+} wd = { .mu = PTHREAD_MUTEX_INITIALIZER, .sweep_mu = PTHREAD_MUTEX_INITIALIZER,
+	 .cv = PTHREAD_COND_INITIALIZER };
 
 static void work_put(struct pl_work *w)
 {
@@ -341,7 +343,7 @@ static void *watchdog_main(void *arg)
 	(void)arg;
 	for (;;) {
 		struct timespec until;
-		bool stop;
+		bool stop, empty;
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += wd.period_ms * 1000000L;
@@ -352,7 +354,10 @@ static void *watchdog_main(void *arg)
 			;
 		stop = wd.stop;
 		pthread_mutex_unlock(&wd.mu);
-		if (watchdog_sweep() && stop)
+		pthread_mutex_lock(&wd.sweep_mu);
+		empty = watchdog_sweep();
+		pthread_mutex_unlock(&wd.sweep_mu);
+		if (empty && stop)
 			return NULL;
 	}
 }
@@ -366,6 +371,14 @@ int pl_watchdog_start(struct pl_ctx *x)
 	err = pthread_create(&wd.th, NULL, watchdog_main, NULL);
 	wd.running = err == 0;
 	return -err;
+}
+
+/* For an abrupt exit: let a sweep in progress finish, then no more calls
+ * from the watchdog, so the truth's last lines are really the last. */
+void pl_watchdog_freeze(void)
+{
+	if (wd.running)
+		pthread_mutex_lock(&wd.sweep_mu);
 }
 
 void pl_watchdog_stop(void)

@@ -68,7 +68,6 @@ void pl_setup(struct pl_ctx *x)
 			     pl_stall_ms(o, STALL_SPARSE, k));
 	}
 	x->ha = (struct pl_halloc){ .pool = &x->ev_alloc, .size = pl_batch_bytes() };
-	x->exit_pending_batch = -1;
 	write_streams(x);
 	if (pl_autograd_start(x) || (tr && pl_watchdog_start(x))) {
 		fprintf(stderr, "pipeline: cannot start threads\n");
@@ -154,7 +153,7 @@ static void wait_for_batch(struct pl_ctx *x, long i)
 
 static _Noreturn void exit_now(struct pl_ctx *x, long i)
 {
-	x->exit_pending_batch = i;
+	pl_watchdog_freeze();
 	pl_verdicts(x, true);
 	fprintf(stderr, "pipeline: --exit-at %ld: exiting in the middle of forward %ld\n", i, i);
 	fflush(NULL);
