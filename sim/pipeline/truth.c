@@ -185,7 +185,7 @@ static void format_call(struct pl_json *j, const struct pl_call *c, long seq)
 	pj_num(j, "seq", seq);
 	pj_str(j, "api", c->api);
 	pj_num(j, "tid", (long long)gettid());
-	pj_num(j, "t_ns", (long long)c->t_ns);
+	pj_num(j, "ts_ns", (long long)c->t_ns);
 	if (c->fields & CF_STREAM)
 		pj_hex(j, "stream", c->stream);
 	if (c->fields & CF_EVENT)
@@ -216,7 +216,7 @@ static void format_call(struct pl_json *j, const struct pl_call *c, long seq)
 	if ((c->fields & CF_HANDLE) && c->rc == 0)
 		pj_hex(j, "handle", c->handle);
 	if ((c->fields & CF_MS) && c->rc == 0)
-		pj_raw(j, ",\"ms\":%.6f", c->ms);
+		pj_raw(j, ",\"ms\":%.6g", c->ms);
 	pj_batch(j, "batch", cur_batch);
 	pj_str(j, "stage", stage_names[cur_stage]);
 	pj_str(j, "step", step_names[cur_step]);

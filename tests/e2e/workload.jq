@@ -27,7 +27,7 @@ def hex: type == "string" and test("^0x[0-9a-f]+$");
                    or (has("dst") and (.dst | hex | not)) or (has("src") and (.src | hex | not)))
           | "call \(.seq): a handle or pointer is not a 0x lowercase hex string"),
     # per thread, entry times follow seq: each thread's calls are in program order
-    ($c | group_by(.tid)[] | select((map(.t_ns)) != (map(.t_ns) | sort))
+    ($c | group_by(.tid)[] | select((map(.ts_ns)) != (map(.ts_ns) | sort))
         | "thread \(.[0].tid): calls out of order"),
     # events are used only while alive: created (any generation) and not yet destroyed
     ($c | reduce .[] as $x ({live: {}, bad: []};
