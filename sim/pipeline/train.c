@@ -213,15 +213,17 @@ static void run_torchrec(struct pl_ctx *x)
 	const int ahead = x->o->depth; /* iterations between copy(k) and forward(k) */
 
 	/* fill_pipeline: batch 0 copied and its sparse stage run, batch 1
-	 * copied (depth 2). */
+	 * copied (depth 2). Batch 0's blocks are freed before batch 1's copy:
+	 * that record on M ends batch 0's copy segment even when
+	 * --drop b_data_dist_wait@0 removes the other one. */
 	copy_batch(x, 0, SP_FILL);
 	start_sparse(x, 0, SP_FILL);
 	wait_sparse(x, 0, SP_FILL);
-	if (ahead == 2 && B > 1)
-		copy_batch(x, 1, SP_FILL);
 	free_staging(x, 0, SP_FILL);
-	if (ahead == 2 && B > 1)
+	if (ahead == 2 && B > 1) {
+		copy_batch(x, 1, SP_FILL);
 		free_staging(x, 1, SP_FILL);
+	}
 
 	for (long i = 0; i < B; i++) {
 		wait_for_batch(x, i);
