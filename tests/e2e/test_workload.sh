@@ -136,6 +136,8 @@ scenario race_b 0 "$(B3 'untrusted[copy->sparse]')" 3 "b_data_dist_wait@3:true" 
 	--drop b_data_dist_wait@3 --stall copy@3:120
 scenario race_b_depth1 0 "$(B3 'untrusted[copy->sparse]')" 3 "b_data_dist_wait@3:true" \
 	--depth 1 --drop b_data_dist_wait@3 --stall copy@3:120
+scenario race_b_fill 0 "$(expected $NB '0:untrusted[copy->sparse]')" 0 "b_data_dist_wait@0:true" \
+	--drop b_data_dist_wait@0 --stall copy@0:120
 scenario race_d 0 "$(B3 'untrusted[sparse->forward]')" 3 "d_compute_wait@3:true" \
 	--drop d_compute_wait@3 --stall sparse@3:120
 scenario race_simple 0 "$(B3 'untrusted[copy->forward]')" 3 "simple_compute_wait@3:true" \

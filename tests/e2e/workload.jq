@@ -37,6 +37,16 @@ def hex: type == "string" and test("^0x[0-9a-f]+$");
         elif ($x | has("event")) and $x.event != "0x0" and (.live[$x.event] | not) then
             .bad += ["\($x.api) at \($x.seq) on a dead event \($x.event)"]
         else . end) | .bad[]),
+    # token rule 1: a record on the copy stream separates the copy segments
+    # of different batches, so each batch's copy mints its own token
+    (([$all[] | select(.type == "streams") | .copy][0]) as $m
+     | [$c[] | select(.stream == $m and (.api == "hipEventRecord" or .api == "hipMemcpyAsync" or .api == "hipLaunchKernel"))]
+     | reduce .[] as $x ({last: null, sep: true, bad: []};
+         if $x.api == "hipEventRecord" then .sep = true
+         else (if .last != null and .last != $x.batch and (.sep | not)
+               then .bad += ["copies of batches \(.last) and \($x.batch) share a segment at \($x.seq)"] else . end)
+              | .last = $x.batch | .sep = false end)
+     | .bad[]),
     # every edge points at its record and wait calls
     ($edges[] | select(.dropped | not)
         | . as $e
