@@ -7,8 +7,6 @@ $(error nanlog-bpf supports x86-64 only (the HIP argument layouts and vmlinux/vm
 endif
 
 .DELETE_ON_ERROR:
-# keep intermediate objects (sanitizer builds of the core) between runs
-.SECONDARY:
 .SUFFIXES:
 
 B        := build
@@ -64,6 +62,8 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 SIM_UNIT_SRCS := $(filter tests/unit/test_sim%.c,$(UNIT_SRCS))
 CORE_UNIT_SRCS := $(filter-out $(SIM_UNIT_SRCS),$(UNIT_SRCS))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+# keep the sanitizer builds of the core between runs (pattern-rule intermediates)
+.SECONDARY: $(CORE_SAN_OBJS)
 # small helper programs of the end-to-end tests (no HIP), linked with the core
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
 
@@ -78,7 +78,7 @@ deps:
 # ---- BPF object and skeleton
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@.tmp
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $@.tmp
 	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@ 2>/dev/null || mv $@.tmp $@
 	$(Q)rm -f $@.tmp
 

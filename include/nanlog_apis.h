@@ -86,6 +86,7 @@ enum nl_kind {
 	NL_K_P2P,          /* ncclSend / ncclRecv */
 	NL_K_GROUP_START,
 	NL_K_GROUP_END,
+	NL_K_COMM,         /* communicator set-up and tear-down: RCCL's own streams/events */
 };
 
 #define NL_HIP_EXT_MODULE_LAUNCH_MANGLED \
@@ -140,7 +141,10 @@ X(NCCL_ALLREDUCE,             "ncclAllReduce",                  0,   NL_LIB_RCCL
 X(NCCL_SEND,                  "ncclSend",                       0,   NL_LIB_RCCL, NL_K_P2P,            NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_R3, NL_R1, NL_NA, 0) \
 X(NCCL_RECV,                  "ncclRecv",                       0,   NL_LIB_RCCL, NL_K_P2P,            NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_R3, NL_R1, NL_NA, 0) \
 X(NCCL_GROUP_START,           "ncclGroupStart",                 0,   NL_LIB_RCCL, NL_K_GROUP_START,    NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
-X(NCCL_GROUP_END,             "ncclGroupEnd",                   0,   NL_LIB_RCCL, NL_K_GROUP_END,      NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0)
+X(NCCL_GROUP_END,             "ncclGroupEnd",                   0,   NL_LIB_RCCL, NL_K_GROUP_END,      NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
+X(NCCL_COMM_INIT_RANK,        "ncclCommInitRank",               0,   NL_LIB_RCCL, NL_K_COMM,           NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R1, NL_NA, 0) \
+X(NCCL_COMM_INIT_ALL,         "ncclCommInitAll",                0,   NL_LIB_RCCL, NL_K_COMM,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R1, NL_NA, 0) \
+X(NCCL_COMM_DESTROY,          "ncclCommDestroy",                0,   NL_LIB_RCCL, NL_K_COMM,           NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0)
 /* clang-format on */
 
 enum nl_api_id {

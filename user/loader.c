@@ -339,7 +339,7 @@ static int attach_perf(struct nl_loader *l, struct libent *e, pid_t pid, const c
 
 	link = bpf_program__attach_uprobe_opts(prog, pid, file, (size_t)off, &uo);
 	if (!link)
-		return -errno;
+		return errno ? -abs(errno) : -EINVAL;
 	nl = realloc(e->links, sizeof(*nl) * (size_t)(e->nlinks + 1));
 	if (!nl) {
 		bpf_link__destroy(link);
@@ -379,6 +379,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 		      err == -ENOEXEC ? "not an ELF shared object" : strerror(-err));
 		return err;
 	}
+	err = 0;
 	for (int api = 0; api < NL_API_COUNT; api++) {
 		const struct nl_api_info *a = &nl_api_info[api];
 		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
