@@ -5,9 +5,14 @@
  * test can compare. Works on Debian's real libamdhip64.so.5 without a GPU:
  * every call fails (hipErrorNoDevice or similar) but its arguments are what
  * they are. Gate: waits for SIGUSR1 when given -g, printing "ready PID".
- *   knowncalls [-g] [-n ROUNDS]
+ * With -s it first installs an allow-everything seccomp filter, so that
+ * /proc/PID/status says "Seccomp: 2" like a process in a container.
+ *   knowncalls [-g] [-s] [-n ROUNDS]
  */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,13 +49,23 @@ int main(int argc, char **argv)
 	int rounds = 1, gate = 0, opt;
 	char buf[512];
 
-	while ((opt = getopt(argc, argv, "gn:")) != -1) {
-		if (opt == 'g')
+	while ((opt = getopt(argc, argv, "gsn:")) != -1) {
+		if (opt == 'g') {
 			gate = 1;
+		} else if (opt == 's') {
+			struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+			struct sock_fprog prog = { .len = 1, .filter = &allow };
+
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+			    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+				perror("knowncalls: seccomp");
+				return 1;
+			}
+		}
 		else if (opt == 'n')
 			rounds = atoi(optarg);
 		else {
-			fprintf(stderr, "usage: knowncalls [-g] [-n ROUNDS]\n");
+			fprintf(stderr, "usage: knowncalls [-g] [-s] [-n ROUNDS]\n");
 			return 2;
 		}
 	}

@@ -144,6 +144,50 @@ wait "$P"
 check "--duration: target finished normally" test $? = 0
 check "--duration: summary written" jq -e -s '.[-1].type == "summary"' "$TMP/d.json"
 
+# --- SIGINT: clean stop with a summary; capabilities dropped while running
+start_gated "$TMP/i.out" "$TMP/i.err" "$KC" -g
+P=$GATED_PID
+"$TOOL" -p "$P" --no-audit -v -o "$TMP/i.json" 2>"$TMP/i.tool" &
+T=$!
+wait_for '"type":"attach"' "$TMP/i.json"
+check "capabilities: effective set empty while parsing records" \
+	grep -q '^CapEff:[[:space:]]*0*$' "/proc/$T/status"
+check "capabilities: permitted set reduced" \
+	sh -c "! grep -q '^CapPrm:[[:space:]]*000001ffffffffff' /proc/$T/status"
+check "capabilities: -v says so" grep -q 'effective set empty' "$TMP/i.tool"
+kill -INT "$T"
+wait "$T"
+check "SIGINT: exit 0" test $? = 0
+check "SIGINT: summary written" jq -e -s '.[-1].type == "summary"' "$TMP/i.json"
+check "SIGINT: no probe left in the target" test "$("$PEEK" "$P" hipEventRecord)" != 0xcc
+kill -USR1 "$P"
+wait "$P"
+
+# --- a seccomp-filtered target on a kernel whose return probes could kill it
+start_gated "$TMP/s.out" "$TMP/s.err" "$KC" -g -s
+P=$GATED_PID
+check "seccomp: the target is filtered" grep -q '^Seccomp:[[:space:]]*2' "/proc/$P/status"
+NANLOG_KERNEL_RELEASE=6.12.0 "$TOOL" -p "$P" --raw --no-audit -v -o "$TMP/s.json" 2>"$TMP/s.tool" &
+T=$!
+wait_for '"type":"attach"' "$TMP/s.json"
+kill -USR1 "$P"
+wait "$T"
+check "seccomp on 6.11-6.13: entry probes only, and the attach record says so" \
+	jq -e -s '[.[] | select(.type=="attach")][0] | .retprobes == 0 and .retprobes_allowed == false' "$TMP/s.json"
+check "seccomp on 6.11-6.13: -v explains the decision" grep -q 'seccomp' "$TMP/s.tool"
+check "seccomp on 6.11-6.13: calls still captured, without rc" \
+	jq -e -s '[.[] | select(.type=="call")] | length == 16 and all(has("rc") | not)' "$TMP/s.json"
+check "seccomp on 6.11-6.13: the target lived" test "$(wc -l <"$TMP/s.out")" = 16
+start_gated "$TMP/f.out" "$TMP/f.err" "$KC" -g -s
+P=$GATED_PID
+NANLOG_KERNEL_RELEASE=6.12.0 "$TOOL" -p "$P" --retprobes force --raw --no-audit -o "$TMP/f.json" 2>/dev/null &
+T=$!
+wait_for '"type":"attach"' "$TMP/f.json"
+kill -USR1 "$P"
+wait "$T"
+check "--retprobes force: return probes despite the policy" \
+	jq -e -s '[.[] | select(.type=="attach")][0].retprobes > 0' "$TMP/f.json"
+
 # --- bad input: one line, documented exit code, nothing left behind
 one_line_error() { # CODE PATTERN CMD...
 	code=$1 pat=$2
