@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the pairing engine, shared by engine*.c only. docs/engine.md
+ * describes the model; the comments here say what each field holds.
+ */
+#ifndef NANLOG_ENGINE_INT_H
+#define NANLOG_ENGINE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define NL_NO_TOKEN INT64_C(-1)
+#define NL_RING 64           /* recent ops remembered per stream, for reports */
+#define NL_MAX_THREADS 64    /* threads remembered per process (LRU) */
+#define NL_FWD_HISTORY 16    /* forward windows remembered for overlap */
+#define NL_DEPTH_MAX 8       /* depth histogram buckets (last one: >= 7) */
+#define NL_LW 4              /* 64-bit words of a learning edge bitset */
+#define NL_MAX_STREAMS_CAP (NL_LW * 64)
+#define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
+
+/* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
+struct nl_skey {
+	uint64_t handle;
+	uint32_t tid;
+};
+
+static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
+{
+	return a->handle == b->handle && a->tid == b->tid;
+}
+
+/* One op as the engine remembers it (for hand-offs and reports). */
+struct nl_opi {
+	bool valid;
+	int slot;
+	uint32_t clock;
+	uint16_t api;
+	uint32_t tid;
+	uint64_t ts;
+};
+
+struct nl_ring_op {
+	uint32_t clock;
+	uint16_t api;
+	uint32_t tid;
+	int64_t token;
+	uint64_t ts;
+	bool work;
+};
+
+struct nl_stream {
+	bool used, destroyed, blocking, capturing;
+	bool created;         /* history known: creation seen, or the null/per-thread stream */
+	bool born;            /* its creation was seen */
+	uint8_t role;
+	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
+	struct nl_skey key;
+	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
+	int64_t token;        /* current batch token */
+	/* copy stream: an open segment, its thread and that thread's compute work then */
+	bool seg_open;
+	uint32_t seg_tid;
+	uint64_t seg_mark;
+	uint64_t joins;       /* how often vc took another stream's clock */
+	uint64_t ops, lru, last_join_ts;
+	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
+	uint32_t nring;       /* ops pushed to ring (total) */
+	struct nl_ring_op ring[NL_RING];
+};
+
+struct nl_event {
+	bool used, created, destroyed, recorded, capture;
+	uint64_t handle;
+	uint32_t gen;         /* hipEventCreate of a known handle starts a new one */
+	int slot;             /* stream of the last record */
+	uint32_t clock;       /* the record op's clock there */
+	uint32_t gate;        /* that stream's gate when it was recorded */
+	int64_t token;        /* token captured by the record */
+	uint64_t rec_ts, lru;
+	uint32_t *vc;         /* vector clock captured by the record */
+};
+
+struct nl_thread {
+	bool used;
+	uint32_t tid;
+	uint64_t lru;
+	uint64_t compute_work; /* work ops this thread put on the compute stream */
+	/* last op RCCL issued on this thread (coll_depth > 0), for the outer
+	 * collective record that arrives after it */
+	bool inner;
+	int inner_slot;
+	uint32_t inner_clock;
+	int64_t inner_token;
+	uint64_t inner_ts;
+};
+
+/* One stream's share of one stage of one batch. */
+struct nl_bstream {
+	int slot;
+	uint8_t stage;
+	uint64_t ops;
+	uint32_t last_clock;   /* any op */
+	uint64_t last_ts;
+	struct nl_opi first_op;
+	bool has_work;
+	struct nl_opi last_work;
+	/* upstream frontier (ops not ordered after any forward op of the batch) */
+	bool has_up, covered, pending;
+	struct nl_opi last_up, pending_f;
+	uint32_t pending_seen; /* the consumer's clock of this stream */
+};
+
+struct nl_stage_acc {
+	uint64_t ops, bytes, first_ts, last_ts;
+	uint32_t colls, ntids;
+	uint32_t tids[8];
+	bool tids_full;
+	struct nl_completion c;
+};
+
+struct nl_batch {
+	bool used, closed, emitted_early;
+	int64_t token;
+	uint32_t skip;
+	uint64_t first_ts, close_ts;
+	int64_t copy_tick, fwd_tick, linger_until;
+	bool copy_closed, reached_sparse, fwd_started;
+	uint32_t fwd_first_clock;
+	uint64_t fwd_work;
+	struct nl_opi fwd_last;
+	uint32_t *fwd_vc;      /* compute vector clock at the last forward op */
+	bool fwd_vc_valid;
+	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
+	int nbs;
+	struct nl_bstream bs[NL_AUDIT_MAX_STREAMS];
+	struct nl_stage_acc st[NL_NSTAGES];
+	struct {
+		bool found;
+		struct nl_opi op;
+		uint64_t exposure;
+	} handoff[2];
+	/* first consumer-role op after the producers' last op not ordered after
+	 * them: [0] sparse consumer of the copy, [1] compute consumer */
+	struct {
+		bool armed, valid;
+		struct nl_opi consumer, producer;
+	} nr[2];
+	bool post_confirmed;
+	uint64_t post_at;
+};
+
+struct nl_lstream {
+	bool used;
+	struct nl_skey key;
+	uint64_t launches, h2d, work, waited;
+	uint64_t out[NL_LW], in[NL_LW];
+};
+
+/* Role learning: statistics over the records held back. */
+struct nl_learn {
+	struct nl_lstream *s;
+	uint32_t ns, scap;
+	uint64_t *eh;         /* event handle hash: handle+1, 0 empty */
+	int *es;              /* learning stream index of its last record, -1 none */
+	uint32_t ecap, eused;
+	uint32_t since_check;
+};
+
+struct nl_proc {
+	uint32_t pid;
+	bool announced, mid_run, exited;
+	uint64_t attach_ts;
+	uint32_t skip_all;     /* reasons every batch of the process gets */
+	/* learning: records held back until the roles are known */
+	bool learning;
+	struct nl_call *lbuf;
+	uint32_t nlbuf;
+	uint64_t lfirst_ts;
+	struct nl_learn learn;
+	/* roles by stream key */
+	bool has_copy, has_compute, has_sparse;
+	struct nl_skey copy_key, compute_key;
+	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
+	int nsparse;
+	int copy_slot, compute_slot, null_slot;
+	/* streams: slot = vector clock column */
+	uint32_t w;
+	struct nl_stream *s;
+	uint32_t *svc;
+	int cache_slot, nblocking;
+	/* events: open addressing on handle -> index + 1 */
+	struct nl_event *ev;
+	uint32_t *evc, *eh;
+	uint32_t ecap, hcap, nev;
+	/* threads */
+	struct nl_thread th[NL_MAX_THREADS];
+	int th_cache;
+	/* batches in flight: token % bcap */
+	struct nl_batch *b;
+	uint32_t bcap;
+	uint32_t *bvc;
+	int64_t next_token, oldest;
+	/* ticks */
+	int64_t ticks, fwd_max;
+	uint64_t first_fwd_ts, last_fwd_ts, nfwd;
+	uint64_t depth_hist[NL_DEPTH_MAX];
+	struct {
+		int64_t token;
+		uint64_t start, end;
+	} fwd_hist[NL_FWD_HISTORY];
+	uint32_t nfwd_hist;
+	bool seen_copy_record;
+	uint64_t loss_until;   /* batches starting before this lost records */
+	/* counters */
+	uint64_t lru, last_rec_ts, records, batches;
+	uint64_t edges, implicit_edges, late_ops;
+	uint64_t evicted_streams, evicted_events, evicted_batches;
+	uint32_t *tmp_vc;
+};
+
+struct nl_engine {
+	struct nl_engine_opts o;
+	struct nl_sink sink;
+	struct nl_proc **procs;
+	int last_proc;
+	uint32_t skip_all_new;  /* probe_missing(pid 0): every process */
+	uint64_t last_rec_ts, loss_until;
+	struct nl_summary sum;  /* totals; arrays below */
+	uint64_t depth_hist[NL_DEPTH_MAX];
+	uint64_t tick_ns_sum, tick_ns_n;
+	struct nl_stream_summary *ss;
+	uint32_t nss, ss_cap;
+	struct nl_proc_summary *ps;
+	uint32_t nps, ps_cap;
+	char **missing_names;
+	bool finished;
+};
+
+static inline uint32_t nl_hash64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static inline uint32_t nl_pow2_at_least(uint32_t n)
+{
+	uint32_t v = 1;
+
+	while (v < n)
+		v <<= 1;
+	return v;
+}
+
+/* ---- vector clocks -------------------------------------------------------- */
+
+static inline void nl_vc_join(uint32_t *dst, const uint32_t *src, uint32_t w)
+{
+	for (uint32_t i = 0; i < w; i++)
+		if (src[i] > dst[i])
+			dst[i] = src[i];
+}
+
+/* Whether src adds anything to dst. */
+static inline bool nl_vc_news(const uint32_t *dst, const uint32_t *src, uint32_t w)
+{
+	for (uint32_t i = 0; i < w; i++)
+		if (src[i] > dst[i])
+			return true;
+	return false;
+}
+
+/* ---- engine_state.c -------------------------------------------------------- */
+
+struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid);
+void nl_proc_free(struct nl_proc *p);
+/* The stream a call acts on (normalized: 0x1 -> 0, per-thread streams by tid). */
+struct nl_skey nl_call_skey(const struct nl_call *c);
+bool nl_key_is_null(const struct nl_skey *k);
+/* Find (create: also insert, evicting when full) a stream; -1 when impossible. */
+int nl_stream_slot(struct nl_engine *e, struct nl_proc *p, const struct nl_skey *k, bool create);
+void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool created,
+		     bool blocking);
+struct nl_event *nl_event_find(struct nl_proc *p, uint64_t handle);
+struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t handle);
+struct nl_thread *nl_thread_get(struct nl_proc *p, uint32_t tid);
+void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, int64_t token,
+		  bool work);
+/* The first op of token `token` on the stream with clock > after (NULL: not remembered). */
+const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
+					     int64_t token, bool work);
+int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k);
+/* Roles changed: give every known stream its role again. */
+void nl_streams_refresh_roles(struct nl_proc *p);
+
+/* ---- engine_ops.c ---------------------------------------------------------- */
+
+/* Apply one call to the process state (roles known). */
+void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+
+/* ---- engine_batch.c -------------------------------------------------------- */
+
+struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
+/* A new token on the copy stream; its batch. */
+void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts);
+/* Book one op (already applied to the clocks) on its batch. */
+void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
+		uint32_t clock, int64_t token, bool work, bool is_coll);
+/* The compute stream moves from its token to a later one `to`: close the
+ * batches before it, with the compute clock as it was before the join. */
+void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
+void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
+/* Records lost between w0 (last record processed) and ts. */
+void nl_apply_lost(struct nl_engine *e, struct nl_proc *p, uint64_t w0, uint64_t ts);
+void nl_skip_open(struct nl_proc *p, int reason);
+/* Completion evidence. vc: what the proof covers (NULL: ops enqueued before
+ * ts_limit, all streams); only_slot >= 0 limits it to that stream. */
+void nl_evidence_done(struct nl_proc *p, const uint32_t *vc, int only_slot, uint64_t ts_limit,
+		      uint64_t at, uint16_t api);
+/* Something at or after op `gate` of the stream was not done at `at`. */
+void nl_evidence_not_done(struct nl_proc *p, int slot, uint32_t gate, uint64_t at);
+void nl_evidence_ms(struct nl_proc *p, const struct nl_event *start, const struct nl_event *stop,
+		    double ms);
+/* Emit batches that are final. */
+void nl_emit_ready(struct nl_engine *e, struct nl_proc *p);
+/* End of the process (exited) or of tracing (!exited): emit everything. */
+void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited);
+/* A stream slot is reused: batches with ops there lose evidence. */
+void nl_batches_lose_slot(struct nl_proc *p, int slot);
+
+/* ---- engine_roles.c -------------------------------------------------------- */
+
+int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents);
+void nl_learn_free(struct nl_learn *l);
+/* Note one held-back call; true when the roles can be decided. */
+bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Decide the roles from what was learned (and the overrides); false when no
+ * copy stream was found. */
+bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p);
+
+#endif /* NANLOG_ENGINE_INT_H */

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Applying one call to a process: ops on streams (record, wait, work) with
+ * their vector clocks and batch tokens, null-stream implicit
+ * synchronization, graph capture, and the completion evidence that queries
+ * and synchronizations carry.
+ */
+#include "engine_int.h"
+
+/* When the job learned the call's answer. */
+static uint64_t call_end(const struct nl_call *c)
+{
+	return (c->fields & NL_F_RC) && c->ret_ns ? c->ret_ns : c->ts_ns;
+}
+
+/* A stream's token; on the compute stream a later token closes batches.
+ * The copy stream's tokens are only minted, never taken from others. */
+static void set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts)
+{
+	struct nl_stream *s = &p->s[slot];
+
+	if (s->role == NL_ROLE_COPY || tok == NL_NO_TOKEN)
+		return;
+	if (slot == p->compute_slot && tok > p->fwd_max)
+		nl_compute_advance(e, p, tok, ts);
+	s->token = tok;
+}
+
+static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
+{
+	nl_vc_join(p->s[dst].vc, p->s[src].vc, p->w);
+	p->s[dst].joins++;
+	p->s[dst].last_join_ts = ts;
+	p->implicit_edges++;
+}
+
+/* The legacy null stream waits for all prior work of blocking streams, and
+ * work on a blocking stream waits for prior null-stream work. Tokens ride
+ * these edges too; since one null-stream op joins several streams at once,
+ * it takes the newest token among them. */
+static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint64_t ts)
+{
+	struct nl_stream *s = &p->s[slot];
+
+	if (slot == p->null_slot) {
+		int64_t tok = NL_NO_TOKEN;
+
+		if (!p->nblocking)
+			return;
+		for (uint32_t i = 0; i < p->w; i++) {
+			const struct nl_stream *b = &p->s[i];
+
+			if ((int)i == slot || !b->used || !b->blocking || b->capturing ||
+			    b->vc[i] <= s->vc[i])
+				continue;
+			join_implicit(p, slot, (int)i, ts);
+			if (b->token > tok)
+				tok = b->token;
+		}
+		if (tok > s->token)
+			set_token(e, p, slot, tok, ts);
+	} else if (s->blocking && p->null_slot >= 0) {
+		int n = p->null_slot;
+		const struct nl_stream *ns = &p->s[n];
+
+		if (ns->capturing || ns->vc[n] <= s->vc[n])
+			return;
+		join_implicit(p, slot, n, ts);
+		if (ns->token > s->token)
+			set_token(e, p, slot, ns->token, ts);
+	}
+}
+
+/* Before an op: a capturing stream swallows it (false); implicit syncs apply. */
+static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	struct nl_stream *s = &p->s[slot];
+
+	if (s->capturing) {
+		nl_batch_skip(p, s->token, NL_SKIP_GRAPH_CAPTURE);
+		return false;
+	}
+	implicit_sync(e, p, slot, c->ts_ns);
+	return true;
+}
+
+static void close_segment(struct nl_proc *p, struct nl_stream *s)
+{
+	struct nl_batch *b = nl_batch_of(p, s->token);
+
+	s->seg_open = false;
+	if (b) {
+		b->copy_closed = true;
+		b->nr[0].armed = true;
+	}
+}
+
+static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
+		      uint64_t handle)
+{
+	struct nl_stream *s = &p->s[slot];
+	struct nl_event *ev = nl_event_get(e, p, handle);
+	uint32_t clock;
+
+	ev->slot = slot;
+	if (!op_prepare(e, p, slot, c)) {
+		/* Recorded into a graph: waits on it join the capture. */
+		ev->capture = true;
+		ev->recorded = false;
+		return;
+	}
+	clock = ++s->vc[slot];
+	ev->recorded = true;
+	ev->destroyed = false;
+	ev->capture = false;
+	ev->clock = clock;
+	ev->gate = s->gate;
+	ev->token = s->token;
+	ev->rec_ts = c->ts_ns;
+	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
+	nl_ring_push(s, clock, c, s->token, false);
+	nl_account(e, p, slot, c, clock, s->token, false, false);
+	if (s->role == NL_ROLE_COPY) {
+		p->seen_copy_record = true;
+		if (s->seg_open)
+			close_segment(p, s);
+	}
+}
+
+static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	struct nl_stream *s = &p->s[slot];
+	struct nl_event *ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
+	uint32_t clock;
+
+	if (ev && ev->capture && ev->slot >= 0 && !s->capturing) {
+		s->capturing = true;
+		s->capture_origin = p->s[ev->slot].capture_origin;
+	}
+	if (!op_prepare(e, p, slot, c))
+		return;
+	if (!ev || (!ev->recorded && !ev->created)) {
+		/* Recorded before tracing began, or forgotten: the edge is unknown.
+		 * A process traced from its start cannot name such an event (the
+		 * call fails), unless the engine evicted it. */
+		if (p->mid_run || p->evicted_events) {
+			nl_batch_skip(p, s->token,
+				      !ev && p->evicted_events ? NL_SKIP_EVICTED : NL_SKIP_UNKNOWN_HANDLE);
+			if (s->role != NL_ROLE_COPY)
+				s->token = NL_NO_TOKEN;
+		}
+	} else if (ev->recorded) {
+		const struct nl_stream *from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
+
+		if (nl_vc_news(s->vc, ev->vc, p->w)) {
+			nl_vc_join(s->vc, ev->vc, p->w);
+			s->joins++;
+		}
+		s->last_join_ts = c->ts_ns;
+		if (ev->slot != slot)
+			p->edges++;
+		/* A stream that starts waiting on the data-dist side later in the
+		 * run joins it (only where the process has a sparse stage). */
+		if (s->role == NL_ROLE_OTHER && p->has_sparse && from &&
+		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE))
+			s->role = NL_ROLE_SPARSE;
+		set_token(e, p, slot, ev->token, c->ts_ns);
+	}
+	/* created but not recorded in this generation: HIP makes the wait a no-op */
+	clock = ++s->vc[slot];
+	s->gate = clock;
+	nl_ring_push(s, clock, c, s->token, false);
+	nl_account(e, p, slot, c, clock, s->token, false, false);
+}
+
+/* Copy stream: the first op after a record mints a token. A thread that put
+ * work on the compute stream since its last copy also starts a new segment,
+ * so a dropped record does not merge two batches (docs/engine.md). */
+static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+			 const struct nl_thread *th, const struct nl_call *c)
+{
+	if (s->seg_open && !e->o.no_copy_split && s->seg_tid == c->tid &&
+	    th->compute_work != s->seg_mark)
+		close_segment(p, s);
+	if (!s->seg_open)
+		nl_mint(e, p, s, c->ts_ns);
+	s->seg_tid = c->tid;
+	s->seg_mark = th->compute_work;
+}
+
+static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	struct nl_stream *s = &p->s[slot];
+	struct nl_thread *th = nl_thread_get(p, c->tid);
+	bool coll = (c->kind == NL_K_COLL || c->kind == NL_K_P2P) && c->coll_depth == 0;
+	uint32_t clock;
+
+	if (!op_prepare(e, p, slot, c))
+		return;
+	if (coll && th->inner && th->inner_slot == slot && th->inner_ts >= c->ts_ns &&
+	    (!(c->fields & NL_F_RC) || !c->ret_ns || th->inner_ts <= c->ret_ns)) {
+		/* The collective's record comes at its return, after the launches
+		 * RCCL made inside it: it takes the place (clock and token) of the
+		 * last of them instead of a later one. */
+		struct nl_ring_op *r = &s->ring[(s->nring + NL_RING - 1) % NL_RING];
+
+		th->inner = false;
+		if (s->nring && r->clock == th->inner_clock)
+			r->api = c->api;
+		nl_account(e, p, slot, c, th->inner_clock, th->inner_token, true, true);
+		return;
+	}
+	if (s->role == NL_ROLE_COPY)
+		copy_segment(e, p, s, th, c);
+	clock = ++s->vc[slot];
+	s->gate = clock;
+	if (slot == p->compute_slot)
+		th->compute_work++;
+	if (c->coll_depth > 0) {
+		th->inner = true;
+		th->inner_slot = slot;
+		th->inner_clock = clock;
+		th->inner_token = s->token;
+		th->inner_ts = c->ts_ns;
+	}
+	nl_ring_push(s, clock, c, s->token, true);
+	nl_account(e, p, slot, c, clock, s->token, true, coll);
+}
+
+/* ---- evidence -------------------------------------------------------------- */
+
+static void event_done(struct nl_proc *p, const struct nl_event *ev, const struct nl_call *c)
+{
+	/* The record the job asked about is the last one before its call. */
+	if (ev && ev->recorded && ev->rec_ts <= c->ts_ns)
+		nl_evidence_done(p, ev->vc, -1, UINT64_MAX, call_end(c), c->api);
+}
+
+/* Everything enqueued on the stream before the call is done at its return.
+ * If the stream took another stream's clock after the call began (another
+ * thread's wait), only its own ops are proven. */
+static void stream_done(struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	const struct nl_stream *s = &p->s[slot];
+
+	nl_evidence_done(p, s->vc, s->last_join_ts > c->ts_ns ? slot : -1, c->ts_ns, call_end(c),
+			 c->api);
+}
+
+static void apply_query(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_skey key;
+	struct nl_event *ev;
+	int slot;
+
+	if (!(c->fields & NL_F_RC))
+		return;
+	if (c->kind == NL_K_EVENT_QUERY) {
+		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
+		if (c->rc == 0)
+			event_done(p, ev, c);
+		else if (c->rc == 600 && ev && ev->recorded && ev->slot >= 0 && ev->rec_ts <= c->ts_ns)
+			nl_evidence_not_done(p, ev->slot, ev->gate, c->ts_ns);
+		return;
+	}
+	key = nl_call_skey(c);
+	slot = nl_stream_slot(e, p, &key, false);
+	if (slot < 0)
+		return;
+	if (c->rc == 0)
+		stream_done(p, slot, c);
+	else if (c->rc == 600)
+		nl_evidence_not_done(p, slot, p->s[slot].gate, c->ts_ns);
+}
+
+static void apply_sync(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_event *ev, *ev2;
+	struct nl_skey key;
+	int slot;
+
+	switch (c->kind) {
+	case NL_K_EVENT_SYNC:
+		event_done(p, (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL, c);
+		break;
+	case NL_K_EVENT_ELAPSED:
+		/* Success needs both events complete. */
+		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
+		ev2 = (c->fields & NL_F_EVENT2) ? nl_event_find(p, c->event2) : NULL;
+		event_done(p, ev, c);
+		event_done(p, ev2, c);
+		if ((c->fields & NL_F_MS) && ev && ev2 && ev->recorded && ev2->recorded)
+			nl_evidence_ms(p, ev, ev2, c->ms);
+		break;
+	case NL_K_STREAM_SYNC:
+		key = nl_call_skey(c);
+		slot = nl_stream_slot(e, p, &key, false);
+		if (slot >= 0)
+			stream_done(p, slot, c);
+		break;
+	case NL_K_DEVICE_SYNC:
+		nl_evidence_done(p, NULL, -1, c->ts_ns, call_end(c), c->api);
+		break;
+	default:
+		break;
+	}
+}
+
+static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_skey key;
+	struct nl_event *ev;
+	int slot;
+
+	switch (c->kind) {
+	case NL_K_STREAM_CREATE:
+		if (!(c->fields & NL_F_HANDLE))
+			return;
+		key = (struct nl_skey){ c->handle == 1 ? 0 : c->handle, 0 };
+		slot = nl_stream_slot(e, p, &key, true);
+		if (slot >= 0) {
+			nl_stream_reset(p, slot, &key, true,
+					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
+			p->s[slot].born = true;
+		}
+		break;
+	case NL_K_STREAM_DESTROY:
+		key = nl_call_skey(c);
+		slot = nl_stream_slot(e, p, &key, false);
+		if (slot >= 0)
+			p->s[slot].destroyed = true;
+		break;
+	case NL_K_EVENT_CREATE:
+		if (!(c->fields & NL_F_HANDLE))
+			return;
+		ev = nl_event_get(e, p, c->handle);
+		if (ev->created || ev->recorded || ev->destroyed)
+			ev->gen++;
+		ev->created = true;
+		ev->destroyed = ev->recorded = ev->capture = false;
+		break;
+	case NL_K_EVENT_DESTROY:
+		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
+		if (ev) {
+			ev->destroyed = true;
+			ev->recorded = false;
+		}
+		break;
+	case NL_K_CAPTURE_BEGIN:
+		key = nl_call_skey(c);
+		slot = nl_stream_slot(e, p, &key, true);
+		if (slot >= 0) {
+			p->s[slot].capturing = true;
+			p->s[slot].capture_origin = slot;
+		}
+		break;
+	case NL_K_CAPTURE_END:
+		key = nl_call_skey(c);
+		slot = nl_stream_slot(e, p, &key, false);
+		for (uint32_t i = 0; slot >= 0 && i < p->w; i++)
+			if (p->s[i].capture_origin == slot) {
+				p->s[i].capturing = false;
+				p->s[i].capture_origin = -1;
+			}
+		break;
+	default:
+		break;
+	}
+}
+
+void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_skey key;
+	int slot;
+
+	if (c->kind == NL_K_EVENT_QUERY || c->kind == NL_K_STREAM_QUERY) {
+		apply_query(e, p, c); /* 600 is an answer, not a failure */
+		return;
+	}
+	if ((c->fields & NL_F_RC) && c->rc != 0) {
+		e->sum.ignored_records++; /* the call did nothing */
+		return;
+	}
+	switch (c->kind) {
+	case NL_K_EVENT_RECORD:
+	case NL_K_STREAM_WAIT:
+	case NL_K_COPY:
+	case NL_K_COPY_SYNC:
+	case NL_K_MEMSET:
+	case NL_K_LAUNCH:
+	case NL_K_GRAPH:
+	case NL_K_COLL:
+	case NL_K_P2P:
+		break;
+	case NL_K_EVENT_SYNC:
+	case NL_K_EVENT_ELAPSED:
+	case NL_K_STREAM_SYNC:
+	case NL_K_DEVICE_SYNC:
+		apply_sync(e, p, c);
+		return;
+	default:
+		apply_lifecycle(e, p, c);
+		return;
+	}
+	key = nl_call_skey(c);
+	slot = nl_stream_slot(e, p, &key, true);
+	if (slot < 0)
+		return;
+	switch (c->kind) {
+	case NL_K_EVENT_RECORD:
+		if (c->fields & NL_F_EVENT)
+			op_record(e, p, slot, c, c->event);
+		break;
+	case NL_K_STREAM_WAIT:
+		op_wait(e, p, slot, c);
+		break;
+	case NL_K_LAUNCH:
+		/* hipExtLaunchKernel and friends record their start and stop
+		 * events on the stream around the kernel. */
+		if ((c->fields & NL_F_EVENT) && c->event)
+			op_record(e, p, slot, c, c->event);
+		op_work(e, p, slot, c);
+		if ((c->fields & NL_F_EVENT2) && c->event2)
+			op_record(e, p, slot, c, c->event2);
+		break;
+	case NL_K_COPY_SYNC:
+		op_work(e, p, slot, c);
+		if (!p->s[slot].capturing)
+			stream_done(p, slot, c); /* it returned: the stream is drained */
+		break;
+	default:
+		op_work(e, p, slot, c);
+		break;
+	}
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Role learning. A process's first records are held back while the engine
+ * counts, per stream, launches, host-to-device copies and which streams wait
+ * on whose events. Then:
+ *   compute = the stream with the most kernel launches (ties: the null stream);
+ *   copy    = a stream other than compute with host-to-device copies whose
+ *             events other streams wait on; most copy-like first (share of
+ *             H2D copies in its work), then fewest incoming edges, then most
+ *             copies;
+ *   sparse  = the streams reachable from copy through wait edges without
+ *             passing through compute (data-dist, collective streams).
+ * Overrides from the options replace any of these. The held-back records are
+ * then replayed with the roles known, so no batch is judged on a guess.
+ */
+#include <stdlib.h>
+
+#include "engine_int.h"
+
+int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents)
+{
+	memset(l, 0, sizeof(*l));
+	l->scap = nstreams;
+	l->ecap = nl_pow2_at_least(2 * nevents);
+	l->s = calloc(nstreams, sizeof(*l->s));
+	l->eh = calloc(l->ecap, sizeof(*l->eh));
+	l->es = calloc(l->ecap, sizeof(*l->es));
+	if (!l->s || !l->eh || !l->es) {
+		nl_learn_free(l);
+		return -1;
+	}
+	return 0;
+}
+
+void nl_learn_free(struct nl_learn *l)
+{
+	free(l->s);
+	free(l->eh);
+	free(l->es);
+	memset(l, 0, sizeof(*l));
+}
+
+static int lslot(struct nl_learn *l, const struct nl_skey *k)
+{
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (nl_skey_eq(&l->s[i].key, k))
+			return (int)i;
+	if (l->ns == l->scap)
+		return -1;
+	l->s[l->ns].used = true;
+	l->s[l->ns].key = *k;
+	return (int)l->ns++;
+}
+
+static int find_key(const struct nl_learn *l, const struct nl_skey *k)
+{
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (nl_skey_eq(&l->s[i].key, k))
+			return (int)i;
+	return -1;
+}
+
+/* Event handle -> learning stream of its last record (-1: not recorded). */
+static int *emap(struct nl_learn *l, uint64_t handle, bool insert)
+{
+	uint32_t mask = l->ecap - 1;
+
+	for (uint32_t i = nl_hash64(handle) & mask;; i = (i + 1) & mask) {
+		if (l->eh[i] == handle + 1)
+			return &l->es[i];
+		if (l->eh[i] != 0)
+			continue;
+		if (!insert)
+			return NULL;
+		if (2 * (l->eused + 1) > l->ecap) {
+			/* Full: forget (learning only loses some edges). */
+			memset(l->eh, 0, l->ecap * sizeof(*l->eh));
+			l->eused = 0;
+			i = nl_hash64(handle) & mask;
+		}
+		l->eh[i] = handle + 1;
+		l->es[i] = -1;
+		l->eused++;
+		return &l->es[i];
+	}
+}
+
+static void note_record(struct nl_learn *l, uint64_t event, int slot)
+{
+	int *src = emap(l, event, true);
+
+	if (src)
+		*src = slot;
+}
+
+struct picks {
+	int copy, compute;
+	uint64_t sparse[NL_LW];
+};
+
+static int popcount_lw(const uint64_t *bits)
+{
+	int n = 0;
+
+	for (int i = 0; i < NL_LW; i++)
+		n += __builtin_popcountll(bits[i]);
+	return n;
+}
+
+static bool bit(const uint64_t *bits, int i)
+{
+	return bits[i / 64] >> (i % 64) & 1;
+}
+
+/* a is a better copy-stream candidate than b */
+static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
+{
+	uint64_t fa = a->h2d * (b->work ? b->work : 1), fb = b->h2d * (a->work ? a->work : 1);
+	int ia = popcount_lw(a->in), ib = popcount_lw(b->in);
+
+	if (fa != fb)
+		return fa > fb;
+	if (ia != ib)
+		return ia < ib;
+	return a->h2d > b->h2d;
+}
+
+static struct nl_skey override_key(uint64_t handle)
+{
+	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
+}
+
+static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
+{
+	const struct nl_engine_opts *o = &e->o;
+	struct nl_skey k;
+	int queue[NL_MAX_STREAMS_CAP], qh = 0, qt = 0;
+
+	memset(pk, 0, sizeof(*pk));
+	pk->copy = pk->compute = -1;
+	if (o->has_compute_stream) {
+		k = override_key(o->compute_stream);
+		pk->compute = find_key(l, &k);
+	} else {
+		for (uint32_t i = 0; i < l->ns; i++) {
+			const struct nl_lstream *s = &l->s[i];
+
+			if (!s->launches)
+				continue;
+			if (pk->compute < 0 || s->launches > l->s[pk->compute].launches ||
+			    (s->launches == l->s[pk->compute].launches && nl_key_is_null(&s->key)))
+				pk->compute = (int)i;
+		}
+	}
+	if (o->has_copy_stream) {
+		k = override_key(o->copy_stream);
+		pk->copy = find_key(l, &k);
+	} else {
+		for (uint32_t i = 0; i < l->ns; i++) {
+			const struct nl_lstream *s = &l->s[i];
+
+			if ((int)i == pk->compute || !s->h2d || !s->waited)
+				continue;
+			if (pk->copy < 0 || copy_better(s, &l->s[pk->copy]))
+				pk->copy = (int)i;
+		}
+	}
+	if (o->has_sparse_streams || pk->copy < 0)
+		return;
+	queue[qt++] = pk->copy;
+	while (qh < qt) {
+		int x = queue[qh++];
+
+		for (uint32_t j = 0; j < l->ns; j++) {
+			if ((int)j == pk->copy || (int)j == pk->compute || !bit(l->s[x].out, (int)j) ||
+			    bit(pk->sparse, (int)j))
+				continue;
+			pk->sparse[j / 64] |= 1ull << (j % 64);
+			queue[qt++] = (int)j;
+		}
+	}
+}
+
+static bool ready(const struct nl_engine *e, const struct nl_learn *l)
+{
+	struct picks pk;
+
+	pick(e, l, &pk);
+	return pk.copy >= 0 && l->s[pk.copy].waited >= e->o.learn_handoffs &&
+	       (e->o.has_compute_stream || pk.compute >= 0);
+}
+
+bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_learn *l = &p->learn;
+	struct nl_skey k;
+	int i, *src;
+
+	if (c->api == NL_LOST_MARK || ((c->fields & NL_F_RC) && c->rc != 0))
+		return false;
+	k = nl_call_skey(c);
+	switch (c->kind) {
+	case NL_K_EVENT_CREATE:
+		if (c->fields & NL_F_HANDLE)
+			note_record(l, c->handle, -1);
+		return false;
+	case NL_K_EVENT_RECORD:
+		i = lslot(l, &k);
+		if ((c->fields & NL_F_EVENT) && i >= 0)
+			note_record(l, c->event, i);
+		return false;
+	case NL_K_LAUNCH:
+	case NL_K_COPY:
+	case NL_K_COPY_SYNC:
+	case NL_K_MEMSET:
+	case NL_K_GRAPH:
+	case NL_K_COLL:
+	case NL_K_P2P:
+		i = lslot(l, &k);
+		if (i < 0)
+			return false;
+		l->s[i].work++;
+		if (c->kind == NL_K_LAUNCH && !c->coll_depth)
+			l->s[i].launches++;
+		/* host-to-device, or default kind (unified addressing decides) */
+		if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_KIND) &&
+		    (c->kindarg == 1 || c->kindarg == 4))
+			l->s[i].h2d++;
+		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT) && c->event)
+			note_record(l, c->event, i);
+		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT2) && c->event2)
+			note_record(l, c->event2, i);
+		return false;
+	case NL_K_STREAM_WAIT:
+		if (!(c->fields & NL_F_EVENT))
+			return false;
+		i = lslot(l, &k);
+		src = emap(l, c->event, false);
+		if (i < 0 || !src || *src < 0 || *src == i)
+			return false;
+		l->s[*src].out[i / 64] |= 1ull << (i % 64);
+		l->s[i].in[*src / 64] |= 1ull << (*src % 64);
+		l->s[*src].waited++;
+		return ready(e, l);
+	default:
+		return false;
+	}
+}
+
+bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
+{
+	const struct nl_engine_opts *o = &e->o;
+	const struct nl_learn *l = &p->learn;
+	struct picks pk;
+
+	pick(e, l, &pk);
+	p->has_copy = o->has_copy_stream || pk.copy >= 0;
+	if (o->has_copy_stream)
+		p->copy_key = override_key(o->copy_stream);
+	else if (pk.copy >= 0)
+		p->copy_key = l->s[pk.copy].key;
+	/* Without launches to go by, PyTorch's choice: the null stream. */
+	p->has_compute = true;
+	if (o->has_compute_stream)
+		p->compute_key = override_key(o->compute_stream);
+	else if (pk.compute >= 0)
+		p->compute_key = l->s[pk.compute].key;
+	else
+		p->compute_key = (struct nl_skey){ 0, 0 };
+	p->nsparse = 0;
+	if (o->has_sparse_streams) {
+		for (unsigned i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++)
+			p->sparse_keys[p->nsparse++] = override_key(o->sparse_streams[i]);
+	} else {
+		for (uint32_t j = 0; j < l->ns && p->nsparse < NL_ENGINE_MAX_SPARSE; j++)
+			if (bit(pk.sparse, (int)j))
+				p->sparse_keys[p->nsparse++] = l->s[j].key;
+	}
+	p->has_sparse = p->nsparse > 0;
+	nl_streams_refresh_roles(p);
+	return p->has_copy;
+}
