@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pairing engine semantics on small synthetic call sequences: events and
+ * their generations, per-thread and null-stream semantics, the collective
+ * that arrives after its inner launch, completion evidence, every skip
+ * reason, caps, and several processes at once.
+ */
+#include <errno.h>
+
+#include "test_engine_util.h"
+
+/* One batch of a plain loop: copies on m, compute waits for them, kernels. */
+static void simple_batch(struct tb *t, uint64_t m, uint64_t c, int kernels)
+{
+	tb_copy(t, m, 1, 1024);
+	tb_copy(t, m, 1, 1024);
+	tb_wait_stream(t, c, m);
+	for (int i = 0; i < kernels; i++)
+		tb_launch(t, c);
+}
+
+static void end_job(struct tb *t)
+{
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+}
+
+static const struct nl_stream_summary *find_stream(const struct tb *t, uint64_t h, uint32_t tid)
+{
+	for (uint32_t i = 0; i < t->sum.nstreams; i++)
+		if (t->sum.streams[i].handle == h && t->sum.streams[i].tid == tid)
+			return &t->sum.streams[i];
+	return NULL;
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+static void run_reuse(struct tb *t, bool recreate)
+{
+	uint64_t m = tb_stream_create(t, 1), ev = tb_event_create(t);
+
+	tb_copy(t, m, 1, 64);
+	tb_record(t, ev, m);
+	tb_wait(t, 0, ev);
+	tb_launch(t, 0);
+	/* batch 1: the record happens, then the handle is destroyed and a new
+	 * event gets the same address before the wait */
+	tb_copy(t, m, 1, 64);
+	tb_record(t, ev, m);
+	if (recreate) {
+		tb_event_destroy(t, ev);
+		tb_event_create_handle(t, ev);
+	}
+	tb_wait(t, 0, ev);
+	tb_launch(t, 0);
+	/* batch 2 */
+	tb_copy(t, m, 1, 64);
+	tb_record(t, ev, m);
+	tb_wait(t, 0, ev);
+	tb_launch(t, 0);
+	end_job(t);
+}
+
+static void event_handle_reuse(void **state)
+{
+	struct tb *t = tb_new(NULL);
+
+	(void)state;
+	run_reuse(t, true);
+	assert_int_equal(t->n, 3);
+	assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
+	/* the old record must not satisfy the new generation's wait */
+	assert_verdict(t, 1, NL_VERDICT_UNTRUSTED, EDGE(COPY_FORWARD), 0);
+	assert_verdict(t, 2, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+
+	t = tb_new(NULL);
+	run_reuse(t, false);
+	assert_verdict(t, 1, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+}
+
+/* ---- stream semantics ----------------------------------------------------------- */
+
+/* hipStreamPerThread (0x2) and 0 in an _spt twin are the calling thread's
+ * stream; another thread's 0x2 is another stream. */
+static void per_thread_streams(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m = tb_stream_create(t, 1);
+	const struct nl_stream_summary *mine, *other;
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		uint64_t ev = tb_event_create(t);
+
+		tb_copy(t, m, 1, 256);
+		tb_record(t, ev, m);
+		tb_ev_call(t, NL_API_STREAM_WAIT_EVENT_SPT, 0, ev);
+		tb_launch_api(t, NL_API_LAUNCH_KERNEL_SPT, 0);
+		tb_launch_api(t, NL_API_LAUNCH_KERNEL_SPT, 0);
+		tb_launch_api(t, NL_API_LAUNCH_KERNEL, 2);
+		t->tid = 1005;
+		tb_launch_api(t, NL_API_LAUNCH_KERNEL, 2);
+		t->tid = TB_MAIN;
+	}
+	end_job(t);
+	assert_int_equal(t->n, 4);
+	for (int k = 0; k < 4; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	mine = find_stream(t, 2, TB_MAIN);
+	other = find_stream(t, 2, 1005);
+	assert_non_null(mine);
+	assert_non_null(other);
+	assert_int_equal(mine->role, NL_ROLE_COMPUTE);
+	assert_int_equal(mine->ops, 4 * 4);
+	assert_true(mine->blocking);
+	assert_int_equal(other->role, NL_ROLE_OTHER);
+	assert_int_equal(other->ops, 4);
+	assert_int_equal(tb_batch(t, 1)->stage[NL_STAGE_FORWARD].streams[0].tid, TB_MAIN);
+	tb_free(t);
+}
+
+/* Batch 2's only path from the data-dist stream D to compute (the null
+ * stream) is the legacy stream's implicit synchronization: an edge when D
+ * is blocking, nothing when it is NonBlocking. */
+static void run_null_stream(struct tb *t, unsigned dflags)
+{
+	uint64_t m = tb_stream_create(t, 1), d = tb_stream_create(t, dflags);
+
+	for (int k = 0; k < 6; k++) {
+		tb_copy(t, m, 1, 128);
+		tb_copy(t, m, 1, 128);
+		tb_wait_stream(t, d, m);
+		tb_launch(t, d);
+		if (k != 2)
+			tb_wait_stream(t, 0, d);
+		tb_launch(t, 0);
+		tb_launch(t, 0);
+	}
+	end_job(t);
+}
+
+static void null_stream_blocking(void **state)
+{
+	struct tb *t = tb_new(NULL);
+
+	(void)state;
+	run_null_stream(t, 0);
+	assert_int_equal(t->n, 6);
+	for (int k = 0; k < 6; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_true(t->sum.implicit_edges > 0);
+	tb_free(t);
+}
+
+static void null_stream_nonblocking(void **state)
+{
+	struct tb *t = tb_new(NULL);
+
+	(void)state;
+	run_null_stream(t, 1);
+	assert_int_equal(t->n, 6);
+	for (int k = 0; k < 6; k++)
+		if (k == 2)
+			assert_verdict(t, 2, NL_VERDICT_UNTRUSTED, EDGE(SPARSE_FORWARD), 0);
+		else
+			assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_int_equal(t->sum.implicit_edges, 0);
+	tb_free(t);
+}
+
+/* ncclAllToAll's record arrives after RCCL's inner hipExtLaunchKernel (it
+ * has a return probe); compute waits on the kernel's done event, recorded
+ * after the kernel. The collective must count as ordered before it. */
+static void collective_after_inner_launch(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m = tb_stream_create(t, 1), n = tb_stream_create(t, 1);
+	uint64_t done = tb_event_create(t);
+
+	(void)state;
+	for (int k = 0; k < 5; k++) {
+		tb_copy(t, m, 1, 512);
+		tb_wait_stream(t, n, m);
+		tb_alltoall(t, n, done);
+		tb_wait(t, 0, done);
+		tb_launch(t, 0);
+		tb_launch(t, 0);
+	}
+	end_job(t);
+	assert_int_equal(t->n, 5);
+	for (int k = 0; k < 5; k++) {
+		const struct nl_batch_audit *a = tb_batch(t, (uint64_t)k);
+
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+		/* counted once, though RCCL's launch is an op too */
+		assert_int_equal(a->stage[NL_STAGE_SPARSE].collectives, 1);
+	}
+	tb_free(t);
+}
+
+/* ---- evidence ------------------------------------------------------------------- */
+
+static void completion_evidence(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m = tb_stream_create(t, 1), ev = tb_event_create(t);
+	uint64_t start = tb_event_create(t), stop = tb_event_create(t);
+	uint64_t not_done_ts, done_ret, sync_ret;
+	const struct nl_batch_audit *a;
+
+	(void)state;
+	tb_copy(t, m, 1, 1000);
+	tb_copy(t, m, 1, 24);
+	tb_record(t, ev, m);
+	tb_wait(t, 0, ev);
+	tb_record(t, start, 0);
+	tb_launch(t, 0);
+	tb_launch(t, 0);
+	tb_record(t, stop, 0);
+	tb_query(t, ev, 600);
+	not_done_ts = t->now;
+	tb_query(t, ev, 0);
+	done_ret = t->now + 400;
+	tb_stream_sync(t, 0);
+	sync_ret = t->now + 400;
+	tb_elapsed(t, start, stop, 2.5);
+	simple_batch(t, m, 0, 2);
+	end_job(t);
+	a = tb_batch(t, 0);
+	assert_int_equal(a->stage[NL_STAGE_COPY].bytes, 1024);
+	assert_int_equal(a->stage[NL_STAGE_COPY].completion.not_done_at_ns, not_done_ts);
+	assert_int_equal(a->stage[NL_STAGE_COPY].completion.done_by_ns, done_ret);
+	assert_int_equal(a->stage[NL_STAGE_COPY].completion.done_api, NL_API_EVENT_QUERY);
+	assert_int_equal(a->stage[NL_STAGE_FORWARD].completion.done_by_ns, sync_ret);
+	assert_int_equal(a->stage[NL_STAGE_FORWARD].completion.done_api, NL_API_STREAM_SYNCHRONIZE);
+	assert_int_equal(a->stage[NL_STAGE_FORWARD].completion.gpu_ms_n, 1);
+	assert_true(a->stage[NL_STAGE_FORWARD].completion.gpu_ms > 2.49);
+	assert_true(a->overlap_known);
+	/* the last batch: known done only by the final device sync */
+	a = tb_batch(t, 1);
+	assert_int_equal(a->stage[NL_STAGE_FORWARD].completion.done_api, NL_API_DEVICE_SYNCHRONIZE);
+	assert_int_equal(a->stage[NL_STAGE_FORWARD].completion.not_done_at_ns, 0);
+	tb_free(t);
+}
+
+static void post_step_confirmed(void **state)
+{
+	struct nl_engine_opts o = { .post_step = true };
+	struct tr_opts tro = tr_defaults(5);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	tro.simple = true;
+	t = tr_bench(&o, &tro, &r);
+	for (int k = 0; k < 5; k++) {
+		const struct nl_batch_audit *a = tb_batch(t, (uint64_t)k);
+
+		assert_true(a->post_step_enabled);
+		assert_true(a->post_step_confirmed);
+		assert_int_equal(a->post_step_at_ns,
+				 a->stage[NL_STAGE_FORWARD].completion.done_by_ns);
+		assert_true(a->post_step_at_ns <= a->tick_end_ns);
+	}
+	tb_free(t);
+}
+
+/* ---- skip reasons ---------------------------------------------------------------- */
+
+
+static void lose_at_4(struct tb *t, int i)
+{
+	if (i == 4)
+		nl_engine_lost(t->e, t->pid, 3, t->now += 1000);
+}
+
+static void lost_records_window(void **state)
+{
+	struct tr_opts o = tr_defaults(10);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.at_iter = lose_at_4;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 10);
+	/* in flight at the loss: forward 3 still open, 4 in its sparse stage, 5 copied */
+	for (int k = 0; k < 10; k++)
+		if (k >= 3 && k <= 5)
+			assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(LOST_RECORDS));
+		else
+			assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_int_equal(t->sum.lost_records, 3);
+	tb_free(t);
+}
+
+static void probe_missing(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	struct tr_opts o = tr_defaults(4);
+	struct tr_run r;
+
+	(void)state;
+	/* evidence only: does not matter */
+	nl_engine_probe_missing(t->e, 0, NL_API_EVENT_QUERY);
+	tr_job(t, &o, &r);
+	tb_finish(t);
+	for (int k = 0; k < 4; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+
+	t = tb_new(NULL);
+	assert_true(nl_engine_api_matters(NL_API_STREAM_WAIT_EVENT));
+	nl_engine_probe_missing(t->e, t->pid, NL_API_STREAM_WAIT_EVENT);
+	tr_job(t, &o, &r);
+	tb_finish(t);
+	assert_int_equal(t->n, 4);
+	for (int k = 0; k < 4; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(PROBE_MISSING));
+	assert_int_equal(t->sum.skip_reasons[NL_SKIP_PROBE_MISSING], 4);
+	tb_free(t);
+}
+
+/* Tracing starts in the middle of a copy segment of an unknown stream. */
+static void attached_mid_batch(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	const uint64_t m = 0x7e0000000100ull;
+
+	(void)state;
+	nl_engine_attach(t->e, t->pid, t->now, true);
+	simple_batch(t, m, 0, 2);
+	simple_batch(t, m, 0, 2);
+	simple_batch(t, m, 0, 2);
+	end_job(t);
+	assert_verdict(t, 0, NL_VERDICT_SKIPPED, 0, SKIPR(ATTACHED_MID_BATCH));
+	assert_verdict(t, 1, NL_VERDICT_TRUSTED, 0, 0);
+	assert_verdict(t, 2, NL_VERDICT_TRUSTED, 0, 0);
+	assert_false(find_stream(t, m, 0)->created);
+	assert_true(t->sum.procs[0].mid_run);
+	tb_free(t);
+
+	/* attached mid-run, but the copy stream was created after: whole */
+	t = tb_new(NULL);
+	nl_engine_attach(t->e, t->pid, t->now, true);
+	simple_batch(t, tb_stream_create(t, 1), 0, 2);
+	end_job(t);
+	assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+}
+
+static void detached_in_flight(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.no_teardown = true;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 8);
+	for (int k = 0; k < 7; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	/* its forward window never closed: the tool stopped first */
+	assert_verdict(t, 7, NL_VERDICT_SKIPPED, 0, SKIPR(DETACHED));
+	tb_free(t);
+}
+
+/* A process that exits without a final sync, mid-batch. */
+static void exited_mid_batch(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m = tb_stream_create(t, 1);
+
+	(void)state;
+	simple_batch(t, m, 0, 2);
+	simple_batch(t, m, 0, 2);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
+	assert_verdict(t, 1, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	tb_free(t);
+}
+
+static void graph_capture(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m = tb_stream_create(t, 1), s = tb_stream_create(t, 1);
+
+	(void)state;
+	for (int k = 0; k < 5; k++) {
+		tb_copy(t, m, 1, 64);
+		tb_wait_stream(t, s, m);
+		if (k == 2)
+			tb_capture(t, s, true);
+		for (int i = 0; i < 3; i++)
+			tb_launch(t, s);
+		if (k == 2) {
+			tb_capture(t, s, false);
+			tb_launch_api(t, NL_API_GRAPH_LAUNCH, s);
+		}
+	}
+	end_job(t);
+	assert_int_equal(t->n, 5);
+	for (int k = 0; k < 5; k++)
+		if (k == 2)
+			assert_verdict(t, 2, NL_VERDICT_SKIPPED, 0, SKIPR(GRAPH_CAPTURE));
+		else
+			assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+}
+
+static void unknown_handle(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m, ev;
+
+	(void)state;
+	/* an event recorded before tracing began */
+	nl_engine_attach(t->e, t->pid, t->now, true);
+	m = tb_stream_create(t, 1);
+	ev = tb_event_create(t);
+	tb_copy(t, m, 1, 64);
+	tb_record(t, ev, m);
+	tb_wait(t, 0, ev);
+	tb_launch(t, 0);
+	tb_wait(t, 0, 0x7e000000dead0ull);
+	tb_launch(t, 0);
+	simple_batch(t, m, 0, 2);
+	end_job(t);
+	assert_verdict(t, 0, NL_VERDICT_SKIPPED, 0, SKIPR(UNKNOWN_HANDLE));
+	assert_verdict(t, 1, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+
+	/* a stream created before tracing began: its blocking flag is a guess,
+	 * and had it been blocking the null stream would have ordered batch 1 */
+	t = tb_new(NULL);
+	m = 0x7e0000000100ull;
+	nl_engine_attach(t->e, t->pid, t->now, true);
+	tb_record(t, tb_event_create(t), m);
+	simple_batch(t, m, 0, 2);
+	tb_copy(t, m, 1, 64);
+	tb_record(t, tb_event_create(t), m);
+	tb_launch(t, 0);
+	simple_batch(t, m, 0, 2);
+	end_job(t);
+	assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
+	assert_verdict(t, 1, NL_VERDICT_SKIPPED, 0, SKIPR(UNKNOWN_HANDLE));
+	assert_verdict(t, 2, NL_VERDICT_TRUSTED, 0, 0);
+	tb_free(t);
+}
+
+/* ---- caps ------------------------------------------------------------------------- */
+
+static void caps_batches(void **state)
+{
+	struct nl_engine_opts o = { .max_batches_in_flight = 2, .has_copy_stream = true,
+				    .copy_stream = TB_H(1), .has_compute_stream = true,
+				    .has_sparse_streams = true };
+	struct tb *t = tb_new(&o);
+	uint64_t m = tb_stream_create(t, 1);
+
+	(void)state;
+	assert_int_equal(m, TB_H(1));
+	/* copies nobody consumes: batches pile up */
+	for (int k = 0; k < 5; k++) {
+		tb_copy(t, m, 1, 64);
+		tb_record(t, tb_event_create(t), m);
+	}
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	assert_int_equal(t->n, 5);
+	for (int k = 0; k < 3; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(EVICTED));
+	for (int k = 3; k < 5; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	assert_int_equal(t->sum.evicted_batches, 3);
+	tb_free(t);
+}
+
+static void caps_events(void **state)
+{
+	struct nl_engine_opts o = { .max_events = 4, .has_copy_stream = true,
+				    .copy_stream = TB_H(1), .has_compute_stream = true,
+				    .has_sparse_streams = true };
+	struct tb *t = tb_new(&o);
+	uint64_t m = tb_stream_create(t, 1), ev[6];
+
+	(void)state;
+	tb_copy(t, m, 1, 64);
+	for (int i = 0; i < 6; i++) {
+		ev[i] = tb_event_create(t);
+		tb_record(t, ev[i], m);
+	}
+	tb_wait(t, 0, ev[5]);
+	tb_launch(t, 0);
+	tb_wait(t, 0, ev[0]); /* forgotten: the edge is unknown */
+	tb_launch(t, 0);
+	simple_batch(t, m, 0, 1);
+	end_job(t);
+	assert_verdict(t, 0, NL_VERDICT_SKIPPED, 0, SKIPR(EVICTED));
+	assert_verdict(t, 1, NL_VERDICT_TRUSTED, 0, 0);
+	assert_true(t->sum.evicted_events >= 2);
+	tb_free(t);
+}
+
+static void caps_streams(void **state)
+{
+	struct nl_engine_opts o = { .max_streams = 4 };
+	struct tb *t = tb_new(&o);
+	uint64_t m = tb_stream_create(t, 1);
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		simple_batch(t, m, 0, 2);
+		/* short-lived side streams push each other out */
+		for (int i = 0; i < 3; i++)
+			tb_launch(t, tb_stream_create(t, 1));
+	}
+	end_job(t);
+	assert_int_equal(t->n, 4);
+	for (int k = 0; k < 4; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_true(t->sum.evicted_streams >= 8);
+	tb_free(t);
+}
+
+/* ---- processes --------------------------------------------------------------------- */
+
+static void recorder(struct tb *r, uint32_t pid)
+{
+	memset(r, 0, sizeof(*r));
+	r->recording = true;
+	r->pid = r->tid = pid;
+	r->now = 1000000;
+	r->next_handle = 0x7f0000001000ull;
+}
+
+static void two_processes_interleaved(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	struct tb *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct tr_opts oa = tr_defaults(6), ob = tr_defaults(6);
+	struct tr_run ra, rb;
+	int ia = 0, ib = 0;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	recorder(a, 2000);
+	recorder(b, 3000);
+	oa.simple = true;
+	oa.drop_simple = 1;
+	ob.drop_d = 2;
+	tr_setup(&ra, a, &oa);
+	assert_true(tr_run_simple(&ra));
+	tb_device_sync(a);
+	tr_setup(&rb, b, &ob);
+	assert_true(tr_run_torchrec(&rb));
+	tb_device_sync(b);
+	/* same handles in both: they are different processes */
+	assert_int_equal(ra.M, rb.M);
+	nl_engine_attach(t->e, 2000, 0, false);
+	nl_engine_attach(t->e, 3000, 0, false);
+	while (ia < a->nrec || ib < b->nrec) {
+		if (ia < a->nrec)
+			assert_int_equal(nl_engine_feed(t->e, &a->rec[ia++]), 0);
+		if (ib < b->nrec)
+			assert_int_equal(nl_engine_feed(t->e, &b->rec[ib++]), 0);
+	}
+	nl_engine_exit(t->e, 2000, a->now + 1000);
+	nl_engine_exit(t->e, 3000, b->now + 1000);
+	tb_finish(t);
+	assert_int_equal(t->n, 12);
+	for (uint64_t k = 0; k < 6; k++) {
+		const struct nl_batch_audit *x = tb_batch_of(t, 2000, k), *y = tb_batch_of(t, 3000, k);
+
+		assert_int_equal(x->verdict, k == 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED);
+		assert_int_equal(x->missing_mask, k == 1 ? EDGE(COPY_FORWARD) : 0);
+		assert_int_equal(y->verdict, k == 2 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED);
+		assert_int_equal(y->missing_mask, k == 2 ? EDGE(SPARSE_FORWARD) : 0);
+	}
+	assert_int_equal(t->sum.nprocs, 3); /* and the bench's own, idle */
+	assert_int_equal(t->sum.untrusted, 2);
+	free(a->rec);
+	free(b->rec);
+	free(a);
+	free(b);
+	tb_free(t);
+}
+
+/* Failed calls did nothing; a pid beyond the cap is counted, not tracked. */
+static void failed_calls_and_untracked(void **state)
+{
+	struct nl_engine_opts o = { .max_procs = 1 };
+	struct tb *t = tb_new(&o);
+	uint64_t m = tb_stream_create(t, 1);
+	struct nl_call c = tb_call(t, NL_API_MEMCPY_WITH_STREAM);
+
+	(void)state;
+	tb_set_stream(&c, m);
+	c.kindarg = 1;
+	c.fields |= NL_F_KIND;
+	c.rc = 1; /* hipErrorInvalidValue: no copy happened, no batch */
+	tb_feed(t, &c);
+	c = tb_call(t, NL_API_LAUNCH_KERNEL);
+	c.pid = 4242;
+	assert_int_equal(nl_engine_feed(t->e, &c), -ENOSPC);
+	c.pid = t->pid;
+	c.kind = NL_K_COPY; /* does not match the table */
+	assert_int_equal(nl_engine_feed(t->e, &c), -EINVAL);
+	simple_batch(t, m, 0, 1);
+	end_job(t);
+	assert_int_equal(t->n, 1);
+	assert_int_equal(t->sum.ignored_records, 1);
+	assert_int_equal(t->sum.untracked_records, 1);
+	assert_int_equal(tb_batch(t, 0)->stage[NL_STAGE_COPY].bytes, 2048);
+	tb_free(t);
+}
+
+static void names_and_null(void **state)
+{
+	(void)state;
+	nl_engine_free(NULL);
+	assert_string_equal(nl_skip_name(NL_SKIP_ATTACHED_MID_BATCH), "attached_mid_batch");
+	assert_string_equal(nl_edge_name(NL_EDGE_COPY_FORWARD), "copy->forward");
+	assert_string_equal(nl_verdict_name(NL_VERDICT_UNTRUSTED), "untrusted");
+	assert_string_equal(nl_role_name(NL_ROLE_SPARSE), "sparse");
+	assert_string_equal(nl_skip_name(99), "?");
+	assert_false(nl_engine_api_matters(NL_API_DEVICE_SYNCHRONIZE));
+	assert_true(nl_engine_api_matters(NL_API_EVENT_RECORD));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(event_handle_reuse),
+		cmocka_unit_test(per_thread_streams),
+		cmocka_unit_test(null_stream_blocking),
+		cmocka_unit_test(null_stream_nonblocking),
+		cmocka_unit_test(collective_after_inner_launch),
+		cmocka_unit_test(completion_evidence),
+		cmocka_unit_test(post_step_confirmed),
+		cmocka_unit_test(lost_records_window),
+		cmocka_unit_test(probe_missing),
+		cmocka_unit_test(attached_mid_batch),
+		cmocka_unit_test(detached_in_flight),
+		cmocka_unit_test(exited_mid_batch),
+		cmocka_unit_test(graph_capture),
+		cmocka_unit_test(unknown_handle),
+		cmocka_unit_test(caps_batches),
+		cmocka_unit_test(caps_events),
+		cmocka_unit_test(caps_streams),
+		cmocka_unit_test(two_processes_interleaved),
+		cmocka_unit_test(failed_calls_and_untracked),
+		cmocka_unit_test(names_and_null),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pairing engine on TorchRec's TrainPipelineSparseDist and on a plain
+ * prefetching loop: verdicts with and without dropped waits (necessary and
+ * redundant), depth, and where the interleaved data-dist work goes.
+ */
+#include "test_engine_util.h"
+
+static void assert_all_trusted_except(struct tb *t, int n, int k, uint32_t missing)
+{
+	for (int i = 0; i < n; i++)
+		if (i == k)
+			assert_verdict(t, (uint64_t)i, NL_VERDICT_UNTRUSTED, missing, 0);
+		else
+			assert_verdict(t, (uint64_t)i, NL_VERDICT_TRUSTED, 0, 0);
+}
+
+static int role_of(const struct tb *t, uint64_t handle)
+{
+	for (uint32_t i = 0; i < t->sum.nstreams; i++)
+		if (t->sum.streams[i].pid == t->pid && t->sum.streams[i].handle == handle &&
+		    !t->sum.streams[i].tid)
+			return t->sum.streams[i].role;
+	return -1;
+}
+
+static void torchrec_trusted_depth2(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 8);
+	assert_all_trusted_except(t, 8, -1, 0);
+	assert_int_equal(t->sum.batches, 8);
+	assert_int_equal(t->sum.trusted, 8);
+	assert_int_equal(t->sum.depth, 2);
+	assert_int_equal(t->sum.pipeline_ticks, 8);
+	assert_int_equal(role_of(t, r.M), NL_ROLE_COPY);
+	assert_int_equal(role_of(t, r.D), NL_ROLE_SPARSE);
+	assert_int_equal(role_of(t, r.N), NL_ROLE_SPARSE);
+	assert_int_equal(role_of(t, 0), NL_ROLE_COMPUTE);
+	assert_int_equal(t->sum.nprocs, 1);
+	assert_true(t->sum.procs[0].has_sparse);
+	/* fill_pipeline batch 0 runs one tick after its copy, the rest two;
+	 * the last batch is whole thanks to the final device sync */
+	assert_int_equal(tb_batch(t, 0)->depth, 1);
+	for (int k = 1; k < 8; k++) {
+		const struct nl_batch_audit *a = tb_batch(t, (uint64_t)k);
+
+		assert_int_equal(a->depth, 2);
+		assert_int_equal(a->tick, k + 1);
+		/* the step-d wait is the hand-off, nothing of forward before it */
+		assert_true(a->handoff[NL_STAGE_SPARSE].found);
+		assert_int_equal(a->handoff[NL_STAGE_SPARSE].exposure, 0);
+		assert_int_equal(a->handoff[NL_STAGE_SPARSE].op.api, NL_API_STREAM_WAIT_EVENT);
+		assert_true(a->handoff[NL_STAGE_COPY].found);
+		assert_int_equal(a->handoff[NL_STAGE_COPY].exposure, 0);
+	}
+	assert_int_equal(tb_batch(t, 7)->skip_mask, 0);
+	tb_free(t);
+}
+
+static void torchrec_depth1(void **state)
+{
+	struct tr_opts o = tr_defaults(6);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.depth = 1;
+	t = tr_bench(NULL, &o, &r);
+	assert_all_trusted_except(t, 6, -1, 0);
+	assert_int_equal(t->sum.depth, 1);
+	for (int k = 0; k < 6; k++)
+		assert_int_equal(tb_batch(t, (uint64_t)k)->depth, 1);
+	tb_free(t);
+}
+
+/* Step b's D.wait_stream(M) missing for batch 3: its sparse stage read the
+ * copy unordered. Only that batch. */
+static void drop_b_copy_sparse(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	const struct nl_batch_audit *a;
+	struct tb *t;
+
+	(void)state;
+	o.drop_b = 3;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 8);
+	assert_all_trusted_except(t, 8, 3, EDGE(COPY_SPARSE));
+	a = tb_batch(t, 3);
+	assert_int_equal(a->nunordered, 1);
+	assert_true(a->unordered[0].never_reached);
+	/* the copy on M against the input_dist kernel on D that ran unordered */
+	assert_int_equal(a->unordered[0].producer.stream, r.M);
+	assert_int_equal(a->unordered[0].consumer.stream, r.D);
+	assert_int_equal(a->unordered[0].consumer.ts_ns, r.input_dist_ts[3]);
+	assert_int_equal(t->sum.untrusted, 1);
+	assert_int_equal(t->sum.missing_edges[NL_EDGE_COPY_SPARSE], 1);
+	tb_free(t);
+}
+
+/* Step d's C.wait_stream(D) missing for batch 3: forward read dist_init's
+ * output unordered. */
+static void check_drop_d(bool bwd_a2a)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	const struct nl_batch_audit *a;
+	struct tb *t;
+
+	o.drop_d = 3;
+	o.bwd_a2a = bwd_a2a;
+	t = tr_bench(NULL, &o, &r);
+	assert_all_trusted_except(t, 8, 3, EDGE(SPARSE_FORWARD));
+	a = tb_batch(t, 3);
+	assert_true(a->nunordered >= 1);
+	assert_false(a->unordered[0].never_reached);
+	assert_int_equal(a->unordered[0].producer.stream, r.D);
+	assert_int_equal(a->unordered[0].producer.ts_ns, r.dist_init_ts[3]);
+	assert_int_equal(a->unordered[0].consumer.stream, 0);
+	assert_int_equal(a->unordered[0].consumer.api, NL_API_LAUNCH_KERNEL);
+	tb_free(t);
+}
+
+static void drop_d_sparse_forward(void **state)
+{
+	(void)state;
+	check_drop_d(false);
+}
+
+/* With a backward all-to-all the compute stream is ordered after dist_init
+ * again by the end of the step (D -> N -> C): still the lookups read it
+ * unordered. */
+static void drop_d_with_backward_alltoall(void **state)
+{
+	(void)state;
+	check_drop_d(true);
+}
+
+/* Step a's C.wait_stream(D) is redundant with step d's: no wolf. */
+static void drop_a_redundant(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.drop_a = 3;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 8);
+	assert_all_trusted_except(t, 8, -1, 0);
+	/* the hand-off of batch 3 is step d's wait; step a's never came */
+	assert_true(tb_batch(t, 3)->handoff[NL_STAGE_SPARSE].found);
+	tb_free(t);
+}
+
+static void simple_trusted_depth1(void **state)
+{
+	struct tr_opts o = tr_defaults(6);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.simple = true;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 6);
+	assert_all_trusted_except(t, 6, -1, 0);
+	assert_int_equal(t->sum.depth, 1);
+	assert_false(t->sum.procs[0].has_sparse);
+	assert_false(tb_batch(t, 0)->stage[NL_STAGE_SPARSE].present);
+	assert_int_equal(role_of(t, r.M), NL_ROLE_COPY);
+	assert_int_equal(role_of(t, 0), NL_ROLE_COMPUTE);
+	/* loss.item() synchronizes the compute stream every step */
+	for (int k = 0; k < 6; k++) {
+		const struct nl_completion *c =
+			&tb_batch(t, (uint64_t)k)->stage[NL_STAGE_FORWARD].completion;
+
+		assert_true(c->done_by_ns != 0);
+		assert_int_equal(c->done_api, NL_API_STREAM_SYNCHRONIZE);
+	}
+	tb_free(t);
+}
+
+static void simple_drop_copy_forward(void **state)
+{
+	struct tr_opts o = tr_defaults(6);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.simple = true;
+	o.drop_simple = 2;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 6);
+	assert_all_trusted_except(t, 6, 2, EDGE(COPY_FORWARD));
+	assert_true(tb_batch(t, 2)->unordered[0].never_reached);
+	assert_int_equal(tb_batch(t, 2)->unordered[0].consumer.stream, 0);
+	tb_free(t);
+}
+
+/* Batch k's sparse stage spans iterations k-1 (input_dist, splits, .tolist(),
+ * data all-to-all) and k (dist_init), interleaved with other batches' work. */
+static void data_dist_attribution(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	t = tr_bench(NULL, &o, &r);
+	for (int k = 0; k < 8; k++) {
+		const struct nl_batch_audit *a = tb_batch(t, (uint64_t)k);
+		const struct nl_stage_audit *sp = &a->stage[NL_STAGE_SPARSE];
+		const struct nl_stage_audit *cp = &a->stage[NL_STAGE_COPY];
+
+		assert_true(sp->first_ns <= r.input_dist_ts[k]);
+		assert_true(sp->last_ns >= r.dist_init_ts[k]);
+		/* splits + 3 data all-to-alls + the output all-to-all from C */
+		assert_int_equal(sp->collectives, 5);
+		assert_int_equal(sp->nstreams, 2);
+		assert_int_equal(cp->bytes, 3 * 4096);
+		assert_int_equal(cp->nstreams, 1);
+		/* the timed splits all-to-all, measured by the watchdog */
+		assert_int_equal(sp->completion.gpu_ms_n, 1);
+		assert_true(sp->completion.done_by_ns != 0);
+		assert_true(cp->completion.done_by_ns != 0);
+	}
+	tb_free(t);
+}
+
+static void exit_mid_forward(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.exit_at = 4;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 7); /* batches 0..6 were copied */
+	for (int k = 0; k < 4; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	for (int k = 4; k < 7; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	assert_int_equal(t->sum.skip_reasons[NL_SKIP_TARGET_EXITED], 3);
+	tb_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(torchrec_trusted_depth2),
+		cmocka_unit_test(torchrec_depth1),
+		cmocka_unit_test(drop_b_copy_sparse),
+		cmocka_unit_test(drop_d_sparse_forward),
+		cmocka_unit_test(drop_d_with_backward_alltoall),
+		cmocka_unit_test(drop_a_redundant),
+		cmocka_unit_test(simple_trusted_depth1),
+		cmocka_unit_test(simple_drop_copy_forward),
+		cmocka_unit_test(data_dist_attribution),
+		cmocka_unit_test(exit_mid_forward),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

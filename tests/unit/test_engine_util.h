@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test bench for the pairing engine: builds synthetic call sequences the way
+ * the BPF side delivers them (entry-only calls at entry, return-probe calls
+ * at return with ts_ns = entry), collects the audits, and replays TorchRec's
+ * TrainPipelineSparseDist and a plain prefetching loop (hip-call-model.md
+ * section 5) with optional dropped waits.
+ */
+#ifndef TEST_ENGINE_UTIL_H
+#define TEST_ENGINE_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+
+#define TB_MAX 512
+/* The nth handle (1-based) a fresh bench hands out to creates. */
+#define TB_H(n) (0x7f0000001000ull + 0x100ull * (n))
+#define TB_MAIN 1000u
+#define TB_AUTOGRAD 1001u
+#define TB_WATCHDOG 1002u
+
+struct tb {
+	struct nl_engine *e;
+	struct nl_batch_audit got[TB_MAX];
+	int n;
+	bool have_sum;
+	struct nl_summary sum;
+	struct nl_stream_summary streams[64];
+	struct nl_proc_summary procs[8];
+	uint32_t pid, tid;
+	uint64_t now, next_handle;
+	/* recording: calls are kept instead of fed (to interleave processes) */
+	bool recording;
+	struct nl_call *rec;
+	int nrec, rec_cap;
+};
+
+static inline void tb_on_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct tb *t = ctx;
+
+	assert_true(t->n < TB_MAX);
+	t->got[t->n++] = *a;
+}
+
+static inline void tb_on_summary(void *ctx, const struct nl_summary *s)
+{
+	struct tb *t = ctx;
+
+	t->have_sum = true;
+	t->sum = *s;
+	t->sum.nstreams = s->nstreams < 64 ? s->nstreams : 64;
+	memcpy(t->streams, s->streams, t->sum.nstreams * sizeof(*s->streams));
+	t->sum.streams = t->streams;
+	t->sum.nprocs = s->nprocs < 8 ? s->nprocs : 8;
+	memcpy(t->procs, s->procs, t->sum.nprocs * sizeof(*s->procs));
+	t->sum.procs = t->procs;
+}
+
+static inline struct tb *tb_new(const struct nl_engine_opts *o)
+{
+	struct tb *t = calloc(1, sizeof(*t));
+	struct nl_sink sink = { .batch = tb_on_batch, .summary = tb_on_summary };
+
+	assert_non_null(t);
+	sink.ctx = t;
+	t->e = nl_engine_new(o, &sink);
+	assert_non_null(t->e);
+	t->pid = TB_MAIN;
+	t->tid = TB_MAIN;
+	t->now = 1000000;
+	t->next_handle = 0x7f0000001000ull;
+	nl_engine_attach(t->e, t->pid, t->now, false);
+	return t;
+}
+
+static inline void tb_free(struct tb *t)
+{
+	nl_engine_free(t->e);
+	free(t->rec);
+	free(t);
+}
+
+/* The audit of batch k of the bench's process (fails the test if absent). */
+static inline const struct nl_batch_audit *tb_batch_of(struct tb *t, uint32_t pid, uint64_t k)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->got[i].pid == pid && t->got[i].batch == k)
+			return &t->got[i];
+	fail_msg("no audit for pid %u batch %llu", pid, (unsigned long long)k);
+	return NULL;
+}
+
+static inline const struct nl_batch_audit *tb_batch(struct tb *t, uint64_t k)
+{
+	return tb_batch_of(t, t->pid, k);
+}
+
+static inline struct nl_call tb_call(struct tb *t, int api)
+{
+	struct nl_call c;
+
+	memset(&c, 0, sizeof(c));
+	c.pid = t->pid;
+	c.tid = t->tid;
+	c.api = (uint16_t)api;
+	c.kind = (uint8_t)nl_api_info[api].kind;
+	c.ts_ns = (t->now += 1000);
+	if (nl_api_info[api].fixed_kind >= 0) {
+		c.kindarg = (uint32_t)nl_api_info[api].fixed_kind;
+		c.fields |= NL_F_KIND;
+	}
+	if (nl_api_info[api].flags & NL_AF_RET) {
+		c.fields |= NL_F_RC;
+		c.ret_ns = c.ts_ns + 400;
+	}
+	return c;
+}
+
+static inline void tb_feed(struct tb *t, const struct nl_call *c)
+{
+	if (t->recording) {
+		if (t->nrec == t->rec_cap) {
+			t->rec_cap = t->rec_cap ? 2 * t->rec_cap : 1024;
+			t->rec = realloc(t->rec, (size_t)t->rec_cap * sizeof(*t->rec));
+			assert_non_null(t->rec);
+		}
+		t->rec[t->nrec++] = *c;
+		return;
+	}
+	assert_int_equal(nl_engine_feed(t->e, c), 0);
+}
+
+static inline void tb_set_stream(struct nl_call *c, uint64_t s)
+{
+	c->stream = s;
+	c->fields |= NL_F_STREAM;
+}
+
+static inline uint64_t tb_stream_create(struct tb *t, unsigned flags)
+{
+	struct nl_call c = tb_call(t, NL_API_STREAM_CREATE_WITH_FLAGS);
+
+	c.flags = flags;
+	c.handle = (t->next_handle += 0x100);
+	c.fields |= NL_F_FLAGS | NL_F_HANDLE;
+	tb_feed(t, &c);
+	return c.handle;
+}
+
+static inline void tb_event_create_handle(struct tb *t, uint64_t h)
+{
+	struct nl_call c = tb_call(t, NL_API_EVENT_CREATE_WITH_FLAGS);
+
+	c.flags = 2;
+	c.handle = h;
+	c.fields |= NL_F_FLAGS | NL_F_HANDLE;
+	tb_feed(t, &c);
+}
+
+static inline uint64_t tb_event_create(struct tb *t)
+{
+	uint64_t h = (t->next_handle += 0x100);
+
+	tb_event_create_handle(t, h);
+	return h;
+}
+
+static inline void tb_event_destroy(struct tb *t, uint64_t ev)
+{
+	struct nl_call c = tb_call(t, NL_API_EVENT_DESTROY);
+
+	c.event = ev;
+	c.fields |= NL_F_EVENT;
+	tb_feed(t, &c);
+}
+
+/* A call naming a stream and an event: records, waits and their twins. */
+static inline void tb_ev_call(struct tb *t, int api, uint64_t s, uint64_t ev)
+{
+	struct nl_call c = tb_call(t, api);
+
+	tb_set_stream(&c, s);
+	c.event = ev;
+	c.fields |= NL_F_EVENT;
+	tb_feed(t, &c);
+}
+
+static inline void tb_record(struct tb *t, uint64_t ev, uint64_t s)
+{
+	tb_ev_call(t, NL_API_EVENT_RECORD, s, ev);
+}
+
+static inline void tb_wait(struct tb *t, uint64_t s, uint64_t ev)
+{
+	tb_ev_call(t, NL_API_STREAM_WAIT_EVENT, s, ev);
+}
+
+/* to.wait_stream(from): a fresh event each time, destroyed after. */
+static inline void tb_wait_stream(struct tb *t, uint64_t to, uint64_t from)
+{
+	uint64_t ev = tb_event_create(t);
+
+	tb_record(t, ev, from);
+	tb_wait(t, to, ev);
+	tb_event_destroy(t, ev);
+}
+
+static inline void tb_copy(struct tb *t, uint64_t s, unsigned kind, uint64_t bytes)
+{
+	struct nl_call c = tb_call(t, NL_API_MEMCPY_ASYNC);
+
+	tb_set_stream(&c, s);
+	c.kindarg = kind;
+	c.bytes = bytes;
+	c.fields |= NL_F_KIND | NL_F_BYTES;
+	tb_feed(t, &c);
+}
+
+static inline uint64_t tb_launch(struct tb *t, uint64_t s)
+{
+	struct nl_call c = tb_call(t, NL_API_LAUNCH_KERNEL);
+
+	tb_set_stream(&c, s);
+	c.fn = 0x5000;
+	c.fields |= NL_F_FN;
+	tb_feed(t, &c);
+	return c.ts_ns;
+}
+
+/* Any launch API (the _spt twins too). */
+static inline void tb_launch_api(struct tb *t, int api, uint64_t s)
+{
+	struct nl_call c = tb_call(t, api);
+
+	tb_set_stream(&c, s);
+	tb_feed(t, &c);
+}
+
+static inline void tb_capture(struct tb *t, uint64_t s, bool begin)
+{
+	struct nl_call c = tb_call(t, begin ? NL_API_STREAM_BEGIN_CAPTURE : NL_API_STREAM_END_CAPTURE);
+
+	tb_set_stream(&c, s);
+	tb_feed(t, &c);
+}
+
+static inline void tb_memcpy_sync(struct tb *t, uint64_t s, unsigned kind)
+{
+	struct nl_call c = tb_call(t, NL_API_MEMCPY_WITH_STREAM);
+
+	tb_set_stream(&c, s);
+	c.kindarg = kind;
+	c.bytes = 64;
+	c.fields |= NL_F_KIND | NL_F_BYTES;
+	tb_feed(t, &c);
+}
+
+static inline void tb_stream_sync(struct tb *t, uint64_t s)
+{
+	struct nl_call c = tb_call(t, NL_API_STREAM_SYNCHRONIZE);
+
+	tb_set_stream(&c, s);
+	tb_feed(t, &c);
+}
+
+static inline void tb_device_sync(struct tb *t)
+{
+	struct nl_call c = tb_call(t, NL_API_DEVICE_SYNCHRONIZE);
+
+	tb_feed(t, &c);
+}
+
+static inline void tb_query(struct tb *t, uint64_t ev, int rc)
+{
+	struct nl_call c = tb_call(t, NL_API_EVENT_QUERY);
+
+	c.event = ev;
+	c.rc = rc;
+	c.fields |= NL_F_EVENT;
+	tb_feed(t, &c);
+}
+
+static inline void tb_elapsed(struct tb *t, uint64_t a, uint64_t b, double ms)
+{
+	struct nl_call c = tb_call(t, NL_API_EVENT_ELAPSED_TIME);
+
+	c.event = a;
+	c.event2 = b;
+	c.ms = ms;
+	c.fields |= NL_F_EVENT | NL_F_EVENT2 | NL_F_MS;
+	tb_feed(t, &c);
+}
+
+/* ncclAllToAll on s as the probes deliver it: RCCL's inner
+ * hipExtLaunchKernel (coll_depth 1, stop event = the communicator's done
+ * event) first, then the outer call's record at its return, with the
+ * earlier entry time. */
+static inline void tb_alltoall(struct tb *t, uint64_t s, uint64_t done_ev)
+{
+	uint64_t t0 = (t->now += 1000);
+	struct nl_call in = tb_call(t, NL_API_EXT_LAUNCH_KERNEL);
+	struct nl_call out;
+
+	tb_set_stream(&in, s);
+	in.coll_depth = 1;
+	in.event2 = done_ev;
+	in.fields |= NL_F_EVENT | NL_F_EVENT2;
+	tb_feed(t, &in);
+	out = tb_call(t, NL_API_NCCL_ALLTOALL);
+	out.ts_ns = t0;
+	out.ret_ns = t->now;
+	tb_set_stream(&out, s);
+	out.count = 256;
+	out.fields |= NL_F_COUNT;
+	tb_feed(t, &out);
+}
+
+/* ---- TorchRec TrainPipelineSparseDist and the simple prefetching loop ------ */
+
+struct tr_opts {
+	bool simple;
+	int depth;        /* 1 or 2 (torchrec) */
+	int batches;
+	int drop_a, drop_b, drop_d, drop_simple; /* batch whose wait is dropped, -1 none */
+	int exit_at;      /* stop in the middle of forward k (no final sync), -1 none */
+	bool no_teardown; /* leave the process running (no device sync, no exit) */
+	bool bwd_a2a;     /* backward all-to-all through N (C -> N -> C) */
+	void (*at_iter)(struct tb *t, int i); /* called at the top of iteration i */
+};
+
+static inline struct tr_opts tr_defaults(int batches)
+{
+	return (struct tr_opts){ .depth = 2, .batches = batches, .drop_a = -1, .drop_b = -1,
+				 .drop_d = -1, .drop_simple = -1, .exit_at = -1 };
+}
+
+struct tr_work {
+	uint64_t start, end;
+};
+
+struct tr_run {
+	struct tb *t;
+	const struct tr_opts *o;
+	uint64_t M, D, N, C, done;
+	struct tr_work splits[64], data[64];
+	uint64_t input_dist_ts[64], dist_init_ts[64];
+};
+
+static inline struct tr_work tr_alltoall(struct tr_run *r, uint64_t from, bool timed, int nops)
+{
+	struct tb *t = r->t;
+	struct tr_work w = { 0, 0 };
+
+	tb_wait_stream(t, r->N, from); /* ProcessGroupNCCL: N waits on the caller */
+	if (timed) {
+		w.start = tb_event_create(t);
+		tb_record(t, w.start, r->N);
+	}
+	for (int i = 0; i < nops; i++)
+		tb_alltoall(t, r->N, r->done);
+	w.end = tb_event_create(t);
+	tb_record(t, w.end, r->N);
+	return w;
+}
+
+/* Work.wait() on `to`, then the watchdog sees it done. */
+static inline void tr_work_wait(struct tr_run *r, struct tr_work *w, uint64_t to)
+{
+	struct tb *t = r->t;
+
+	tb_wait(t, to, w->end);
+	t->tid = TB_WATCHDOG;
+	tb_query(t, w->end, 0);
+	if (w->start)
+		tb_elapsed(t, w->start, w->end, 0.25);
+	t->tid = TB_MAIN;
+}
+
+static inline void tr_copy_batch(struct tr_run *r)
+{
+	for (int i = 0; i < 3; i++)
+		tb_copy(r->t, r->M, 1, 4096);
+}
+
+static inline void tr_free_staging(struct tr_run *r)
+{
+	uint64_t ev = tb_event_create(r->t);
+
+	tb_record(r->t, ev, r->M); /* pinned allocator: event on M, only queried */
+}
+
+static inline void tr_start_sparse(struct tr_run *r, int k)
+{
+	if (r->o->drop_b != k)
+		tb_wait_stream(r->t, r->D, r->M);
+	r->input_dist_ts[k] = tb_launch(r->t, r->D);
+	r->splits[k] = tr_alltoall(r, r->D, true, 1);
+	tb_memcpy_sync(r->t, r->D, 1); /* split sizes, blocking H2D */
+}
+
+static inline void tr_wait_sparse(struct tr_run *r, int k)
+{
+	tr_work_wait(r, &r->splits[k], r->D);
+	tb_copy(r->t, r->D, 2, 32); /* .tolist() */
+	tb_stream_sync(r->t, r->D);
+	r->data[k] = tr_alltoall(r, r->D, false, 3);
+}
+
+/* false: the process "exited" in the middle */
+static inline bool tr_forward(struct tr_run *r, int i)
+{
+	struct tb *t = r->t;
+	struct tr_work w;
+
+	tr_work_wait(r, &r->data[i], r->D);
+	r->dist_init_ts[i] = tb_launch(t, r->D);
+	if (r->o->drop_d != i)
+		tb_wait_stream(t, r->C, r->D);
+	tb_launch(t, r->C); /* lookups */
+	if (r->o->exit_at == i)
+		return false;
+	w = tr_alltoall(r, r->C, false, 1); /* output all-to-all */
+	tr_work_wait(r, &w, r->C);
+	tb_launch(t, r->C);
+	tb_launch(t, r->C);
+	return true;
+}
+
+static inline void tr_backward(struct tr_run *r)
+{
+	struct tb *t = r->t;
+
+	t->tid = TB_AUTOGRAD;
+	for (int i = 0; i < 3; i++)
+		tb_launch(t, r->C);
+	if (r->o->bwd_a2a) {
+		struct tr_work w = tr_alltoall(r, r->C, false, 1);
+
+		tr_work_wait(r, &w, r->C);
+	}
+	t->tid = TB_MAIN;
+	tb_launch(t, r->C); /* optimizer */
+}
+
+static inline void tr_setup(struct tr_run *r, struct tb *t, const struct tr_opts *o)
+{
+	memset(r, 0, sizeof(*r));
+	r->t = t;
+	r->o = o;
+	r->C = 0;
+	r->M = tb_stream_create(t, 1);
+	if (!o->simple) {
+		r->D = tb_stream_create(t, 1);
+		r->N = tb_stream_create(t, 1);
+		r->done = tb_event_create(t); /* the communicator's done event */
+	}
+}
+
+/* Runs the workload; returns false when it stopped at exit_at. */
+static inline bool tr_run_torchrec(struct tr_run *r)
+{
+	const struct tr_opts *o = r->o;
+	const int B = o->batches, ahead = o->depth;
+
+	tr_copy_batch(r);
+	tr_start_sparse(r, 0);
+	tr_wait_sparse(r, 0);
+	if (ahead == 2 && B > 1)
+		tr_copy_batch(r);
+	tr_free_staging(r);
+	if (ahead == 2 && B > 1)
+		tr_free_staging(r);
+	for (int i = 0; i < B; i++) {
+		if (o->at_iter)
+			o->at_iter(r->t, i);
+		if (o->drop_a != i)
+			tb_wait_stream(r->t, r->C, r->D);
+		if (ahead == 1 && i + 1 < B)
+			tr_copy_batch(r);
+		if (i + 1 < B)
+			tr_start_sparse(r, i + 1);
+		if (ahead == 2 && i + 2 < B)
+			tr_copy_batch(r);
+		if (!tr_forward(r, i))
+			return false;
+		if (i + 1 < B)
+			tr_wait_sparse(r, i + 1);
+		tr_backward(r);
+		if (i + ahead < B)
+			tr_free_staging(r);
+	}
+	return true;
+}
+
+static inline bool tr_run_simple(struct tr_run *r)
+{
+	const struct tr_opts *o = r->o;
+	struct tb *t = r->t;
+
+	tr_copy_batch(r);
+	tr_free_staging(r);
+	for (int i = 0; i < o->batches; i++) {
+		if (o->at_iter)
+			o->at_iter(t, i);
+		if (o->drop_simple != i)
+			tb_wait_stream(t, r->C, r->M);
+		tb_launch(t, r->C);
+		if (o->exit_at == i)
+			return false;
+		tb_launch(t, r->C);
+		if (i + 1 < o->batches)
+			tr_copy_batch(r);
+		tr_backward(r);
+		tb_copy(t, r->C, 2, 4); /* loss.item() */
+		tb_stream_sync(t, r->C);
+		if (i + 1 < o->batches)
+			tr_free_staging(r);
+	}
+	return true;
+}
+
+/* The whole job: run, then torch.cuda.synchronize() and exit (or exit in
+ * the middle), then the tool stops. */
+static inline void tr_job(struct tb *t, const struct tr_opts *o, struct tr_run *r)
+{
+	bool whole;
+
+	tr_setup(r, t, o);
+	whole = o->simple ? tr_run_simple(r) : tr_run_torchrec(r);
+	if (o->no_teardown)
+		return;
+	if (whole)
+		tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+}
+
+static inline void tb_finish(struct tb *t)
+{
+	nl_engine_finish(t->e, t->now += 1000);
+	assert_true(t->have_sum);
+}
+
+/* A bench that ran the job to its end and stopped the tool. */
+static inline struct tb *tr_bench(const struct nl_engine_opts *eo, const struct tr_opts *o,
+				  struct tr_run *r)
+{
+	struct tb *t = tb_new(eo);
+
+	tr_job(t, o, r);
+	tb_finish(t);
+	return t;
+}
+
+static inline void assert_verdict(struct tb *t, uint64_t k, int verdict, uint32_t missing,
+				  uint32_t skip)
+{
+	const struct nl_batch_audit *a = tb_batch(t, k);
+
+	if (a->verdict != verdict || a->missing_mask != missing || a->skip_mask != skip)
+		fail_msg("batch %llu: verdict %s missing 0x%x skip 0x%x, expected %s 0x%x 0x%x",
+			 (unsigned long long)k, nl_verdict_name(a->verdict), a->missing_mask,
+			 a->skip_mask, nl_verdict_name(verdict), missing, skip);
+}
+
+#define EDGE(e) (1u << NL_EDGE_##e)
+#define SKIPR(r) (1u << NL_SKIP_##r)
+
+#endif /* TEST_ENGINE_UTIL_H */
