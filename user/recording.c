@@ -507,38 +507,35 @@ int nl_recording_write_target(struct nl_recording_writer *w, const struct nl_rec
 	return 0;
 }
 
-int nl_recording_write_lost(struct nl_recording_writer *w, uint32_t pid, uint64_t count,
-			    uint64_t ts_ns)
+/* Records lost and target exited: u64 ts, u32 pid, u32 reserved, [u64 count]. */
+static int write_pid_event(struct nl_recording_writer *w, uint32_t kind, uint32_t pid,
+			   uint64_t ts_ns, const uint64_t *count)
 {
 	unsigned char *p;
 	int err = writable(w);
 
 	if (err)
 		return err;
-	p = item_room(w, NL_RI_LOST, 24);
+	p = item_room(w, kind, count ? 24 : 16);
 	if (!p)
 		return w->err;
 	le_set(p, ts_ns, 8);
 	le_set(p + 8, pid, 4);
 	le_set(p + 12, 0, 4);
-	le_set(p + 16, count, 8);
+	if (count)
+		le_set(p + 16, *count, 8);
 	return 0;
+}
+
+int nl_recording_write_lost(struct nl_recording_writer *w, uint32_t pid, uint64_t count,
+			    uint64_t ts_ns)
+{
+	return write_pid_event(w, NL_RI_LOST, pid, ts_ns, &count);
 }
 
 int nl_recording_write_exit(struct nl_recording_writer *w, uint32_t pid, uint64_t ts_ns)
 {
-	unsigned char *p;
-	int err = writable(w);
-
-	if (err)
-		return err;
-	p = item_room(w, NL_RI_EXIT, 16);
-	if (!p)
-		return w->err;
-	le_set(p, ts_ns, 8);
-	le_set(p + 8, pid, 4);
-	le_set(p + 12, 0, 4);
-	return 0;
+	return write_pid_event(w, NL_RI_EXIT, pid, ts_ns, NULL);
 }
 
 int nl_recording_finish(struct nl_recording_writer *w, const struct nl_recording_trailer *t)

@@ -628,24 +628,23 @@ static void test_refusals(void **state)
 	assert_int_equal(open_err(copy, len, err, sizeof(err)), -EPROTONOSUPPORT);
 	assert_non_null(strstr(err, "little-endian"));
 
-	/* another record size, checksums made right: a well-formed file of another build */
-	FRESH();
-	put32(copy + off[0] + HEAD, 160);
-	reseal(copy, off[0]);
-	assert_int_equal(open_err(copy, len, err, sizeof(err)), -EPROTO);
-	assert_string_equal(err, "x.bin: record size 160 does not match 176");
-
-	FRESH();
-	put32(copy + off[0] + HEAD + 4, 2);
-	reseal(copy, off[0]);
-	assert_int_equal(open_err(copy, len, err, sizeof(err)), -EPROTO);
-	assert_string_equal(err, "x.bin: record schema 2 not supported (this tool decodes 1)");
-
-	FRESH();
-	put32(copy + off[0] + HEAD + 12, 0x12345678);
-	reseal(copy, off[0]);
-	assert_int_equal(open_err(copy, len, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "another API table"));
+	/* well-formed files of another build: checksums made right */
+	struct {
+		size_t at;
+		uint32_t value;
+		const char *msg;
+	} other[] = {
+		{ 0, 160, "x.bin: record size 160 does not match 176" },
+		{ 4, 2, "x.bin: record schema 2 not supported (this tool decodes 1)" },
+		{ 12, 0x12345678, "another API table" },
+	};
+	for (size_t k = 0; k < sizeof(other) / sizeof(other[0]); k++) {
+		FRESH();
+		put32(copy + off[0] + HEAD + other[k].at, other[k].value);
+		reseal(copy, off[0]);
+		assert_int_equal(open_err(copy, len, err, sizeof(err)), -EPROTO);
+		assert_non_null(strstr(err, other[k].msg));
+	}
 
 	/* an unknown item kind in a block whose checksums are right */
 	FRESH();
