@@ -11,7 +11,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 export LD_LIBRARY_PATH="$B/sim"
 tmp=$(mktemp -d)
-trap 'kill $wl 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+trap 'kill $wl 2>/dev/null || true; rm -rf "$tmp"' EXIT INT TERM
 
 echo "== workload: 8 batches, TorchRec pipeline depth 2, step d's compute wait dropped at batch 3"
 "$B/sim/pipeline" --batches 8 --iter-sleep-ms 20 --drop d_compute_wait@3 \

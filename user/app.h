@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "engine.h"
 #include "loader.h"
 #include "options.h"
 
@@ -39,7 +40,8 @@ struct nl_app {
 	int probes_attached, retprobes_attached;
 	int nmissing;
 	int missing[NL_API_COUNT]; /* distinct missing api ids */
-	struct nl_engine *engine;
+	struct nl_engine *engine;   /* NULL with --no-audit */
+	struct nl_audit_table table; /* --format table state */
 };
 
 int nl_app_init(struct nl_app *a, uint64_t now_ns);

@@ -9,11 +9,21 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app.h"
 #include "decode.h"
+#include "engine.h"
 #include "raw.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void note_write(struct nl_app *a)
 {
@@ -26,8 +36,30 @@ static void note_write(struct nl_app *a)
 
 int nl_app_init(struct nl_app *a, uint64_t now_ns)
 {
+	const struct nl_opts *o = &a->o;
+	struct nl_engine_opts eo = { 0 };
+	struct nl_sink sink;
+
 	a->start_ns = now_ns;
-	return 0;
+	if (o->no_audit)
+		return 0;
+	eo.has_copy_stream = o->has_copy_stream;
+	eo.copy_stream = o->copy_stream;
+	eo.has_compute_stream = o->has_compute_stream;
+	eo.compute_stream = o->compute_stream;
+	eo.has_sparse_streams = o->nsparse > 0;
+	eo.nsparse = (unsigned)o->nsparse;
+	for (int i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++)
+		eo.sparse_streams[i] = o->sparse_streams[i];
+	eo.post_step = o->post_step;
+	if (o->format == NL_FMT_TABLE) {
+		a->table.f = a->out;
+		sink = nl_audit_table_sink(&a->table);
+	} else {
+		sink = nl_audit_json_sink(a->out);
+	}
+	a->engine = nl_engine_new(&eo, &sink);
+	return a->engine ? 0 : -ENOMEM;
 }
 
 /* starttime (field 22) and comm of /proc/PID/stat; -ESRCH when gone or a zombie */
@@ -108,6 +140,9 @@ int nl_app_add_target(struct nl_app *a, pid_t pid, const char *const *paths, int
 	t->alive = true;
 	a->ntargets++;
 	a->ntargets_alive++;
+	/* a -p target was running before the probes: its first batch may be partial */
+	if (a->engine)
+		nl_engine_attach(a->engine, (uint32_t)pid, now_ns(), pid != a->child);
 	return 0;
 }
 
@@ -125,11 +160,20 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 		a->diag(0, "cannot write output: %s", strerror(-a->write_err));
 		return a->write_err; /* stops the poll */
 	}
+	if (a->engine)
+		nl_engine_feed(a->engine, &c);
+	if (ferror(a->out) && !a->write_err) {
+		a->write_err = errno ? -errno : -EIO;
+		a->diag(0, "cannot write output: %s", strerror(-a->write_err));
+		return a->write_err;
+	}
 	return 0;
 }
 
 void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 {
+	if (a->o.format == NL_FMT_TABLE)
+		goto account; /* the table is for people: the stderr line says it */
 	fprintf(a->out,
 		"{\"type\":\"attach\",\"schema\":%d,\"pid\":%d,\"lib\":\"%s\",\"path\":\"",
 		NL_APP_SCHEMA, (int)r->pid, nl_lib_name(r->lib));
@@ -149,7 +193,7 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 		fprintf(a->out, "%s\"%s\"", i ? "," : "", nl_api_name((unsigned)r->missing[i]));
 	fprintf(a->out, "],\"attach_ms\":%.3f}\n", (double)r->elapsed_ns / 1e6);
 	note_write(a);
-
+account:
 	a->probes_attached += r->attached;
 	a->retprobes_attached += r->retprobes;
 	for (int i = 0; i < r->nmissing; i++) {
@@ -187,6 +231,8 @@ static void poll_lost(struct nl_app *a)
 			     s[NL_STAT_LOST_STASH] - a->stats[NL_STAT_LOST_STASH];
 
 		a->diag(1, "%" PRIu64 " records lost since the last check", n);
+		if (a->engine) /* the counters do not say whose records they were */
+			nl_engine_lost(a->engine, 0, n, now_ns());
 	}
 	memcpy(a->stats, s, sizeof(s));
 }
@@ -198,6 +244,8 @@ static void target_gone(struct nl_app *a, struct nl_app_target *t)
 	t->alive = false;
 	a->ntargets_alive--;
 	nl_loader_remove_target(a->l, t->pid);
+	if (a->engine)
+		nl_engine_exit(a->engine, (uint32_t)t->pid, now_ns());
 	a->diag(1, "process %d (%s) exited", (int)t->pid, t->comm);
 }
 
@@ -235,6 +283,34 @@ static double cpu_ms(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
+static void finish_engine(struct nl_app *a, uint64_t now, uint64_t lost)
+{
+	const char *missing[NL_API_COUNT];
+	struct nl_run_info ri = { 0 };
+	struct timespec rt;
+
+	(void)lost;
+	for (int i = 0; i < a->nmissing; i++)
+		missing[i] = nl_api_name((unsigned)a->missing[i]);
+	ri.probes_attached = (uint32_t)a->probes_attached;
+	ri.retprobes_attached = (uint32_t)a->retprobes_attached;
+	ri.nprobes_missing = (uint32_t)a->nmissing;
+	ri.probes_missing = missing;
+	ri.lost_ringbuf = a->stats[NL_STAT_LOST_RINGBUF];
+	ri.lost_stash = a->stats[NL_STAT_LOST_STASH];
+	ri.nested_folded = a->stats[NL_STAT_NESTED];
+	ri.bad_records = a->bad_records;
+	ri.attach_ns = a->attach_done_ns ? a->attach_done_ns - a->start_ns : 0;
+	ri.duration_ns = now - a->start_ns;
+	ri.cpu_ms = cpu_ms();
+	clock_gettime(CLOCK_REALTIME, &rt);
+	ri.wall_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	ri.wall_monotonic_ns = now_ns();
+	nl_engine_set_run_info(a->engine, &ri);
+	nl_engine_finish(a->engine, now);
+	note_write(a);
+}
+
 void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 {
 	uint64_t lost;
@@ -244,7 +320,11 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 		poll_lost(a);
 	}
 	lost = a->stats[NL_STAT_LOST_RINGBUF] + a->stats[NL_STAT_LOST_STASH];
-	if (a->out && !a->write_err && !err) {
+	if (a->engine && !a->write_err && !err)
+		finish_engine(a, now_ns, lost);
+	nl_engine_free(a->engine);
+	a->engine = NULL;
+	if (a->out && !a->write_err && !err && a->o.no_audit) {
 		fprintf(a->out,
 			"{\"type\":\"summary\",\"schema\":%d,\"records\":%" PRIu64
 			",\"bad_records\":%" PRIu64 ",\"lost_records\":%" PRIu64
