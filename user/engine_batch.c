@@ -208,11 +208,16 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 	struct nl_batch *b;
 
 	FOR_BATCHES(p, b) {
+		int k = p->has_sparse && !b->reached_sparse ? 0 : 1;
+
 		if (b->closed)
 			continue;
-		/* The last batch is whole when the job saw its forward complete
-		 * (a host sync after its last op) before exiting. */
-		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns))
+		/* Final at exit: a batch whose forward the job saw complete (a host
+		 * sync after its last op), and one whose token never arrived while
+		 * the next stage ran its work again without it. Anything else was
+		 * cut short. */
+		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
+		    !(exited && !b->fwd_started && b->nr[k].repeat))
 			b->skip |= SKIP(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
 		close_batch(e, p, b, ts);
 	}
@@ -271,29 +276,54 @@ static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *v
 
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
- * (reported if the token never arrives). */
+ * (reported if the token never arrives), and whether such ops restart the
+ * stage inside an older token's window (docs/engine.md, "end of a run"). */
 static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const struct nl_opi *op,
-			    int st)
+			    int st, int64_t token)
 {
 	int k = st == NL_STAGE_SPARSE ? 0 : 1;
+	const struct nl_batch *own = nl_batch_of(p, token);
+	const struct nl_stage_acc *w = own ? &own->st[st] : NULL;
+	bool can = w && w->work >= 2 && op->tid == w->first_tid;
 	struct nl_batch *b;
 
 	FOR_BATCHES(p, b) {
-		if (b->closed || !b->nr[k].armed || b->nr[k].valid ||
+		bool unordered = false;
+
+		if (b->closed || !b->nr[k].armed || b->nr[k].repeat ||
 		    (k == 0 ? b->reached_sparse : b->fwd_started))
 			continue;
-		for (int i = 0; i < b->nbs; i++) {
+		for (int i = 0; i < b->nbs && !unordered; i++) {
 			const struct nl_bstream *bs = &b->bs[i];
 
 			if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
 			    (k == 0 && bs->stage != NL_STAGE_COPY) || (k == 1 && bs->covered))
 				continue;
 			if (s->vc[bs->slot] < bs->last_up.clock) {
-				b->nr[k].valid = true;
-				b->nr[k].consumer = *op;
-				b->nr[k].producer = bs->last_up;
-				break;
+				unordered = true;
+				if (!b->nr[k].valid) {
+					b->nr[k].valid = true;
+					b->nr[k].consumer = *op;
+					b->nr[k].producer = bs->last_up;
+				}
 			}
+		}
+		if (!unordered || !can)
+			continue;
+		if (b->nr[k].prog_token != token)
+			b->nr[k].prog = 0;
+		b->nr[k].prog_token = token;
+		if (op->sig == w->first_sig[b->nr[k].prog]) {
+			if (b->nr[k].prog++ == 0)
+				b->nr[k].restart = *op;
+		} else {
+			b->nr[k].prog = op->sig == w->first_sig[0];
+			if (b->nr[k].prog)
+				b->nr[k].restart = *op;
+		}
+		if (b->nr[k].prog == 2) {
+			b->nr[k].repeat = true;
+			b->nr[k].consumer = b->nr[k].restart;
 		}
 	}
 }
@@ -375,7 +405,8 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	}
 	b->handoff[st].found = false;
 	b->nr[1].armed = true;
-	b->nr[1].valid = false;
+	b->nr[1].valid = b->nr[1].repeat = false;
+	b->nr[1].prog = 0;
 }
 
 void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
@@ -383,7 +414,8 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 {
 	struct nl_stream *s = &p->s[slot];
 	int st = stage_of_role(s->role);
-	struct nl_opi op = { true, slot, clock, c->api, c->tid, c->ts_ns };
+	struct nl_opi op = { true, slot, clock, c->api, c->tid, c->ts_ns,
+			     (uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg) };
 	struct nl_stage_acc *acc;
 	struct nl_bstream *bs;
 	struct nl_batch *b;
@@ -393,7 +425,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 	if (st < 0)
 		return;
 	if (work && st != NL_STAGE_COPY)
-		watch_consumers(p, s, &op, st);
+		watch_consumers(p, s, &op, st, token);
 	b = nl_batch_of(p, token);
 	if (!b || b->closed) {
 		if (token >= 0)
@@ -406,6 +438,13 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 	if (c->ts_ns > acc->last_ts)
 		acc->last_ts = c->ts_ns;
 	acc->ops++;
+	if (work && acc->work < 2) {
+		if (!acc->work)
+			acc->first_tid = c->tid;
+		acc->first_sig[acc->work] = op.sig;
+	}
+	if (work)
+		acc->work++;
 	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))
 		acc->bytes += c->bytes;
 	if (is_coll)
@@ -563,7 +602,7 @@ static struct nl_opi first_unseen(const struct nl_proc *p, const struct nl_batch
 	const struct nl_ring_op *r = nl_ring_first_after(&p->s[bs->slot], seen, b->token, true);
 
 	if (r)
-		return (struct nl_opi){ true, bs->slot, r->clock, r->api, r->tid, r->ts };
+		return (struct nl_opi){ true, bs->slot, r->clock, r->api, r->tid, r->ts, 0 };
 	return bs->has_up ? bs->last_up : bs->last_work;
 }
 

@@ -40,6 +40,7 @@ struct nl_opi {
 	uint16_t api;
 	uint32_t tid;
 	uint64_t ts;
+	uint64_t sig;  /* what it ran: api with kernel or copy kind */
 };
 
 struct nl_ring_op {
@@ -114,7 +115,9 @@ struct nl_bstream {
 };
 
 struct nl_stage_acc {
-	uint64_t ops, bytes, first_ts, last_ts;
+	uint64_t ops, work, bytes, first_ts, last_ts;
+	uint64_t first_sig[2];   /* the stage's first two work ops (valid up to work) */
+	uint32_t first_tid;      /* the thread of the first */
 	uint32_t colls, ntids;
 	uint32_t tids[8];
 	bool tids_full;
@@ -143,10 +146,15 @@ struct nl_batch {
 		uint64_t exposure;
 	} handoff[2];
 	/* first consumer-role op after the producers' last op not ordered after
-	 * them: [0] sparse consumer of the copy, [1] compute consumer */
+	 * them: [0] sparse consumer of the copy, [1] compute consumer. repeat:
+	 * such ops started that stage's work again (its first two work ops, in
+	 * order, same thread) inside an older token's window: the iteration went
+	 * on without this batch's token. */
 	struct {
-		bool armed, valid;
-		struct nl_opi consumer, producer;
+		bool armed, valid, repeat;
+		int prog;            /* how much of the restart was seen */
+		int64_t prog_token;  /* in which window */
+		struct nl_opi consumer, producer, restart;
 	} nr[2];
 	bool post_confirmed;
 	uint64_t post_at;

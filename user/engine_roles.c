@@ -3,7 +3,8 @@
  * Role learning. A process's first records are held back while the engine
  * counts, per stream, launches, host-to-device copies and which streams wait
  * on whose events. Then:
- *   compute = the stream with the most kernel launches (ties: the null stream);
+ *   compute = the stream with the most kernel launches, the null stream's
+ *             counting four times (PyTorch's default);
  *   copy    = a stream other than compute with host-to-device copies whose
  *             events other streams wait on; most copy-like first (share of
  *             H2D copies in its work), then fewest incoming edges, then most
@@ -125,6 +126,14 @@ static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
 	return a->h2d > b->h2d;
 }
 
+/* PyTorch computes on the null stream unless told otherwise: its launches
+ * weigh more, so a short look (a few data-dist kernels before the first
+ * forward) does not mistake the data-dist stream for compute. */
+static uint64_t compute_score(const struct nl_lstream *s)
+{
+	return s->launches * (nl_key_is_null(&s->key) ? 4 : 1);
+}
+
 static struct nl_skey override_key(uint64_t handle)
 {
 	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
@@ -142,14 +151,15 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		k = override_key(o->compute_stream);
 		pk->compute = find_key(l, &k);
 	} else {
-		for (uint32_t i = 0; i < l->ns; i++) {
-			const struct nl_lstream *s = &l->s[i];
+		uint64_t best = 0;
 
-			if (!s->launches)
-				continue;
-			if (pk->compute < 0 || s->launches > l->s[pk->compute].launches ||
-			    (s->launches == l->s[pk->compute].launches && nl_key_is_null(&s->key)))
+		for (uint32_t i = 0; i < l->ns; i++) {
+			uint64_t score = compute_score(&l->s[i]);
+
+			if (score > best) {
+				best = score;
 				pk->compute = (int)i;
+			}
 		}
 	}
 	if (o->has_copy_stream) {
