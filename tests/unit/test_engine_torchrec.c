@@ -252,6 +252,75 @@ static void exit_mid_forward(void **state)
 	tb_free(t);
 }
 
+/* A wait dropped for the very last batch: no later token closes it, but the
+ * next stage ran its work again without it before the job ended. */
+static void drop_on_last_batch(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.drop_b = 7;
+	t = tr_bench(NULL, &o, &r);
+	assert_all_trusted_except(t, 8, 7, EDGE(COPY_SPARSE));
+	tb_free(t);
+
+	o = tr_defaults(6);
+	o.simple = true;
+	o.drop_simple = 5;
+	t = tr_bench(NULL, &o, &r);
+	assert_all_trusted_except(t, 6, 5, EDGE(COPY_FORWARD));
+	tb_free(t);
+}
+
+/* The job stops early: batches already copied (and one already through its
+ * sparse stage) were never used. Not a race: no wolf, just cut short. */
+static void early_stop_unused_batches(void **state)
+{
+	struct tr_opts o = tr_defaults(10);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.stop_after = 5;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 8);
+	for (int k = 0; k < 6; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_verdict(t, 6, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	assert_verdict(t, 7, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	tb_free(t);
+
+	o = tr_defaults(10);
+	o.simple = true;
+	o.stop_after = 5;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 7);
+	assert_verdict(t, 5, NL_VERDICT_TRUSTED, 0, 0);
+	assert_verdict(t, 6, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	tb_free(t);
+}
+
+/* Exit during the first forward: roles learned from very little (the
+ * data-dist stream has launched more kernels than compute so far). */
+static void exit_in_first_forward(void **state)
+{
+	struct tr_opts o = tr_defaults(8);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.exit_at = 0;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 3);
+	for (int k = 0; k < 3; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(TARGET_EXITED));
+	assert_int_equal(role_of(t, 0), NL_ROLE_COMPUTE);
+	assert_int_equal(role_of(t, r.D), NL_ROLE_SPARSE);
+	tb_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +334,9 @@ int main(void)
 		cmocka_unit_test(simple_drop_copy_forward),
 		cmocka_unit_test(data_dist_attribution),
 		cmocka_unit_test(exit_mid_forward),
+		cmocka_unit_test(drop_on_last_batch),
+		cmocka_unit_test(early_stop_unused_batches),
+		cmocka_unit_test(exit_in_first_forward),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -225,16 +225,26 @@ static inline void tb_copy(struct tb *t, uint64_t s, unsigned kind, uint64_t byt
 	tb_feed(t, &c);
 }
 
-static inline uint64_t tb_launch(struct tb *t, uint64_t s)
+/* hipLaunchKernel of kernel fn on s; its entry time. */
+static inline uint64_t tb_kernel(struct tb *t, uint64_t s, uint64_t fn)
 {
 	struct nl_call c = tb_call(t, NL_API_LAUNCH_KERNEL);
 
 	tb_set_stream(&c, s);
-	c.fn = 0x5000;
+	c.fn = fn;
 	c.fields |= NL_F_FN;
 	tb_feed(t, &c);
 	return c.ts_ns;
 }
+
+static inline uint64_t tb_launch(struct tb *t, uint64_t s)
+{
+	return tb_kernel(t, s, 0x5000);
+}
+
+/* The workload's kernels, one function each as in the real job. */
+enum { K_INPUT_DIST = 0x1001, K_DIST_INIT, K_LOOKUP = 0x2001, K_GEMM, K_TRITON,
+       K_BWD_EMB = 0x3001, K_BWD_GEMM, K_BWD_ELEM, K_OPTIMIZER };
 
 /* Any launch API (the _spt twins too). */
 static inline void tb_launch_api(struct tb *t, int api, uint64_t s)
@@ -334,13 +344,14 @@ struct tr_opts {
 	int exit_at;      /* stop in the middle of forward k (no final sync), -1 none */
 	bool no_teardown; /* leave the process running (no device sync, no exit) */
 	bool bwd_a2a;     /* backward all-to-all through N (C -> N -> C) */
+	int stop_after;   /* leave the loop after this iteration (prefetched batches unused), -1 */
 	void (*at_iter)(struct tb *t, int i); /* called at the top of iteration i */
 };
 
 static inline struct tr_opts tr_defaults(int batches)
 {
 	return (struct tr_opts){ .depth = 2, .batches = batches, .drop_a = -1, .drop_b = -1,
-				 .drop_d = -1, .drop_simple = -1, .exit_at = -1 };
+				 .drop_d = -1, .drop_simple = -1, .exit_at = -1, .stop_after = -1 };
 }
 
 struct tr_work {
@@ -402,7 +413,7 @@ static inline void tr_start_sparse(struct tr_run *r, int k)
 {
 	if (r->o->drop_b != k)
 		tb_wait_stream(r->t, r->D, r->M);
-	r->input_dist_ts[k] = tb_launch(r->t, r->D);
+	r->input_dist_ts[k] = tb_kernel(r->t, r->D, K_INPUT_DIST);
 	r->splits[k] = tr_alltoall(r, r->D, true, 1);
 	tb_memcpy_sync(r->t, r->D, 1); /* split sizes, blocking H2D */
 }
@@ -422,16 +433,16 @@ static inline bool tr_forward(struct tr_run *r, int i)
 	struct tr_work w;
 
 	tr_work_wait(r, &r->data[i], r->D);
-	r->dist_init_ts[i] = tb_launch(t, r->D);
+	r->dist_init_ts[i] = tb_kernel(t, r->D, K_DIST_INIT);
 	if (r->o->drop_d != i)
 		tb_wait_stream(t, r->C, r->D);
-	tb_launch(t, r->C); /* lookups */
+	tb_kernel(t, r->C, K_LOOKUP);
 	if (r->o->exit_at == i)
 		return false;
 	w = tr_alltoall(r, r->C, false, 1); /* output all-to-all */
 	tr_work_wait(r, &w, r->C);
-	tb_launch(t, r->C);
-	tb_launch(t, r->C);
+	tb_kernel(t, r->C, K_GEMM);
+	tb_kernel(t, r->C, K_TRITON);
 	return true;
 }
 
@@ -441,14 +452,14 @@ static inline void tr_backward(struct tr_run *r)
 
 	t->tid = TB_AUTOGRAD;
 	for (int i = 0; i < 3; i++)
-		tb_launch(t, r->C);
+		tb_kernel(t, r->C, K_BWD_EMB + (uint64_t)i);
 	if (r->o->bwd_a2a) {
 		struct tr_work w = tr_alltoall(r, r->C, false, 1);
 
 		tr_work_wait(r, &w, r->C);
 	}
 	t->tid = TB_MAIN;
-	tb_launch(t, r->C); /* optimizer */
+	tb_kernel(t, r->C, K_OPTIMIZER);
 }
 
 static inline void tr_setup(struct tr_run *r, struct tb *t, const struct tr_opts *o)
@@ -497,6 +508,8 @@ static inline bool tr_run_torchrec(struct tr_run *r)
 		tr_backward(r);
 		if (i + ahead < B)
 			tr_free_staging(r);
+		if (i == o->stop_after)
+			break;
 	}
 	return true;
 }
@@ -513,10 +526,10 @@ static inline bool tr_run_simple(struct tr_run *r)
 			o->at_iter(t, i);
 		if (o->drop_simple != i)
 			tb_wait_stream(t, r->C, r->M);
-		tb_launch(t, r->C);
+		tb_kernel(t, r->C, K_LOOKUP);
 		if (o->exit_at == i)
 			return false;
-		tb_launch(t, r->C);
+		tb_kernel(t, r->C, K_GEMM);
 		if (i + 1 < o->batches)
 			tr_copy_batch(r);
 		tr_backward(r);
@@ -524,6 +537,8 @@ static inline bool tr_run_simple(struct tr_run *r)
 		tb_stream_sync(t, r->C);
 		if (i + 1 < o->batches)
 			tr_free_staging(r);
+		if (i == o->stop_after)
+			break;
 	}
 	return true;
 }
