@@ -13,8 +13,9 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; }
 skip() { echo "SKIP: $*"; }
 check() { # check NAME CMD...
-	n=$1; shift
-	if "$@" >/dev/null; then pass "$n"; else fail "$n"; fi
+	check_name=$1
+	shift
+	if "$@" >/dev/null; then pass "$check_name"; else fail "$check_name"; fi
 }
 
 # Real BPF needs root, BTF and uprobes; say why when it is not there.
@@ -27,11 +28,11 @@ bpf_unavailable() {
 
 # wait_for PATTERN FILE [TENTHS]: until grep finds PATTERN in FILE (default 10 s)
 wait_for() {
-	n=${3:-100}
-	while [ "$n" -gt 0 ]; do
+	wf_n=${3:-100}
+	while [ "$wf_n" -gt 0 ]; do
 		grep -q -- "$1" "$2" 2>/dev/null && return 0
 		sleep 0.1
-		n=$((n - 1))
+		wf_n=$((wf_n - 1))
 	done
 	echo "  timed out waiting for '$1' in $2" >&2
 	return 1

@@ -1,0 +1,100 @@
+# End-to-end: per-batch audits of the TorchRec-like workload in every fault
+# scenario, compared with the workload's ground truth (real BPF, root).
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+if why=$(bpf_unavailable); then
+	skip "workload audits: $why"
+	exit 0
+fi
+export LD_LIBRARY_PATH="$SIM"
+PROBED=$("$TOOL" --version -v | awk '/^  (hip|nccl)[A-Za-z_]* /{print $1}' | jq -R . | jq -sc .)
+
+start_gated() { # the workload prints "ready PID" on stdout
+	o=$1 e=$2
+	shift 2
+	"$@" >"$o" 2>"$e" &
+	GATED_PID=$!
+	at_exit "kill -KILL $GATED_PID 2>/dev/null"
+	wait_for '^ready' "$o"
+}
+
+# audit NAME WORKLOAD-ARGS...: gated workload, tool attached by PID, then compare
+audit() {
+	name=$1
+	shift
+	start_gated "$TMP/$name.out" "$TMP/$name.err" "$SIM/pipeline" --gate-signal \
+		--truth "$TMP/$name.truth" "$@"
+	"$TOOL" -p "$GATED_PID" --raw -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
+	tool=$!
+	wait_for '"type":"attach".*librccl' "$TMP/$name.json"
+	kill -USR1 "$GATED_PID"
+	wait "$tool"
+	rc=$?
+	[ $rc = 0 ] || { echo "  tool exit $rc: $(cat "$TMP/$name.tool")" >&2; return 1; }
+	matches "$name"
+}
+
+matches() {
+	jq -n --slurpfile t "$TMP/$1.truth" --slurpfile a "$TMP/$1.json" --argjson probed "$PROBED" \
+		-f tests/e2e/audit_match.jq >"$TMP/$1.diff" || return 1
+	r=$(cat "$TMP/$1.diff")
+	[ "$r" = "[]" ] || { echo "  $r" | head -c 3000 >&2; return 1; }
+}
+
+verdicts() { # NAME: "trusted,trusted,untrusted..." from the audits
+	jq -r -s '[.[] | select(.type=="batch") | .verdict] | join(",")' "$TMP/$1.json"
+}
+
+check "clean, depth 2: every batch trusted, stages attributed as in the truth" audit clean --batches 8
+check "clean: pipeline depth 2 and 8 ticks measured" \
+	jq -e -s '.[-1] | .depth == 2 and .pipeline_ticks >= 8 and .trusted == 8' "$TMP/clean.json"
+check "clean: roles inferred (copy, two sparse, compute stream 0)" \
+	jq -e -s '[.[-1].streams[] | .role] | sort == ["compute","copy","sparse","sparse"]' "$TMP/clean.json"
+check "depth 1" audit depth1 --depth 1 --batches 6
+check "depth 1: measured" jq -e -s '.[-1].depth == 1' "$TMP/depth1.json"
+check "simple copy -> forward loop" audit simple --pattern simple --batches 6
+check "simple: no sparse stage, depth 1" \
+	jq -e -s '.[-1].depth == 1 and ([.[] | select(.type=="batch") | .sparse] | all(. == null or .present == false or .ops == 0))' "$TMP/simple.json"
+
+check "dropped b_data_dist_wait@3: batch 3 untrusted copy->sparse" \
+	audit drop_b --batches 7 --drop b_data_dist_wait@3
+check "dropped d_compute_wait@2: batch 2 untrusted sparse->forward" \
+	audit drop_d --batches 6 --drop d_compute_wait@2
+check "dropped a_compute_wait@2 (redundant): no cry of wolf" \
+	audit drop_a --batches 6 --drop a_compute_wait@2
+check "  ...all trusted" test "$(verdicts drop_a)" = "trusted,trusted,trusted,trusted,trusted,trusted"
+check "simple pattern, dropped compute wait@2: copy->forward" \
+	audit drop_simple --pattern simple --batches 6 --drop simple_compute_wait@2
+check "dropped wait at batch 0 (during fill_pipeline)" audit drop_b0 --batches 5 --drop b_data_dist_wait@0
+
+check "stalled copy producer: verdicts unchanged" audit stall_copy --batches 6 --stall copy@2:30
+check "stalled sparse producer: verdicts unchanged" audit stall_sparse --batches 6 --stall sparse@2:30
+check "stall + dropped necessary wait: untrusted, and the workload saw the stale data" \
+	audit race --batches 6 --stall sparse@3:40 --drop d_compute_wait@3
+check "  ...the race was real (content check failed on batch 3)" \
+	jq -e -s '[.[] | select(.type=="batch" and .batch==3)][0].content_ok == false' "$TMP/race.truth"
+check "stall + dropped redundant wait: trusted" \
+	audit race_a --batches 6 --stall sparse@3:40 --drop a_compute_wait@3
+check "abrupt exit in batch 3: in-flight batches skipped target_exited" \
+	audit exit --batches 7 --exit-at 3
+check "  ...none of them trusted" \
+	jq -e -s '[.[] | select(.type=="batch" and .batch >= 3)] | all(.verdict == "skipped")' "$TMP/exit.json"
+
+# attach while the job runs: batches in flight at attach come out skipped
+"$SIM/pipeline" --batches 30 --iter-sleep-ms 25 --truth "$TMP/mid.truth" >"$TMP/mid.out" 2>&1 &
+P=$!
+at_exit "kill -KILL $P 2>/dev/null"
+sleep 0.35
+"$TOOL" -p "$P" --raw -o "$TMP/mid.json" 2>"$TMP/mid.tool"
+check "attach mid-run: tool exit 0" test $? = 0
+check "attach mid-run: in-flight batches skipped, later ones as in the truth" matches mid
+check "attach mid-run: the batches after the attach audited" \
+	jq -e -s '[.[] | select(.type=="batch" and .verdict == "trusted")] | length >= 10' "$TMP/mid.json"
+
+check "table format fits 80 columns" sh -c "
+	'$SIM/pipeline' --batches 4 --gate-signal > '$TMP/tab.out' 2>&1 & p=\$!
+	while ! grep -q ready '$TMP/tab.out'; do sleep 0.05; done
+	'$TOOL' -p \$p --format table -o '$TMP/tab.txt' 2>/dev/null & t=\$!
+	sleep 0.5; kill -USR1 \$p; wait \$t &&
+	grep -q 'trusted' '$TMP/tab.txt' && test \$(awk '{ if (length > m) m = length } END { print m }' '$TMP/tab.txt') -le 80"
