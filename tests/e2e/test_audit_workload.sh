@@ -82,7 +82,7 @@ check "  ...none of them trusted" \
 	jq -e -s '[.[] | select(.type=="batch" and .batch >= 3)] | all(.verdict == "skipped")' "$TMP/exit.json"
 
 # attach while the job runs: batches in flight at attach come out skipped
-"$SIM/pipeline" --batches 30 --iter-sleep-ms 25 --truth "$TMP/mid.truth" >"$TMP/mid.out" 2>&1 &
+"$SIM/pipeline" --batches 40 --iter-sleep-ms 25 --truth "$TMP/mid.truth" >"$TMP/mid.out" 2>&1 &
 P=$!
 at_exit "kill -KILL $P 2>/dev/null"
 sleep 0.35
