@@ -73,9 +73,9 @@ struct nl_stream {
 };
 
 struct nl_event {
-	bool used, created, destroyed, recorded, capture;
+	bool used, created, recorded, capture;
 	uint64_t handle;
-	uint32_t gen;         /* hipEventCreate of a known handle starts a new one */
+	uint32_t gen;         /* a create of a handle still known starts a new one */
 	int slot;             /* stream of the last record */
 	uint32_t clock;       /* the record op's clock there */
 	uint32_t gate;        /* that stream's gate when it was recorded */
@@ -203,6 +203,8 @@ struct nl_proc {
 	struct nl_event *ev;
 	uint32_t *evc, *eh;
 	uint32_t ecap, hcap, nev;
+	uint32_t *efree, nfree;  /* slots of destroyed events, for reuse */
+	uint32_t ehand;          /* where eviction looks next */
 	/* threads */
 	struct nl_thread th[NL_MAX_THREADS];
 	int th_cache;
@@ -295,6 +297,8 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 		     bool blocking);
 struct nl_event *nl_event_find(struct nl_proc *p, uint64_t handle);
 struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t handle);
+/* hipEventDestroy: the handle is free; a later create starts afresh. */
+void nl_event_forget(struct nl_proc *p, struct nl_event *ev);
 struct nl_thread *nl_thread_get(struct nl_proc *p, uint32_t tid);
 void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, int64_t token,
 		  bool work);

@@ -111,7 +111,6 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	}
 	clock = ++s->vc[slot];
 	ev->recorded = true;
-	ev->destroyed = false;
 	ev->capture = false;
 	ev->clock = clock;
 	ev->gate = s->gate;
@@ -334,17 +333,15 @@ static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct
 		if (!(c->fields & NL_F_HANDLE))
 			return;
 		ev = nl_event_get(e, p, c->handle);
-		if (ev->created || ev->recorded || ev->destroyed)
-			ev->gen++;
+		if (ev->created || ev->recorded)
+			ev->gen++; /* created again without a destroy we saw */
 		ev->created = true;
-		ev->destroyed = ev->recorded = ev->capture = false;
+		ev->recorded = ev->capture = false;
 		break;
 	case NL_K_EVENT_DESTROY:
 		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
-		if (ev) {
-			ev->destroyed = true;
-			ev->recorded = false;
-		}
+		if (ev)
+			nl_event_forget(p, ev);
 		break;
 	case NL_K_CAPTURE_BEGIN:
 		key = nl_call_skey(c);

@@ -28,10 +28,12 @@ struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid)
 	p->ev = calloc(p->ecap, sizeof(*p->ev));
 	p->evc = calloc((size_t)p->ecap * w, sizeof(uint32_t));
 	p->eh = calloc(p->hcap, sizeof(uint32_t));
+	p->efree = calloc(p->ecap, sizeof(uint32_t));
 	p->b = calloc(p->bcap, sizeof(*p->b));
 	p->bvc = calloc((size_t)p->bcap * w, sizeof(uint32_t));
 	p->tmp_vc = calloc(w, sizeof(uint32_t));
-	if (!p->s || !p->svc || !p->ev || !p->evc || !p->eh || !p->b || !p->bvc || !p->tmp_vc)
+	if (!p->s || !p->svc || !p->ev || !p->evc || !p->eh || !p->efree || !p->b || !p->bvc ||
+	    !p->tmp_vc)
 		goto fail;
 	for (uint32_t i = 0; i < w; i++)
 		p->s[i].vc = p->svc + (size_t)i * w;
@@ -69,6 +71,7 @@ void nl_proc_free(struct nl_proc *p)
 	free(p->ev);
 	free(p->evc);
 	free(p->eh);
+	free(p->efree);
 	free(p->b);
 	free(p->bvc);
 	free(p->tmp_vc);
@@ -310,21 +313,31 @@ static void event_unhash(struct nl_proc *p, uint32_t *pos)
 	p->eh[i] = 0;
 }
 
+/* Every slot holds a live event: the least recently used of a few
+ * (approximate LRU from a moving hand, constant time). */
 static uint32_t evict_event(struct nl_proc *p)
 {
-	uint32_t best = 0;
+	uint32_t best = p->ehand % p->ecap;
 
-	/* Destroyed events first, then the least recently used. */
-	for (uint32_t i = 1; i < p->ecap; i++) {
-		const struct nl_event *a = &p->ev[i], *b = &p->ev[best];
+	for (uint32_t i = 1; i < 8; i++) {
+		uint32_t j = (p->ehand + i) % p->ecap;
 
-		if (a->destroyed != b->destroyed ? a->destroyed : a->lru < b->lru)
-			best = i;
+		if (p->ev[j].lru < p->ev[best].lru)
+			best = j;
 	}
-	if (!p->ev[best].destroyed)
-		p->evicted_events++;
+	p->ehand += 8;
+	p->evicted_events++;
 	event_unhash(p, event_pos(p, p->ev[best].handle));
 	return best;
+}
+
+void nl_event_forget(struct nl_proc *p, struct nl_event *ev)
+{
+	uint32_t idx = (uint32_t)(ev - p->ev);
+
+	event_unhash(p, event_pos(p, ev->handle));
+	ev->used = false;
+	p->efree[p->nfree++] = idx;
 }
 
 struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t handle)
@@ -340,7 +353,9 @@ struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t h
 		ev->lru = ++p->lru;
 		return ev;
 	}
-	if (p->nev < p->ecap) {
+	if (p->nfree) {
+		idx = p->efree[--p->nfree];
+	} else if (p->nev < p->ecap) {
 		idx = p->nev++;
 	} else {
 		idx = evict_event(p);
