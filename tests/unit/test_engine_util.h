@@ -358,12 +358,16 @@ struct tr_work {
 	uint64_t start, end;
 };
 
+/* Per-batch state is kept for the last TR_KEEP batches (a batch's work
+ * spans at most three iterations), indexed by batch % TR_KEEP. */
+#define TR_KEEP 64
+
 struct tr_run {
 	struct tb *t;
 	const struct tr_opts *o;
 	uint64_t M, D, N, C, done;
-	struct tr_work splits[64], data[64];
-	uint64_t input_dist_ts[64], dist_init_ts[64];
+	struct tr_work splits[TR_KEEP], data[TR_KEEP];
+	uint64_t input_dist_ts[TR_KEEP], dist_init_ts[TR_KEEP];
 };
 
 static inline struct tr_work tr_alltoall(struct tr_run *r, uint64_t from, bool timed, int nops)
@@ -413,17 +417,17 @@ static inline void tr_start_sparse(struct tr_run *r, int k)
 {
 	if (r->o->drop_b != k)
 		tb_wait_stream(r->t, r->D, r->M);
-	r->input_dist_ts[k] = tb_kernel(r->t, r->D, K_INPUT_DIST);
-	r->splits[k] = tr_alltoall(r, r->D, true, 1);
+	r->input_dist_ts[k % TR_KEEP] = tb_kernel(r->t, r->D, K_INPUT_DIST);
+	r->splits[k % TR_KEEP] = tr_alltoall(r, r->D, true, 1);
 	tb_memcpy_sync(r->t, r->D, 1); /* split sizes, blocking H2D */
 }
 
 static inline void tr_wait_sparse(struct tr_run *r, int k)
 {
-	tr_work_wait(r, &r->splits[k], r->D);
+	tr_work_wait(r, &r->splits[k % TR_KEEP], r->D);
 	tb_copy(r->t, r->D, 2, 32); /* .tolist() */
 	tb_stream_sync(r->t, r->D);
-	r->data[k] = tr_alltoall(r, r->D, false, 3);
+	r->data[k % TR_KEEP] = tr_alltoall(r, r->D, false, 3);
 }
 
 /* false: the process "exited" in the middle */
@@ -432,8 +436,8 @@ static inline bool tr_forward(struct tr_run *r, int i)
 	struct tb *t = r->t;
 	struct tr_work w;
 
-	tr_work_wait(r, &r->data[i], r->D);
-	r->dist_init_ts[i] = tb_kernel(t, r->D, K_DIST_INIT);
+	tr_work_wait(r, &r->data[i % TR_KEEP], r->D);
+	r->dist_init_ts[i % TR_KEEP] = tb_kernel(t, r->D, K_DIST_INIT);
 	if (r->o->drop_d != i)
 		tb_wait_stream(t, r->C, r->D);
 	tb_kernel(t, r->C, K_LOOKUP);
