@@ -563,28 +563,11 @@ static void to_ref(const struct nl_proc *p, const struct nl_opi *o, struct nl_op
 	r->ts_ns = o->ts;
 }
 
-/* A stream whose blocking flag was guessed, facing the null stream: had it
- * been blocking, the null stream would have ordered the pair. */
-static bool guessed_pair(const struct nl_proc *p, const struct nl_opi *a, int bslot)
-{
-	int aslot = a && a->valid ? a->slot : -1;
-
-	if (aslot < 0 || bslot < 0 || p->null_slot < 0)
-		return false;
-	if (aslot == p->null_slot)
-		return !p->s[bslot].created;
-	if (bslot == p->null_slot)
-		return !p->s[aslot].created;
-	return false;
-}
-
 static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int edge, bool never,
-			  const struct nl_opi *prod, const struct nl_opi *cons, int cons_slot)
+			  const struct nl_opi *prod, const struct nl_opi *cons)
 {
 	struct nl_unordered *u;
 
-	if (guessed_pair(p, prod, cons && cons->valid ? cons->slot : cons_slot))
-		a->skip_mask |= SKIP(NL_SKIP_UNKNOWN_HANDLE);
 	a->missing_mask |= 1u << edge;
 	if (a->nunordered == NL_AUDIT_MAX_UNORDERED)
 		return;
@@ -630,12 +613,12 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 			b->nr[0].valid ? &b->nr[0].producer : frontier_op(b, NL_STAGE_COPY);
 
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
-			      b->nr[0].valid ? &b->nr[0].consumer : NULL, -1);
+			      b->nr[0].valid ? &b->nr[0].consumer : NULL);
 	} else if (!b->fwd_started) {
 		const struct nl_opi *prod = b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
 
 		add_unordered(p, a, p->has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
-			      prod, b->nr[1].valid ? &b->nr[1].consumer : NULL, p->compute_slot);
+			      prod, b->nr[1].valid ? &b->nr[1].consumer : NULL);
 	}
 	if (!b->fwd_started)
 		return;
@@ -648,12 +631,12 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		if (bs->pending && !bs->covered) {
 			/* forward ops enqueued after the producer's last op, unordered */
 			prod = first_unseen(p, b, bs, bs->pending_seen);
-			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &bs->pending_f, -1);
+			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &bs->pending_f);
 		} else if (b->fwd_vc_valid && bs->has_work &&
 			   bs->last_work.clock > b->fwd_vc[bs->slot]) {
 			/* a producer op not ordered before the last forward op */
 			prod = first_unseen(p, b, bs, b->fwd_vc[bs->slot]);
-			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &b->fwd_last, -1);
+			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &b->fwd_last);
 		}
 	}
 }

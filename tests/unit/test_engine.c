@@ -435,8 +435,8 @@ static void unknown_handle(void **state)
 	assert_verdict(t, 1, NL_VERDICT_TRUSTED, 0, 0);
 	tb_free(t);
 
-	/* a stream created before tracing began: its blocking flag is a guess,
-	 * and had it been blocking the null stream would have ordered batch 1 */
+	/* a stream created before tracing began is taken as NonBlocking (all
+	 * PyTorch creates): batch 1, never waited for, is judged on that */
 	t = tb_new(NULL);
 	m = 0x7e0000000100ull;
 	nl_engine_attach(t->e, t->pid, t->now, true);
@@ -448,8 +448,10 @@ static void unknown_handle(void **state)
 	simple_batch(t, m, 0, 2);
 	end_job(t);
 	assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
-	assert_verdict(t, 1, NL_VERDICT_SKIPPED, 0, SKIPR(UNKNOWN_HANDLE));
+	assert_verdict(t, 1, NL_VERDICT_UNTRUSTED, EDGE(COPY_FORWARD), 0);
 	assert_verdict(t, 2, NL_VERDICT_TRUSTED, 0, 0);
+	assert_false(find_stream(t, m, 0)->created);
+	assert_false(find_stream(t, m, 0)->blocking);
 	tb_free(t);
 }
 
