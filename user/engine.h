@@ -9,7 +9,8 @@
  * nl_engine_lost | nl_engine_probe_missing | nl_engine_exit)* ->
  * [nl_engine_set_run_info] -> nl_engine_finish -> nl_engine_free.
  * Batch audits reach the sink as soon as they are final; the summary at
- * nl_engine_finish (and on request with nl_engine_report).
+ * nl_engine_finish (and on request with nl_engine_report). Not thread-safe:
+ * one thread drives an engine.
  */
 #ifndef NANLOG_ENGINE_H
 #define NANLOG_ENGINE_H
