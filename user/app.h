@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "loader.h"
 #include "options.h"
+#include "recording.h"
 
 #define NL_APP_SCHEMA 1
 
@@ -41,7 +42,17 @@ struct nl_app {
 	int nmissing;
 	int missing[NL_API_COUNT]; /* distinct missing api ids */
 	struct nl_engine *engine;   /* NULL with --no-audit */
+	struct nl_sink out_sink;     /* the JSON or table writer behind the app's sink */
 	struct nl_audit_table table; /* --format table state */
+	uint64_t verdicts[3];        /* batches by verdict, for the heartbeat */
+	uint64_t last_heartbeat_ns;
+	uint64_t start_real_ns;      /* wall-clock anchor taken with start_ns */
+	uint64_t last_ts_ns;         /* newest record time seen */
+	struct nl_recording_writer *rec; /* --record */
+	int rec_err;
+	bool replay;                 /* --replay: no loader, facts from the trailer */
+	bool replay_incomplete;      /* the recording had no trailer: exit 1 after the audits */
+	struct nl_recording_trailer replay_trailer;
 };
 
 int nl_app_init(struct nl_app *a, uint64_t now_ns);
@@ -53,5 +64,17 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r);
 void nl_app_tick(struct nl_app *a, uint64_t now_ns);
 /* Drain, final counters, summary. err is the run's outcome so far. */
 void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err);
+
+/* Events that live runs and replays share (and --record writes down). */
+void nl_app_target_added(struct nl_app *a, uint32_t pid, uint64_t ts, bool mid_run,
+			 const char *comm);
+void nl_app_lost(struct nl_app *a, uint32_t pid, uint64_t count, uint64_t ts);
+void nl_app_exited(struct nl_app *a, uint32_t pid, uint64_t ts);
+
+/* --record: open the recording (after nl_app_init). */
+int nl_app_record_start(struct nl_app *a, int argc, char **argv, const char *kernel,
+			const char *version);
+/* --replay: run the recording through the app; then nl_app_finish. */
+int nl_app_replay(struct nl_app *a);
 
 #endif

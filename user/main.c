@@ -131,6 +131,15 @@ static int open_output(const struct nl_opts *o, FILE **out)
 	}
 	flags |= o->force ? O_TRUNC : O_EXCL;
 	fd = open(o->out_path, flags, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		struct stat st;
+
+		/* a device or a pipe is not a file anyone could lose: no --force needed */
+		if (lstat(o->out_path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+			fd = open(o->out_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		else
+			errno = EEXIST;
+	}
 	if (fd < 0) {
 		int err = -errno;
 
@@ -319,6 +328,19 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (app.o.replay_path) {
+		/* offline: no BPF, no privilege, no target */
+		err = open_output(&app.o, &app.out);
+		if (err)
+			return NL_EXIT_FAIL;
+		err = nl_app_init(&app, mono_ns());
+		if (!err)
+			err = nl_app_replay(&app);
+		nl_app_finish(&app, mono_ns(), err);
+		if (app.out != stdout && fclose(app.out) && !err)
+			err = -EIO;
+		return err || app.write_err || app.replay_incomplete ? NL_EXIT_FAIL : NL_EXIT_OK;
+	}
 	err = check_environment();
 	if (err)
 		return NL_EXIT_FAIL;
@@ -329,6 +351,14 @@ int main(int argc, char **argv)
 	if (err) {
 		diag(0, "cannot start the audit engine: %s", strerror(-err));
 		goto out;
+	}
+	{
+		struct utsname u;
+
+		uname(&u);
+		err = nl_app_record_start(&app, argc, argv, u.release, NANLOG_VERSION);
+		if (err)
+			goto out;
 	}
 	err = nl_loader_open(&app.l, &app.o, &cb);
 	if (err)

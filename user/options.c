@@ -30,6 +30,8 @@ const char nl_usage[] =
 	"      --no-audit           print only the raw calls (implies --raw)\n"
 	"      --format json|table  audit format (default json: JSON Lines)\n"
 	"      --post-step          check every stage completed by the end of its tick\n"
+	"      --record FILE        also write the record stream to FILE (binary)\n"
+	"      --replay FILE        audit a recording offline (no root, no target)\n"
 	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
 	"      --copy-stream H      --sparse-stream H (repeatable)   --compute-stream H\n"
 	"Run:\n"
@@ -40,6 +42,8 @@ const char nl_usage[] =
 	"                           target on kernels 6.11-6.13 (docs/usage.md)\n"
 	"      --poll SEC           how often /proc is re-read for new libraries\n"
 	"                           and exited targets (default 0.25)\n"
+	"      --heartbeat SEC      progress line on stderr every SEC seconds\n"
+	"                           (default 60; 0 = never)\n"
 	"  -v, --verbose            explain attach decisions (repeat for more)\n"
 	"  -q, --quiet              no diagnostics but errors\n"
 	"      --version            version and probed kernel features\n"
@@ -62,6 +66,9 @@ enum {
 	OPT_RETPROBES,
 	OPT_POLL,
 	OPT_VERSION,
+	OPT_RECORD,
+	OPT_REPLAY,
+	OPT_HEARTBEAT,
 };
 
 static const struct option longopts[] = {
@@ -84,6 +91,9 @@ static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -136,6 +146,7 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 	memset(o, 0, sizeof(*o));
 	o->ringbuf_size = 4u << 20;
 	o->poll_interval_s = 0.25;
+	o->heartbeat_s = 60;
 	if (errlen)
 		err[0] = '\0';
 	optind = 0; /* GNU: full re-initialisation, so the parser can run twice */
@@ -230,6 +241,21 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			if (nl_parse_seconds(optarg, 60.0, &o->poll_interval_s) || o->poll_interval_s < 0.01)
 				return fail(err, errlen, "--poll: '%s' is not a number of seconds in [0.01, 60]", optarg);
 			break;
+		case OPT_RECORD:
+		case OPT_REPLAY:
+			if (!*optarg)
+				return fail(err, errlen, "%s: empty path", c == OPT_RECORD ? "--record" : "--replay");
+			if (c == OPT_RECORD)
+				o->record_path = optarg;
+			else
+				o->replay_path = optarg;
+			break;
+		case OPT_HEARTBEAT:
+			if (strcmp(optarg, "0") == 0)
+				o->heartbeat_s = 0;
+			else if (nl_parse_seconds(optarg, 86400.0, &o->heartbeat_s))
+				return fail(err, errlen, "--heartbeat: '%s' is not a number of seconds", optarg);
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -260,8 +286,14 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 		o->cmd = &argv[optind];
 		o->ncmd = argc - optind;
 	}
-	if (o->npids == 0 && o->ncmd == 0)
+	if (o->replay_path) {
+		if (o->npids || o->ncmd || o->nlibs || o->wait_lib)
+			return fail(err, errlen, "--replay reads a recording: no -p, -- CMD, --lib or --wait-lib");
+		if (o->record_path)
+			return fail(err, errlen, "--replay and --record cannot be combined");
+	} else if (o->npids == 0 && o->ncmd == 0) {
 		return fail(err, errlen, "no target: give -p PID or -- CMD (see --help)");
+	}
 	if (o->npids && o->ncmd)
 		return fail(err, errlen, "-p and -- CMD cannot be combined");
 	if (o->quiet && o->verbose)

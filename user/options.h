@@ -42,6 +42,9 @@ struct nl_opts {
 	uint64_t sparse_streams[NL_MAX_ROLE_STREAMS];
 	int nsparse;
 	double poll_interval_s; /* how often /proc is re-read for late libraries */
+	const char *record_path; /* --record: the record stream to a file */
+	const char *replay_path; /* --replay: audit a recording offline */
+	double heartbeat_s;      /* stderr heartbeat interval, 0 = off */
 	char **cmd;           /* after "--" */
 	int ncmd;
 	bool help, version;
