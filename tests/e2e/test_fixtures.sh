@@ -1,0 +1,31 @@
+# Recorded workload scenarios (tests/fixtures, made by scripts/regen-fixtures.sh)
+# replayed offline through the engine: golden audits, like jq's tests.
+# Needs no root and no BPF.
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+verdicts() {
+	jq -r -s '[.[] | select(.type=="batch") | .verdict + (if (.missing_edges|length) > 0 then "(" + (.missing_edges|join(",")) + ")" else "" end)] | join(" ")' "$1"
+}
+
+for rec in tests/fixtures/*.rec; do
+	name=$(basename "$rec" .rec)
+	"$TOOL" --replay "$rec" --raw -q -o "$TMP/$name.json"
+	rc=$?
+	# a cut recording (the exit scenario is not cut: the tool saw the exit) still fails
+	check "$name: replay exit 0" test $rc = 0
+	check "$name: audits, raw calls and summary as recorded" cmp "$TMP/$name.json" "tests/fixtures/$name.expected.json"
+done
+
+# what the goldens say, spelled out, so a regenerated golden cannot silently change a verdict
+check "clean: all trusted" test "$(verdicts "$TMP/clean.json")" = "trusted trusted trusted trusted trusted"
+check "drop_copy_sparse: batch 2 copy->sparse" \
+	test "$(verdicts "$TMP/drop_copy_sparse.json")" = "trusted trusted untrusted(copy->sparse) trusted trusted"
+check "race_sparse_forward: batch 2 sparse->forward" \
+	test "$(verdicts "$TMP/race_sparse_forward.json")" = "trusted trusted untrusted(sparse->forward) trusted trusted"
+check "simple_copy_forward: batch 3 copy->forward" \
+	test "$(verdicts "$TMP/simple_copy_forward.json")" = "trusted trusted trusted untrusted(copy->forward) trusted"
+check "exit_mid_batch: batches 3-5 skipped" \
+	test "$(verdicts "$TMP/exit_mid_batch.json")" = "trusted trusted trusted skipped skipped skipped"
+check "fixtures name no folder of the machine they were made on" \
+	sh -c "! grep -q '\"path\":\"/work\|/home/\|/root/' tests/fixtures/*.expected.json"
