@@ -12,6 +12,7 @@
 #include "loader.h"
 #include "options.h"
 #include "recording.h"
+#include "trace.h"
 
 #define NL_APP_SCHEMA 1
 
@@ -49,6 +50,8 @@ struct nl_app {
 	uint64_t start_real_ns;      /* wall-clock anchor taken with start_ns */
 	uint64_t last_ts_ns;         /* newest record time seen */
 	struct nl_recording_writer *rec; /* --record */
+	struct nl_trace *trace;      /* --trace */
+	bool trace_named;            /* the summary gave the tracks their roles */
 	int rec_err;
 	bool replay;                 /* --replay: no loader, facts from the trailer */
 	bool replay_incomplete;      /* the recording had no trailer: exit 1 after the audits */

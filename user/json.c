@@ -141,6 +141,12 @@ void nl_json_i64(struct nl_json *j, int64_t v)
 	fprintf(j->f, "%" PRId64, v);
 }
 
+void nl_json_raw(struct nl_json *j, const char *literal)
+{
+	value_prefix(j);
+	fputs(literal, j->f);
+}
+
 void nl_json_dbl(struct nl_json *j, double v)
 {
 	if (!isfinite(v)) {

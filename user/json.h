@@ -43,6 +43,8 @@ void nl_json_strn(struct nl_json *j, const char *s, size_t n);
 void nl_json_u64(struct nl_json *j, uint64_t v);
 void nl_json_i64(struct nl_json *j, int64_t v);
 void nl_json_dbl(struct nl_json *j, double v); /* not finite -> null */
+/* A value the caller has already formatted as valid JSON (e.g. a fixed-point number). */
+void nl_json_raw(struct nl_json *j, const char *literal);
 void nl_json_bool(struct nl_json *j, bool v);
 void nl_json_null(struct nl_json *j);
 void nl_json_hex(struct nl_json *j, uint64_t v); /* "0x1f" */

@@ -53,6 +53,7 @@ static void app_batch(void *ctx, const struct nl_batch_audit *b)
 	if (b->verdict >= 0 && b->verdict < 3)
 		a->verdicts[b->verdict]++;
 	a->out_sink.batch(a->out_sink.ctx, b);
+	nl_trace_batch(a->trace, b);
 }
 
 static void app_summary(void *ctx, const struct nl_summary *sum)
@@ -60,6 +61,8 @@ static void app_summary(void *ctx, const struct nl_summary *sum)
 	struct nl_app *a = ctx;
 
 	a->out_sink.summary(a->out_sink.ctx, sum);
+	nl_trace_summary(a->trace, sum);
+	a->trace_named = true;
 }
 
 static double cpu_ms(void);
@@ -236,6 +239,7 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 		a->diag(0, "cannot write output: %s", strerror(-a->write_err));
 		return a->write_err; /* stops the poll */
 	}
+	nl_trace_call(a->trace, &c);
 	if (a->engine)
 		nl_engine_feed(a->engine, &c);
 	if (ferror(a->out) && !a->write_err) {
@@ -517,6 +521,21 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 		nl_json_kdbl(&j, "cpu_ms", f.cpu_ms);
 		nl_json_end(&j);
 		note_write(a);
+	}
+	if (a->trace) {
+		int rc;
+
+		if (!a->trace_named) { /* no audit: tracks keep their handles as names */
+			struct nl_summary none = { 0 };
+
+			nl_trace_summary(a->trace, &none);
+		}
+		rc = nl_trace_close(a->trace);
+		a->trace = NULL;
+		if (rc && !a->write_err) {
+			a->write_err = rc;
+			a->diag(0, "%s: %s", a->o.trace_path, strerror(-rc));
+		}
 	}
 	if (!a->o.quiet && (a->attach_done_ns || (a->replay && !err)))
 		fprintf(stderr, "nanlog-bpf: %" PRIu64 " records processed, %" PRIu64 " lost\n",

@@ -120,23 +120,21 @@ static int print_version(const struct nl_opts *o)
 	return 0;
 }
 
-static int open_output(const struct nl_opts *o, FILE **out)
+/*
+ * An output file: never through a symbolic link, never over an existing
+ * regular file unless --force; an existing device or pipe is fine.
+ */
+static int open_file(const char *path, bool force, FILE **out)
 {
 	int fd, flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
 
-	if (!o->out_path || strcmp(o->out_path, "-") == 0) {
-		*out = stdout;
-		setvbuf(stdout, NULL, _IOLBF, 0);
-		return 0;
-	}
-	flags |= o->force ? O_TRUNC : O_EXCL;
-	fd = open(o->out_path, flags, 0644);
+	flags |= force ? O_TRUNC : O_EXCL;
+	fd = open(path, flags, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		struct stat st;
 
-		/* a device or a pipe is not a file anyone could lose: no --force needed */
-		if (lstat(o->out_path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
-			fd = open(o->out_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (lstat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+			fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 		else
 			errno = EEXIST;
 	}
@@ -144,11 +142,11 @@ static int open_output(const struct nl_opts *o, FILE **out)
 		int err = -errno;
 
 		if (err == -EEXIST)
-			diag(0, "%s: exists (use --force to overwrite)", o->out_path);
+			diag(0, "%s: exists (use --force to overwrite)", path);
 		else if (err == -ELOOP)
-			diag(0, "%s: is a symbolic link; refusing to write through it", o->out_path);
+			diag(0, "%s: is a symbolic link; refusing to write through it", path);
 		else
-			diag(0, "%s: %s", o->out_path, strerror(-err));
+			diag(0, "%s: %s", path, strerror(-err));
 		return err;
 	}
 	*out = fdopen(fd, "w");
@@ -156,7 +154,34 @@ static int open_output(const struct nl_opts *o, FILE **out)
 		close(fd);
 		return -errno;
 	}
-	setvbuf(*out, NULL, _IOLBF, 0);
+	return 0;
+}
+
+static int open_outputs(struct nl_app *a)
+{
+	const struct nl_opts *o = &a->o;
+	int err;
+
+	if (!o->out_path || strcmp(o->out_path, "-") == 0) {
+		a->out = stdout;
+	} else {
+		err = open_file(o->out_path, o->force, &a->out);
+		if (err)
+			return err;
+	}
+	setvbuf(a->out, NULL, _IOLBF, 0);
+	if (o->trace_path) {
+		FILE *f;
+
+		err = open_file(o->trace_path, o->force, &f);
+		if (err)
+			return err;
+		a->trace = nl_trace_new(f);
+		if (!a->trace) {
+			fclose(f);
+			return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -330,7 +355,7 @@ int main(int argc, char **argv)
 
 	if (app.o.replay_path) {
 		/* offline: no BPF, no privilege, no target */
-		err = open_output(&app.o, &app.out);
+		err = open_outputs(&app);
 		if (err)
 			return NL_EXIT_FAIL;
 		err = nl_app_init(&app, mono_ns());
@@ -344,7 +369,7 @@ int main(int argc, char **argv)
 	err = check_environment();
 	if (err)
 		return NL_EXIT_FAIL;
-	err = open_output(&app.o, &app.out);
+	err = open_outputs(&app);
 	if (err)
 		return NL_EXIT_FAIL;
 	err = nl_app_init(&app, mono_ns());

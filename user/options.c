@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -30,6 +31,7 @@ const char nl_usage[] =
 	"      --no-audit           print only the raw calls (implies --raw)\n"
 	"      --format json|table  audit format (default json: JSON Lines)\n"
 	"      --post-step          check every stage completed by the end of its tick\n"
+	"      --trace FILE         also write a Chrome/Perfetto JSON trace to FILE\n"
 	"      --record FILE        also write the record stream to FILE (binary)\n"
 	"      --replay FILE        audit a recording offline (no root, no target)\n"
 	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
@@ -68,6 +70,7 @@ enum {
 	OPT_VERSION,
 	OPT_RECORD,
 	OPT_REPLAY,
+	OPT_TRACE,
 	OPT_HEARTBEAT,
 };
 
@@ -92,6 +95,7 @@ static const struct option longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 	{ "help", no_argument, NULL, 'h' },
@@ -103,7 +107,8 @@ int nl_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	char *end;
 	unsigned long long v;
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+	/* strtoull skips any leading blank and takes a sign ("\t-1" is 2^64 - 1) */
+	if (!s || !isdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 0);
@@ -118,7 +123,7 @@ int nl_parse_seconds(const char *s, double max, double *out)
 	char *end;
 	double v;
 
-	if (!s || !*s || *s == ' ')
+	if (!s || !*s || isspace((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
@@ -243,10 +248,14 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			break;
 		case OPT_RECORD:
 		case OPT_REPLAY:
+		case OPT_TRACE:
 			if (!*optarg)
-				return fail(err, errlen, "%s: empty path", c == OPT_RECORD ? "--record" : "--replay");
+				return fail(err, errlen, "%s: empty path",
+					    c == OPT_RECORD ? "--record" : c == OPT_TRACE ? "--trace" : "--replay");
 			if (c == OPT_RECORD)
 				o->record_path = optarg;
+			else if (c == OPT_TRACE)
+				o->trace_path = optarg;
 			else
 				o->replay_path = optarg;
 			break;

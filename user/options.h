@@ -43,6 +43,7 @@ struct nl_opts {
 	int nsparse;
 	double poll_interval_s; /* how often /proc is re-read for late libraries */
 	const char *record_path; /* --record: the record stream to a file */
+	const char *trace_path;  /* --trace: Chrome/Perfetto JSON trace */
 	const char *replay_path; /* --replay: audit a recording offline */
 	double heartbeat_s;      /* stderr heartbeat interval, 0 = off */
 	char **cmd;           /* after "--" */
