@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "discover.h"
 #include "engine.h"
 #include "loader.h"
 #include "options.h"
@@ -22,6 +23,8 @@ struct nl_app_target {
 	bool alive;
 	bool has_hip;
 	char comm[32];
+	char container_id[65]; /* from the cgroup path, "" when it does not show one */
+	char pod_uid[37];
 };
 
 struct nl_app {
@@ -51,6 +54,7 @@ struct nl_app {
 	uint64_t last_ts_ns;         /* newest record time seen */
 	struct nl_recording_writer *rec; /* --record */
 	struct nl_trace *trace;      /* --trace */
+	struct nl_discover *discover; /* --all, --cgroup, --container, --comm */
 	bool trace_named;            /* the summary gave the tracks their roles */
 	int rec_err;
 	bool replay;                 /* --replay: no loader, facts from the trailer */
@@ -70,7 +74,9 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err);
 
 /* Events that live runs and replays share (and --record writes down). */
 void nl_app_target_added(struct nl_app *a, uint32_t pid, uint64_t ts, bool mid_run,
-			 const char *comm);
+			 const char *comm, const char *container_id, const char *pod_uid);
+/* Discovery modes: look for new targets now. */
+void nl_app_discover(struct nl_app *a);
 void nl_app_lost(struct nl_app *a, uint32_t pid, uint64_t count, uint64_t ts);
 void nl_app_exited(struct nl_app *a, uint32_t pid, uint64_t ts);
 

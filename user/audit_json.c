@@ -113,6 +113,10 @@ void nl_audit_json_batch(FILE *f, const struct nl_batch_audit *a)
 	nl_json_kstr(&j, "type", "batch");
 	nl_json_ku64(&j, "schema", NL_AUDIT_SCHEMA);
 	nl_json_ku64(&j, "pid", a->pid);
+	if (a->container_id && *a->container_id)
+		nl_json_kstr(&j, "container_id", a->container_id);
+	if (a->pod_uid && *a->pod_uid)
+		nl_json_kstr(&j, "pod_uid", a->pod_uid);
 	nl_json_ku64(&j, "batch", a->batch);
 	nl_json_kstr(&j, "verdict", nl_verdict_name(a->verdict));
 	name_list(&j, "skip_reasons", a->skip_mask, NL_NSKIP, nl_skip_name);

@@ -135,6 +135,8 @@ struct nl_batch_audit {
 	struct nl_unordered unordered[NL_AUDIT_MAX_UNORDERED];
 	bool post_step_enabled, post_step_confirmed;
 	uint64_t post_step_at_ns, tick_end_ns;
+	/* Set by the tool, not the engine: who the process is in a cluster ("" or NULL: unknown). */
+	const char *container_id, *pod_uid;
 };
 
 struct nl_stream_summary {

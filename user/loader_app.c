@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "decode.h"
+#include "loader_caps.h"
 #include "engine.h"
 #include "json.h"
 #include "raw.h"
@@ -45,14 +46,31 @@ static void rec_check(struct nl_app *a, int err)
 	a->diag(0, "%s: recording stopped: %s", a->o.record_path, strerror(-err));
 }
 
-/* Every final batch passes here: counted for the heartbeat, then written. */
+/* The newest target entry of pid (a reused PID has a later one). */
+static struct nl_app_target *target_of(struct nl_app *a, uint32_t pid)
+{
+	struct nl_app_target *found = NULL;
+
+	for (int i = 0; i < a->ntargets; i++)
+		if ((uint32_t)a->targets[i].pid == pid && (!found || a->targets[i].alive))
+			found = &a->targets[i];
+	return found;
+}
+
+/* Every final batch passes here: counted, labelled with its container, written. */
 static void app_batch(void *ctx, const struct nl_batch_audit *b)
 {
 	struct nl_app *a = ctx;
+	const struct nl_app_target *t = target_of(a, b->pid);
+	struct nl_batch_audit lb = *b;
 
 	if (b->verdict >= 0 && b->verdict < 3)
 		a->verdicts[b->verdict]++;
-	a->out_sink.batch(a->out_sink.ctx, b);
+	if (t) {
+		lb.container_id = t->container_id;
+		lb.pod_uid = t->pod_uid;
+	}
+	a->out_sink.batch(a->out_sink.ctx, &lb);
 	nl_trace_batch(a->trace, b);
 }
 
@@ -122,68 +140,34 @@ int nl_app_record_start(struct nl_app *a, int argc, char **argv, const char *ker
 	return rc;
 }
 
-/* starttime (field 22) and comm of /proc/PID/stat; -ESRCH when gone or a zombie */
-static int read_stat(pid_t pid, unsigned long long *start, char *comm, size_t commlen)
-{
-	char path[64], buf[1024], *rp, state;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	rp = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
-	if (!rp || rp[1] != ' ')
-		return -EINVAL;
-	if (comm) {
-		char *lp = strchr(buf, '(');
-		size_t len = lp ? (size_t)(rp - lp - 1) : 0;
-
-		if (len >= commlen)
-			len = commlen - 1;
-		memcpy(comm, lp ? lp + 1 : "", len);
-		comm[len] = '\0';
-	}
-	state = rp[2];
-	if (state == 'Z' || state == 'X')
-		return -ESRCH;
-	/* fields after ')' start at field 3 (state); starttime is field 22 */
-	{
-		char *p = rp + 2;
-		int field = 3;
-
-		while (*p && field < 22) {
-			if (*p++ == ' ')
-				field++;
-		}
-		v = strtoull(p, NULL, 10);
-	}
-	*start = v;
-	return 0;
-}
-
 int nl_app_add_target(struct nl_app *a, pid_t pid, const char *const *paths, int npaths,
 		      bool require_hip)
 {
-	struct nl_app_target *t;
+	struct nl_app_target *t = NULL;
+	struct nl_found id;
 	int err;
 
-	if (a->ntargets >= NL_MAX_PIDS)
-		return -E2BIG;
-	t = &a->targets[a->ntargets];
+	/* the slot of a target that exited is free again */
+	for (int i = 0; i < a->ntargets && !t; i++)
+		if (!a->targets[i].alive)
+			t = &a->targets[i];
+	if (!t) {
+		if (a->ntargets >= NL_MAX_PIDS) {
+			a->diag(0, "process %d not traced: already %d targets", (int)pid, NL_MAX_PIDS);
+			return -E2BIG;
+		}
+		t = &a->targets[a->ntargets++];
+	}
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
-	if (read_stat(pid, &t->starttime, t->comm, sizeof(t->comm))) {
+	if (nl_identify("/proc", pid, &id)) {
 		a->diag(0, "no such process: %d", (int)pid);
 		return -ESRCH;
 	}
+	t->starttime = id.starttime;
+	snprintf(t->comm, sizeof(t->comm), "%s", id.comm);
+	snprintf(t->container_id, sizeof(t->container_id), "%s", id.cg.container_id);
+	snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", id.cg.pod_uid);
 	err = nl_loader_add_target(a->l, pid, paths, npaths, require_hip);
 	if (err == -ENOENT) {
 		a->diag(0, "process %d (%s) has no HIP runtime mapped (libamdhip64.so*); "
@@ -198,24 +182,70 @@ int nl_app_add_target(struct nl_app *a, pid_t pid, const char *const *paths, int
 		return err;
 	}
 	t->alive = true;
-	a->ntargets++;
 	a->ntargets_alive++;
-	/* a -p target was running before the probes: its first batch may be partial */
-	nl_app_target_added(a, (uint32_t)pid, now_ns(), pid != a->child, t->comm);
+	if (t->container_id[0])
+		a->diag(1, "process %d (%s): container %.12s%s%s", (int)pid, t->comm, t->container_id,
+			t->pod_uid[0] ? ", pod " : "", t->pod_uid);
+	/* a running target was there before the probes: its first batch may be partial */
+	nl_app_target_added(a, (uint32_t)pid, now_ns(), pid != a->child, t->comm, t->container_id,
+			    t->pod_uid);
 	return 0;
 }
 
+/*
+ * A recording keeps a target's container and pod after its command name,
+ * each behind a unit separator (0x1f): "python\x1f<container>\x1f<pod>".
+ */
+#define LABEL_SEP '\x1f'
+
 void nl_app_target_added(struct nl_app *a, uint32_t pid, uint64_t ts, bool mid_run,
-			 const char *comm)
+			 const char *comm, const char *container_id, const char *pod_uid)
 {
 	if (a->engine)
 		nl_engine_attach(a->engine, pid, ts, mid_run);
 	if (a->rec && !a->rec_err) {
+		char packed[32 + 1 + 65 + 1 + 37];
 		struct nl_recording_target rt = { .pid = pid, .mid_run = mid_run, .ts_ns = ts,
-						  .comm = comm };
+						  .comm = packed };
 
+		if (container_id && *container_id)
+			snprintf(packed, sizeof(packed), "%s%c%s%c%s", comm, LABEL_SEP, container_id,
+				 LABEL_SEP, pod_uid ? pod_uid : "");
+		else
+			snprintf(packed, sizeof(packed), "%s", comm);
 		rec_check(a, nl_recording_write_target(a->rec, &rt));
 	}
+}
+
+/* --replay: a target as the live run had it, labels included. */
+static void replay_target(struct nl_app *a, const struct nl_recording_target *rt)
+{
+	struct nl_app_target *t = NULL;
+	char buf[NL_RECORDING_MAX_STR + 1], *cid = NULL, *pod = NULL, *sep;
+
+	snprintf(buf, sizeof(buf), "%s", rt->comm ? rt->comm : "");
+	if ((sep = strchr(buf, LABEL_SEP))) {
+		*sep = '\0';
+		cid = sep + 1;
+		if ((sep = strchr(cid, LABEL_SEP))) {
+			*sep = '\0';
+			pod = sep + 1;
+		}
+	}
+	for (int i = 0; i < a->ntargets && !t; i++)
+		if (!a->targets[i].alive)
+			t = &a->targets[i];
+	if (!t && a->ntargets < NL_MAX_PIDS)
+		t = &a->targets[a->ntargets++];
+	if (t) {
+		memset(t, 0, sizeof(*t));
+		t->pid = (pid_t)rt->pid;
+		t->alive = true;
+		snprintf(t->comm, sizeof(t->comm), "%.31s", buf);
+		snprintf(t->container_id, sizeof(t->container_id), "%.64s", cid ? cid : "");
+		snprintf(t->pod_uid, sizeof(t->pod_uid), "%.36s", pod ? pod : "");
+	}
+	nl_app_target_added(a, rt->pid, rt->ts_ns, rt->mid_run, buf, cid, pod);
 }
 
 int nl_app_record(struct nl_app *a, const void *data, size_t size)
@@ -234,10 +264,15 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 		a->last_ts_ns = c.ts_ns;
 	if ((c.fields & NL_F_RC) && c.ret_ns > a->last_ts_ns)
 		a->last_ts_ns = c.ret_ns;
-	if (a->o.raw && nl_raw_write(a->out, &c) && !a->write_err) {
-		a->write_err = errno ? -errno : -EIO;
-		a->diag(0, "cannot write output: %s", strerror(-a->write_err));
-		return a->write_err; /* stops the poll */
+	if (a->o.raw && !a->write_err) {
+		const struct nl_app_target *t = target_of(a, c.pid);
+
+		if (nl_raw_write_labeled(a->out, &c, t ? t->container_id : NULL,
+					 t ? t->pod_uid : NULL)) {
+			a->write_err = errno ? -errno : -EIO;
+			a->diag(0, "cannot write output: %s", strerror(-a->write_err));
+			return a->write_err; /* stops the poll */
+		}
 	}
 	nl_trace_call(a->trace, &c);
 	if (a->engine)
@@ -352,12 +387,36 @@ static void target_gone(struct nl_app *a, struct nl_app_target *t)
 	a->diag(1, "process %d (%s) exited", (int)t->pid, t->comm);
 }
 
+static void on_found(void *ctx, const struct nl_found *f)
+{
+	struct nl_app *a = ctx;
+
+	a->diag(1, "found process %d (%s)%s%.12s", (int)f->pid, f->comm,
+		f->cg.container_id[0] ? " in container " : "", f->cg.container_id);
+	/* a process that exits meanwhile, or that we cannot attach, is said and skipped */
+	nl_app_add_target(a, f->pid, NULL, 0, true);
+}
+
+void nl_app_discover(struct nl_app *a)
+{
+	int rc;
+
+	if (!a->discover)
+		return;
+	/* CAP_SYS_PTRACE: the maps and cgroup files of other users' processes */
+	nl_caps_raise();
+	rc = nl_discover_scan(a->discover, on_found, a);
+	nl_caps_lower();
+	if (rc < 0)
+		a->diag(0, "cannot scan /proc: %s", strerror(-rc));
+}
+
 void nl_app_tick(struct nl_app *a, uint64_t now_ns)
 {
 	(void)now_ns;
 	for (int i = 0; i < a->ntargets; i++) {
 		struct nl_app_target *t = &a->targets[i];
-		unsigned long long st;
+		unsigned long long st, vsize;
 
 		if (!t->alive)
 			continue;
@@ -369,10 +428,13 @@ void nl_app_tick(struct nl_app *a, uint64_t now_ns)
 			continue;
 		}
 		/* gone, a zombie, or the PID now belongs to another process */
-		if (read_stat(t->pid, &st, NULL, 0) || st != t->starttime)
+		if (nl_proc_stat("/proc", t->pid, NULL, 0, &st, &vsize) || st != t->starttime) {
 			target_gone(a, t);
+			nl_discover_forget(a->discover, t->pid);
+		}
 	}
 	nl_loader_rescan(a->l);
+	nl_app_discover(a);
 	poll_lost(a);
 	/* a SIGKILLed tool leaves a recording readable up to here */
 	if (a->rec && !a->rec_err)
@@ -585,14 +647,18 @@ int nl_app_replay(struct nl_app *a)
 			break;
 		}
 		case NL_RI_TARGET:
-			nl_app_target_added(a, it->target.pid, it->target.ts_ns, it->target.mid_run,
-					    it->target.comm);
+			replay_target(a, &it->target);
 			break;
+		case NL_RI_EXIT: {
+			struct nl_app_target *t = target_of(a, it->exit.pid);
+
+			if (t)
+				t->alive = false;
+			nl_app_exited(a, it->exit.pid, it->exit.ts_ns);
+			break;
+		}
 		case NL_RI_LOST:
 			nl_app_lost(a, it->lost.pid, it->lost.count, it->lost.ts_ns);
-			break;
-		case NL_RI_EXIT:
-			nl_app_exited(a, it->exit.pid, it->exit.ts_ns);
 			break;
 		default:
 			break;

@@ -284,6 +284,17 @@ static int attach_targets(struct nl_app *a)
 		if (err)
 			return err;
 	}
+	if (o->select) {
+		struct nl_discover_opts d = { .proc_root = "/proc", .select = o->select,
+					      .arg = o->select_arg, .self = getpid() };
+
+		a->discover = nl_discover_new(&d);
+		if (!a->discover)
+			return -ENOMEM;
+		nl_app_discover(a);
+		if (a->ntargets_alive == 0 && !o->quiet)
+			diag(0, "no matching process maps a HIP runtime yet: waiting for one");
+	}
 	return 0;
 }
 
@@ -311,7 +322,8 @@ static int run(struct nl_app *a)
 			nl_app_tick(a, now);
 			if (a->write_err)
 				return a->write_err;
-			if (a->ntargets_alive == 0) {
+			/* selection modes keep watching for new targets */
+			if (a->ntargets_alive == 0 && !o->select) {
 				diag(1, "every target has exited");
 				break;
 			}
@@ -402,6 +414,7 @@ int main(int argc, char **argv)
 out:
 	nl_app_finish(&app, mono_ns(), err);
 	nl_loader_close(app.l);
+	nl_discover_free(app.discover);
 	if (app.child > 0 && !app.child_reaped) {
 		if (err)
 			kill(app.child, SIGKILL);

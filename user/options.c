@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "discover.h"
 #include "options.h"
 
 const char nl_usage[] =
@@ -23,6 +24,11 @@ const char nl_usage[] =
 	"                           found in /proc/PID/maps (repeatable)\n"
 	"      --wait-lib           accept a -p target that has not loaded HIP yet\n"
 	"                           and attach when it does\n"
+	"      --all                every process that maps a HIP runtime, now and\n"
+	"                           later (node agent)\n"
+	"      --cgroup PATH        the processes of a cgroup (v2 path), now and later\n"
+	"      --container ID       the processes of a container (id or 12+ digit prefix)\n"
+	"      --comm NAME          processes with this command name, waiting for them\n"
 	"Output:\n"
 	"  -o, --output FILE        write to FILE instead of stdout (never through a\n"
 	"                           symlink; an existing file needs --force)\n"
@@ -56,6 +62,10 @@ const char nl_usage[] =
 enum {
 	OPT_LIB = 256,
 	OPT_WAIT_LIB,
+	OPT_ALL,
+	OPT_CGROUP,
+	OPT_CONTAINER,
+	OPT_COMM,
 	OPT_RAW,
 	OPT_NO_AUDIT,
 	OPT_FORCE,
@@ -78,6 +88,10 @@ static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "lib", required_argument, NULL, OPT_LIB },
 	{ "wait-lib", no_argument, NULL, OPT_WAIT_LIB },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "container", required_argument, NULL, OPT_CONTAINER },
+	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "raw", no_argument, NULL, OPT_RAW },
@@ -175,6 +189,32 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 		case OPT_WAIT_LIB:
 			o->wait_lib = true;
 			break;
+		case OPT_ALL:
+		case OPT_CGROUP:
+		case OPT_CONTAINER:
+		case OPT_COMM: {
+			int sel = c == OPT_ALL ? NL_SEL_ALL : c == OPT_CGROUP ? NL_SEL_CGROUP :
+				  c == OPT_CONTAINER ? NL_SEL_CONTAINER : NL_SEL_COMM;
+
+			if (o->select)
+				return fail(err, errlen, "--all, --cgroup, --container and --comm exclude each other");
+			o->select = sel;
+			o->select_arg = c == OPT_ALL ? NULL : optarg;
+			if (sel == NL_SEL_CGROUP && optarg[0] != '/')
+				return fail(err, errlen, "--cgroup: '%s' is not a cgroup path (starts with /)", optarg);
+			if (sel == NL_SEL_CONTAINER) {
+				size_t n = strlen(optarg);
+
+				if (n < 12 || n > 64 || strspn(optarg, "0123456789abcdef") != n)
+					return fail(err, errlen,
+						    "--container: '%s' is not a container id (12 to 64 lowercase hex digits)",
+						    optarg);
+			}
+			if (sel == NL_SEL_COMM && (!*optarg || strlen(optarg) > 15 || strchr(optarg, '/')))
+				return fail(err, errlen,
+					    "--comm: '%s' is not a command name (1 to 15 characters, no '/')", optarg);
+			break;
+		}
 		case 'o':
 			if (!*optarg)
 				return fail(err, errlen, "-o: empty path");
@@ -300,11 +340,13 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			return fail(err, errlen, "--replay reads a recording: no -p, -- CMD, --lib or --wait-lib");
 		if (o->record_path)
 			return fail(err, errlen, "--replay and --record cannot be combined");
-	} else if (o->npids == 0 && o->ncmd == 0) {
-		return fail(err, errlen, "no target: give -p PID or -- CMD (see --help)");
+		if (o->select)
+			return fail(err, errlen, "--replay reads a recording: no --all, --cgroup, --container or --comm");
+	} else if (o->npids == 0 && o->ncmd == 0 && !o->select) {
+		return fail(err, errlen, "no target: give -p PID, -- CMD, --all, --cgroup, --container or --comm (see --help)");
 	}
-	if (o->npids && o->ncmd)
-		return fail(err, errlen, "-p and -- CMD cannot be combined");
+	if ((o->npids != 0) + (o->ncmd != 0) + (o->select != 0) > 1)
+		return fail(err, errlen, "choose one way of naming targets: -p, -- CMD, or a selection (--all ...)");
 	if (o->quiet && o->verbose)
 		return fail(err, errlen, "-q and -v cannot be combined");
 	if (o->no_audit && o->format == NL_FMT_TABLE)

@@ -26,6 +26,8 @@ struct nl_opts {
 	const char *libs[NL_MAX_LIBS]; /* --lib: explicit runtime library paths */
 	int nlibs;
 	bool wait_lib;        /* --wait-lib: a -p target may load HIP later */
+	int select;           /* enum nl_select: --all, --cgroup, --container, --comm */
+	const char *select_arg;
 	bool raw;             /* --raw: print every call */
 	bool no_audit;        /* --no-audit: only raw calls */
 	const char *out_path; /* -o */

@@ -6,12 +6,23 @@
 
 int nl_raw_write(FILE *f, const struct nl_call *c)
 {
+	return nl_raw_write_labeled(f, c, NULL, NULL);
+}
+
+int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container_id,
+			 const char *pod_uid)
+{
 	const char *name = nl_api_name(c->api);
 	uint32_t m = c->fields;
 
-	fprintf(f, "{\"type\":\"call\",\"schema\":%d,\"api\":\"%s\",\"pid\":%" PRIu32
-		   ",\"tid\":%" PRIu32 ",\"ts_ns\":%" PRIu64,
-		NL_SCHEMA, name ? name : "?", c->pid, c->tid, c->ts_ns);
+	fprintf(f, "{\"type\":\"call\",\"schema\":%d,\"api\":\"%s\",\"pid\":%" PRIu32,
+		NL_SCHEMA, name ? name : "?", c->pid);
+	/* container ids and pod UIDs are hex digits and dashes: nothing to escape */
+	if (container_id && *container_id)
+		fprintf(f, ",\"container_id\":\"%s\"", container_id);
+	if (pod_uid && *pod_uid)
+		fprintf(f, ",\"pod_uid\":\"%s\"", pod_uid);
+	fprintf(f, ",\"tid\":%" PRIu32 ",\"ts_ns\":%" PRIu64, c->tid, c->ts_ns);
 	if (m & NL_F_RC)
 		fprintf(f, ",\"rc\":%" PRId64 ",\"ret_ns\":%" PRIu64, c->rc, c->ret_ns);
 	if (m & NL_F_STREAM)

@@ -11,5 +11,8 @@
 
 /* Write one "type":"call" line. Returns 0 or -errno (from the stream). */
 int nl_raw_write(FILE *f, const struct nl_call *c);
+/* The same with the process's container and pod (NULL or "": left out). */
+int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container_id,
+			 const char *pod_uid);
 
 #endif

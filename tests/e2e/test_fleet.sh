@@ -1,0 +1,116 @@
+# End-to-end, standing in for a cluster on one machine: node-agent mode
+# (--all), selection by cgroup, container and command name, workloads in
+# their own PID and mount namespaces inside container-like cgroups.
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+if why=$(bpf_unavailable); then
+	skip "fleet: $why"
+	exit 0
+fi
+CGROOT=
+for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+	[ -f "$d/cgroup.procs" ] && [ -w "$d" ] && grep -q "^0::" /proc/self/cgroup && CGROOT=$d && break
+done
+if [ -z "$CGROOT" ] || ! unshare --pid --fork --mount true 2>/dev/null; then
+	skip "fleet: needs a writable cgroup v2 hierarchy and PID/mount namespaces"
+	exit 0
+fi
+
+CID=$(printf '%064x' $$ | tr ' ' 0)
+POD=1b2c3d4e-5f60-7182-93a4-$(printf '%012x' $$)
+SLICE=nanlog-e2e-$$.slice
+CG=$CGROOT/$SLICE/kubepods-pod$(echo "$POD" | tr - _).slice/cri-containerd-$CID.scope
+mkdir -p "$CG"
+at_exit "rmdir '$CG' '$CGROOT/$SLICE/kubepods-pod$(echo "$POD" | tr - _).slice' '$CGROOT/$SLICE' 2>/dev/null"
+
+# a "pod": own cgroup, own PID and mount namespaces, runtime at a path only it sees
+pod_workload() { # OUT ARGS...
+	out=$1
+	shift
+	NS=$TMP/nsroot.$$.$(date +%N)
+	mkdir -p "$NS"
+	sh -c "echo \$\$ > '$CG/cgroup.procs' && exec unshare --pid --fork --mount --propagation private \
+		sh -c \"mount -t tmpfs none '$NS' && cp '$SIM/libamdhip64.so.5' '$SIM/librccl.so.1' '$NS/' && \
+		LD_LIBRARY_PATH='$NS' exec '$SIM/pipeline' $*\"" >"$out" 2>&1 &
+	POD_SH=$!
+	at_exit "kill -KILL $POD_SH 2>/dev/null"
+}
+
+host_workload() { # OUT ARGS...
+	out=$1
+	shift
+	LD_LIBRARY_PATH="$SIM" "$SIM/pipeline" "$@" >"$out" 2>&1 &
+	HOST_WL=$!
+	at_exit "kill -KILL $HOST_WL 2>/dev/null"
+}
+
+batches_of() { # FILE PID
+	jq -s "[.[] | select(.type==\"batch\" and .pid==$2)]" "$1"
+}
+
+# --- node agent first, workloads after it; it outlives them
+"$TOOL" --all --raw -o "$TMP/all.json" 2>"$TMP/all.err" &
+agent=$!
+at_exit "kill -KILL $agent 2>/dev/null"
+sleep 0.5
+pod_workload "$TMP/pod.out" --batches 30 --iter-sleep-ms 40
+host_workload "$TMP/host.out" --batches 30 --iter-sleep-ms 40
+wait "$POD_SH"
+wait "$HOST_WL"
+sleep 0.6
+check "--all: the agent keeps running after its targets exit" kill -0 "$agent"
+kill -INT "$agent"
+wait "$agent"
+check "--all: exit 0 on SIGINT" test $? = 0
+PODPID=$(jq -r -s "[.[] | select(.type==\"call\" and .container_id==\"$CID\")][0].pid" "$TMP/all.json")
+check "--all: the pod's process found in its PID namespace and attributed to its container" \
+	test "$PODPID" != null
+[ "$PODPID" != null ] || { cat "$TMP/all.err" "$TMP/pod.out" >&2; }
+check "--all: its runtime attached at the path only its mount namespace has" \
+	jq -e -s "[.[] | select(.type==\"attach\" and .pid==$PODPID and .lib==\"libamdhip64\")][0].path | startswith(\"$TMP/nsroot\")" "$TMP/all.json"
+check "--all: the pod's batches carry container_id and pod_uid" \
+	sh -c "batches_of() { jq -s \"[.[] | select(.type==\\\"batch\\\" and .pid==\$2)]\" \"\$1\"; }; \
+		batches_of '$TMP/all.json' $PODPID | jq -e 'length >= 15 and all(.container_id==\"$CID\" and .pod_uid==\"$POD\")'"
+check "--all: the host workload attributed to its own pid, without container" \
+	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$HOST_WL)] | length >= 15 and all(has(\"container_id\") | not)' '$TMP/all.json'"
+check "--all: the pod's batches trusted" \
+	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$PODPID and .verdict != \"trusted\")] | length <= 2' '$TMP/all.json'"
+
+# --- --cgroup and --container select the pod only; --comm waits for its process
+for mode in cgroup container comm; do
+	case $mode in
+	cgroup) sel="--cgroup /$SLICE" ;;
+	container) sel="--container $(echo "$CID" | cut -c1-12)" ;;
+	comm) sel="--comm pipeline" ;;
+	esac
+	# shellcheck disable=SC2086
+	"$TOOL" $sel -q -o "$TMP/$mode.json" &
+	agent=$!
+	at_exit "kill -KILL $agent 2>/dev/null"
+	sleep 0.5
+	pod_workload "$TMP/pod.$mode" --batches 20 --iter-sleep-ms 40
+	if [ $mode != comm ]; then
+		host_workload "$TMP/host.$mode" --batches 20 --iter-sleep-ms 40
+	fi
+	wait "$POD_SH"
+	[ $mode != comm ] && wait "$HOST_WL"
+	sleep 0.6
+	kill -INT "$agent"
+	wait "$agent"
+	check "--$mode: exit 0" test $? = 0
+	check "--$mode: the pod's workload audited" \
+		jq -e -s "[.[] | select(.type==\"batch\" and .container_id==\"$CID\")] | length >= 10" "$TMP/$mode.json" ||
+		{ cat "$TMP/pod.$mode" >&2; false; }
+	if [ $mode != comm ]; then
+		check "--$mode: nothing from outside the selection" \
+			jq -e -s "[.[] | select(.type==\"batch\")] | all(.container_id==\"$CID\")" "$TMP/$mode.json"
+	fi
+done
+
+check "bad selections: usage errors" sh -c "
+	'$TOOL' --cgroup relative 2>/dev/null; a=\$?
+	'$TOOL' --container xyz 2>/dev/null; b=\$?
+	'$TOOL' --comm '' 2>/dev/null; c=\$?
+	'$TOOL' --all -p 1 2>/dev/null; d=\$?
+	test \$a = 2 -a \$b = 2 -a \$c = 2 -a \$d = 2"
