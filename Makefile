@@ -104,7 +104,7 @@ $(B)/libnanlog-core.a: $(CORE_OBJS)
 
 $(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf -lz -lcap -lm $(EXTRA_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf -lz -lcap -lm -lmicrohttpd $(EXTRA_LIBS)
 
 # ---- sim
 $(B)/simobj/hip/%.o: sim/hip/%.c | $(B)/simobj/hip
@@ -144,7 +144,7 @@ $(B)/tests/test_sim%: tests/unit/test_sim%.c $(SIMHIP) $(SIMRCCL) | $(B)/tests
 
 $(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
 	$(call msg,CC-TEST,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
 
 $(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
 	$(call msg,CC,$@)
