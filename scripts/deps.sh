@@ -4,7 +4,7 @@
 set -eu
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
 libcmocka-dev libcap-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
-procps psmisc tmux"
+procps psmisc tmux curl prometheus"
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
 	echo "deps: not a Debian/Ubuntu system; install these packages (or equivalents): $(echo $PKGS)" >&2
