@@ -10,12 +10,16 @@
 
 #include "discover.h"
 #include "engine.h"
+#include "live.h"
 #include "loader.h"
+#include "metrics.h"
+#include "metrics_http.h"
 #include "options.h"
 #include "recording.h"
 #include "trace.h"
 
 #define NL_APP_SCHEMA 1
+#define NL_APP_VERSION "0.1.0"
 
 struct nl_app_target {
 	pid_t pid;
@@ -55,6 +59,10 @@ struct nl_app {
 	struct nl_recording_writer *rec; /* --record */
 	struct nl_trace *trace;      /* --trace */
 	struct nl_discover *discover; /* --all, --cgroup, --container, --comm */
+	struct nl_metrics *metrics;  /* --metrics: the registry ... */
+	struct nl_metrics_http *http; /* ... and its endpoint */
+	struct nl_live *live;        /* --live */
+	uint64_t last_live_ns;
 	bool trace_named;            /* the summary gave the tracks their roles */
 	int rec_err;
 	bool replay;                 /* --replay: no loader, facts from the trailer */
@@ -75,6 +83,8 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err);
 /* Events that live runs and replays share (and --record writes down). */
 void nl_app_target_added(struct nl_app *a, uint32_t pid, uint64_t ts, bool mid_run,
 			 const char *comm, const char *container_id, const char *pod_uid);
+/* --metrics: serve the registry (before capabilities are dropped). */
+int nl_app_metrics_start(struct nl_app *a);
 /* Discovery modes: look for new targets now. */
 void nl_app_discover(struct nl_app *a);
 void nl_app_lost(struct nl_app *a, uint32_t pid, uint64_t count, uint64_t ts);

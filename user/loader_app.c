@@ -72,6 +72,10 @@ static void app_batch(void *ctx, const struct nl_batch_audit *b)
 	}
 	a->out_sink.batch(a->out_sink.ctx, &lb);
 	nl_trace_batch(a->trace, b);
+	if (a->metrics)
+		nl_metrics_batch(a->metrics, &lb);
+	if (a->live)
+		nl_live_batch(a->live, &lb);
 }
 
 static void app_summary(void *ctx, const struct nl_summary *sum)
@@ -80,6 +84,8 @@ static void app_summary(void *ctx, const struct nl_summary *sum)
 
 	a->out_sink.summary(a->out_sink.ctx, sum);
 	nl_trace_summary(a->trace, sum);
+	if (a->metrics)
+		nl_metrics_summary(a->metrics, sum);
 	a->trace_named = true;
 }
 
@@ -115,7 +121,51 @@ int nl_app_init(struct nl_app *a, uint64_t now_ns)
 		a->out_sink = nl_audit_json_sink(a->out);
 	}
 	a->engine = nl_engine_new(&eo, &sink);
-	return a->engine ? 0 : -ENOMEM;
+	if (!a->engine)
+		return -ENOMEM;
+	if (o->metrics_addr && !(a->metrics = nl_metrics_new(NL_APP_VERSION)))
+		return -ENOMEM;
+	if (o->live && !(a->live = nl_live_new()))
+		return -ENOMEM;
+	return 0;
+}
+
+int nl_app_metrics_start(struct nl_app *a)
+{
+	char err[256];
+	int rc;
+
+	if (!a->metrics)
+		return 0;
+	rc = nl_metrics_http_start(&a->http, a->metrics, a->o.metrics_addr, err, sizeof(err));
+	if (rc) {
+		a->diag(0, "%s", err);
+		return rc;
+	}
+	if (!a->o.quiet)
+		fprintf(stderr, "nanlog-bpf: metrics: serving %s\n", nl_metrics_http_url(a->http));
+	return 0;
+}
+
+
+/* The loader's counters to the metrics registry and the live view. */
+static void publish_counters(struct nl_app *a)
+{
+	struct nl_metrics_counters c = {
+		.records = a->records,
+		.bad_records = a->bad_records,
+		.lost_ringbuf = a->stats[NL_STAT_LOST_RINGBUF],
+		.lost_stash = a->stats[NL_STAT_LOST_STASH],
+		.probes_attached = (uint64_t)a->probes_attached,
+		.probes_missing = (uint64_t)a->nmissing,
+		.targets = (uint64_t)a->ntargets_alive,
+		.cpu_seconds = cpu_ms() / 1e3,
+	};
+
+	if (a->metrics)
+		nl_metrics_set_counters(a->metrics, &c);
+	if (a->live)
+		nl_live_counters(a->live, &c);
 }
 
 int nl_app_record_start(struct nl_app *a, int argc, char **argv, const char *kernel,
@@ -183,6 +233,10 @@ int nl_app_add_target(struct nl_app *a, pid_t pid, const char *const *paths, int
 	}
 	t->alive = true;
 	a->ntargets_alive++;
+	if (a->metrics)
+		nl_metrics_set_target(a->metrics, (uint32_t)pid, t->container_id, t->pod_uid);
+	if (a->live)
+		nl_live_target(a->live, (uint32_t)pid, t->comm, t->container_id);
 	if (t->container_id[0])
 		a->diag(1, "process %d (%s): container %.12s%s%s", (int)pid, t->comm, t->container_id,
 			t->pod_uid[0] ? ", pod " : "", t->pod_uid);
@@ -384,6 +438,10 @@ static void target_gone(struct nl_app *a, struct nl_app_target *t)
 	a->ntargets_alive--;
 	nl_loader_remove_target(a->l, t->pid);
 	nl_app_exited(a, (uint32_t)t->pid, now_ns());
+	if (a->metrics)
+		nl_metrics_target_exit(a->metrics, (uint32_t)t->pid);
+	if (a->live)
+		nl_live_target_exit(a->live, (uint32_t)t->pid);
 	a->diag(1, "process %d (%s) exited", (int)t->pid, t->comm);
 }
 
@@ -436,6 +494,19 @@ void nl_app_tick(struct nl_app *a, uint64_t now_ns)
 	nl_loader_rescan(a->l);
 	nl_app_discover(a);
 	poll_lost(a);
+	publish_counters(a);
+	if (a->live && now_ns - a->last_live_ns >= 1000000000ull) {
+		char *screen = malloc(NL_LIVE_BUFSZ);
+
+		a->last_live_ns = now_ns;
+		if (screen) {
+			size_t n = nl_live_render(a->live, now_ns, screen, NL_LIVE_BUFSZ);
+
+			fwrite(screen, 1, n, stderr);
+			fflush(stderr);
+			free(screen);
+		}
+	}
 	/* a SIGKILLed tool leaves a recording readable up to here */
 	if (a->rec && !a->rec_err)
 		rec_check(a, nl_recording_flush(a->rec));
@@ -555,10 +626,18 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 	live_facts(a, now_ns, &f);
 	finish_recording(a, &f, err);
 	lost = a->stats[NL_STAT_LOST_RINGBUF] + a->stats[NL_STAT_LOST_STASH];
+	if (a->metrics && !a->replay)
+		publish_counters(a);
 	if (a->engine && !a->write_err && !err)
 		finish_engine(a, &f);
 	nl_engine_free(a->engine);
 	a->engine = NULL;
+	nl_metrics_http_stop(a->http);
+	a->http = NULL;
+	nl_metrics_free(a->metrics);
+	a->metrics = NULL;
+	nl_live_free(a->live);
+	a->live = NULL;
 	if (a->out && !a->write_err && !err && a->o.no_audit) {
 		struct nl_json j;
 

@@ -29,9 +29,7 @@
 #include "loader_caps.h"
 #include "policy.h"
 
-#ifndef NANLOG_VERSION
-#define NANLOG_VERSION "0.1.0"
-#endif
+#define NANLOG_VERSION NL_APP_VERSION
 
 static volatile sig_atomic_t stop_signal;
 
@@ -397,6 +395,9 @@ int main(int argc, char **argv)
 		if (err)
 			goto out;
 	}
+	err = nl_app_metrics_start(&app); /* a port below 1024 needs a capability */
+	if (err)
+		goto out;
 	err = nl_loader_open(&app.l, &app.o, &cb);
 	if (err)
 		goto out;

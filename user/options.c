@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "discover.h"
+#include "metrics.h"
 #include "options.h"
 
 const char nl_usage[] =
@@ -39,6 +40,9 @@ const char nl_usage[] =
 	"      --post-step          check every stage completed by the end of its tick\n"
 	"      --trace FILE         also write a Chrome/Perfetto JSON trace to FILE\n"
 	"      --record FILE        also write the record stream to FILE (binary)\n"
+	"      --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"                           (ADDR defaults to 127.0.0.1; port 0 picks one)\n"
+	"      --live               a terminal view on stderr, refreshed every second\n"
 	"      --replay FILE        audit a recording offline (no root, no target)\n"
 	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
 	"      --copy-stream H      --sparse-stream H (repeatable)   --compute-stream H\n"
@@ -81,6 +85,8 @@ enum {
 	OPT_RECORD,
 	OPT_REPLAY,
 	OPT_TRACE,
+	OPT_METRICS,
+	OPT_LIVE,
 	OPT_HEARTBEAT,
 };
 
@@ -110,6 +116,8 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 	{ "help", no_argument, NULL, 'h' },
@@ -298,6 +306,17 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 				o->trace_path = optarg;
 			else
 				o->replay_path = optarg;
+			break;
+		case OPT_METRICS: {
+			struct nl_metrics_addr ma;
+
+			if (nl_metrics_parse_addr(optarg, &ma, err, errlen))
+				return -EINVAL;
+			o->metrics_addr = optarg;
+			break;
+		}
+		case OPT_LIVE:
+			o->live = true;
 			break;
 		case OPT_HEARTBEAT:
 			if (strcmp(optarg, "0") == 0)

@@ -48,6 +48,8 @@ struct nl_opts {
 	const char *trace_path;  /* --trace: Chrome/Perfetto JSON trace */
 	const char *replay_path; /* --replay: audit a recording offline */
 	double heartbeat_s;      /* stderr heartbeat interval, 0 = off */
+	const char *metrics_addr; /* --metrics ADDR:PORT (checked at parse time) */
+	bool live;               /* --live: a terminal view on stderr */
 	char **cmd;           /* after "--" */
 	int ncmd;
 	bool help, version;
