@@ -1,0 +1,23 @@
+#!/bin/sh
+# The build steps that CI (.ci/run) and the container image (Dockerfile)
+# share, so that every CI run goes through the image's build commands:
+#   scripts/ci-build.sh STEP...
+#   deps   make deps     every build and test dependency (scripts/deps.sh)
+#   build  make -j2      the tool and everything the tests need, -Werror
+#   unit   make unit     unit tests (cmocka, ASan/UBSan): no root, no BPF
+#   test   make test     unit and end-to-end tests (root, BPF, uprobes)
+# CI runs "deps build test"; the image build "deps", then "build unit", as it
+# cannot load BPF programs. tests/e2e/test_deploy.sh checks that the two
+# stay so.
+set -eu
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test..." >&2; exit 2; }
+for step in "$@"; do
+	case "$step" in
+	deps) make deps ;;
+	build) make -j2 ;;
+	unit) make unit ;;
+	test) make test ;;
+	*) echo "ci-build: unknown step '$step' (deps, build, unit, test)" >&2; exit 2 ;;
+	esac
+done
