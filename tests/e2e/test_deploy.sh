@@ -1,0 +1,236 @@
+# Deployment files, checked without root, BPF, a container engine or a
+# cluster: the Kubernetes manifests under deploy/kubernetes (yamllint with the
+# committed config; the API schema of Debian's python3-kubernetes through
+# k8s_schema.py; the fields docs/kubernetes.md relies on through yq and jq,
+# definitions in deploy.jq), the manifests' arguments against the tool's own
+# option parser, and the Dockerfile against CI's build steps and the
+# libraries the tool links.
+# shellcheck shell=sh disable=SC2016
+# (SC2016: the jq programs are in single quotes on purpose)
+. tests/e2e/lib.sh
+
+K=deploy/kubernetes
+SIDECAR=$K/sidecar.yaml
+DS=$K/daemonset.yaml
+NP=$K/networkpolicy.yaml
+DOC=docs/kubernetes.md
+
+# check_v NAME CMD...: as check, but a failure shows what CMD printed
+check_v() {
+	cv_name=$1
+	shift
+	if "$@" >"$TMP/check.out" 2>&1; then
+		pass "$cv_name"
+	else
+		fail "$cv_name"
+		sed 's/^/  /' "$TMP/check.out" | head -20
+	fi
+}
+
+for f in "$SIDECAR" "$DS" "$NP" "$K/.yamllint.yaml" Dockerfile scripts/ci-build.sh "$DOC"; do
+	check "$f exists" test -s "$f"
+done
+
+# --- yamllint, strict: warnings fail too
+if command -v yamllint >/dev/null 2>&1; then
+	check_v "yamllint -s with $K/.yamllint.yaml: every manifest" yamllint -s -c "$K/.yamllint.yaml" "$K"
+else
+	skip "yamllint: not installed (Debian package yamllint; make deps)"
+fi
+
+# --- the API schema: Debian's python3-kubernetes is for Debian's python3,
+# which a python3 found first on PATH (a virtualenv, pyenv) may not be
+PY=""
+for py in python3 /usr/bin/python3; do
+	if "$py" -c 'import kubernetes.client, yaml' >/dev/null 2>&1; then
+		PY=$py
+		break
+	fi
+done
+if [ -n "$PY" ]; then
+	for f in "$SIDECAR" "$DS" "$NP"; do
+		check_v "API schema: $f" "$PY" tests/e2e/k8s_schema.py "$f"
+	done
+	printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    a: 1\nspec:\n  shareProcessNamespce: true\n  containers: [{image: x}]\n' >"$TMP/bad.yaml"
+	"$PY" tests/e2e/k8s_schema.py "$TMP/bad.yaml" >"$TMP/bad.out" 2>&1
+	check "API schema: a misspelt field, a number as annotation and no container name are refused" \
+		sh -c "test $? = 1 && grep -q shareProcessNamespce '$TMP/bad.out' &&
+			grep -q 'annotations.a: expected str' '$TMP/bad.out'"
+	printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers: [{image: x}]\n' >"$TMP/bad2.yaml"
+	"$PY" tests/e2e/k8s_schema.py "$TMP/bad2.yaml" >"$TMP/bad2.out" 2>&1
+	check "API schema: a missing required field is refused" \
+		sh -c "test $? = 1 && grep -q 'required field' '$TMP/bad2.out'"
+else
+	skip "API schema: no python3 with the kubernetes module (Debian package python3-kubernetes; make deps)"
+fi
+
+# --- the fields the docs rely on
+if ! command -v yq >/dev/null 2>&1; then
+	skip "manifest fields: yq is not installed (Debian package yq; make deps)"
+	exit 0
+fi
+for f in "$SIDECAR" "$DS" "$NP"; do
+	yq -c . "$f" | jq -s . >"$TMP/$(basename "$f" .yaml).json" || fail "yq cannot read $f"
+done
+DEFS=$(cat tests/e2e/deploy.jq)
+# jqc NAME FILE-STEM EXPR: EXPR (with deploy.jq) is true of the manifest's documents
+jqc() {
+	check "$1" jq -e "$DEFS $3" "$TMP/$2.json"
+}
+
+for m in sidecar daemonset; do
+	jqc "$m: exactly one nanlog-bpf container" $m '[workloads | tool] | length == 1'
+	jqc "$m: capabilities: ALL dropped" $m 'caps | all(.drop == ["ALL"])'
+	jqc "$m: capabilities: exactly BPF, PERFMON, SYS_PTRACE added" $m \
+		'caps | all(.add | sort == ["BPF", "PERFMON", "SYS_PTRACE"])'
+	jqc "$m: nothing privileged" $m 'privileged_settings | all(. == false)'
+	jqc "$m: no privilege escalation, read-only root file system" $m \
+		'[workloads | tool.securityContext] | all(.allowPrivilegeEscalation == false and .readOnlyRootFilesystem == true)'
+	jqc "$m: root with capabilities (runAsUser 0, runAsNonRoot false)" $m \
+		'[workloads | tool.securityContext] | all(.runAsUser == 0 and .runAsNonRoot == false)'
+	jqc "$m: the runtime's default seccomp profile" $m \
+		'[workloads | (tool.securityContext.seccompProfile.type // podspec.securityContext.seccompProfile.type)] | all(. == "RuntimeDefault")'
+	jqc "$m: no hostPath volume, no hostNetwork" $m \
+		'[workloads | podspec | ([.volumes[]? | select(.hostPath)] | length == 0) and (.hostNetwork != true)] | all'
+	jqc "$m: memory request and limit, CPU request" $m \
+		'[workloads | tool.resources | .requests.memory and .limits.memory and .requests.cpu] | all'
+	jqc "$m: --metrics ADDR:PORT given" $m 'metrics_addr | test("^.+:[0-9]+$")'
+	jqc "$m: containerPort \"metrics\" equals the --metrics port" $m 'container_port == metrics_port'
+	jqc "$m: prometheus.io/port annotation equals the --metrics port" $m \
+		'annotation("prometheus.io/port") == (metrics_port | tostring)'
+	jqc "$m: prometheus.io/scrape \"true\", prometheus.io/path /metrics" $m \
+		'annotation("prometheus.io/scrape") == "true" and annotation("prometheus.io/path") == "/metrics"'
+	jqc "$m: JSON Lines on stdout: no -o, no --format table" $m \
+		'(has_flag("-o") or has_flag("--output") or argval("--format") == "table") | not'
+done
+
+# the sidecar
+jqc "sidecar: shareProcessNamespace true, no hostPID" sidecar \
+	'[workloads | podspec | .shareProcessNamespace == true and .hostPID != true] | all'
+jqc "sidecar: --comm NAME, neither --all nor -p" sidecar \
+	'(argval("--comm") | type == "string") and (has_flag("--all") or has_flag("-p") or has_flag("--pid") | not)'
+jqc "sidecar: --comm is the command name of the training container's process" sidecar \
+	'argval("--comm") as $c | [workloads | others | comm_of] | index([$c]) != null'
+jqc "sidecar: --metrics on the pod IP, \$(POD_IP) from status.podIP" sidecar \
+	'(metrics_addr | test("^\\$\\(POD_IP\\):[0-9]+$")) and
+	 ([workloads | tool.env[]? | select(.name == "POD_IP") | .valueFrom.fieldRef.fieldPath] == ["status.podIP"])'
+
+# the node agent
+jqc "daemonset: hostPID true" daemonset '[workloads | podspec.hostPID == true] | all'
+jqc "daemonset: --all" daemonset 'has_flag("--all") and (has_flag("--comm") or has_flag("-p") | not)'
+jqc "daemonset: --metrics on 0.0.0.0 of the pod's network namespace" daemonset \
+	'metrics_addr | test("^0\\.0\\.0\\.0:[0-9]+$")'
+jqc "daemonset: tolerates the amd.com/gpu taint" daemonset \
+	'[workloads | podspec.tolerations[]? | select(.key == "amd.com/gpu" and .operator == "Exists")] | length > 0'
+jqc "daemonset: its own ServiceAccount, no token mounted" daemonset \
+	'[workloads | podspec | select(.automountServiceAccountToken == false) | .serviceAccountName] as $sa |
+	 ($sa | length == 1) and
+	 ([.[] | select(.kind == "ServiceAccount" and .metadata.name == $sa[0] and .automountServiceAccountToken == false)] | length == 1)'
+jqc "daemonset: the selector selects the template's labels" daemonset \
+	'[workloads | selects(.spec.selector.matchLabels; .spec.template.metadata.labels)] | all'
+jqc "daemonset: one namespace, created here, Pod Security level privileged" daemonset \
+	'([.[] | select(.kind == "Namespace")] | length == 1) and
+	 ([.[] | select(.kind == "Namespace")][0] as $ns |
+	  $ns.metadata.labels["pod-security.kubernetes.io/enforce"] == "privileged" and
+	  ([.[] | select(.kind != "Namespace") | .metadata.namespace] | all(. == $ns.metadata.name)))'
+for m in sidecar daemonset networkpolicy; do
+	jqc "$m: no API permissions (no Role, ClusterRole or binding)" $m \
+		'[.[] | select(.kind | test("Role"))] | length == 0'
+done
+
+# the NetworkPolicy fits the DaemonSet
+ds_ns=$(jq -r '[.[] | select(.kind == "DaemonSet")][0].metadata.namespace' "$TMP/daemonset.json")
+ds_labels=$(jq -c '[.[] | select(.kind == "DaemonSet")][0].spec.template.metadata.labels' "$TMP/daemonset.json")
+ds_port=$(jq -r "$DEFS metrics_port" "$TMP/daemonset.json")
+check "networkpolicy: in the DaemonSet's namespace, selects its pods" jq -e --arg ns "$ds_ns" \
+	--argjson l "$ds_labels" "$DEFS"' .[0] | .metadata.namespace == $ns and selects(.spec.podSelector.matchLabels; $l)' \
+	"$TMP/networkpolicy.json"
+check "networkpolicy: admits only the metrics port; denies all egress" jq -e --argjson p "$ds_port" \
+	'.[0].spec | ([.ingress[].ports[].port] | unique == [$p]) and (.policyTypes | index(["Egress"]) != null) and .egress == []' \
+	"$TMP/networkpolicy.json"
+
+# one image, in both manifests and the docs, tagged with the tool's version
+img_sc=$(jq -r "$DEFS [workloads | tool.image][0]" "$TMP/sidecar.json")
+img_ds=$(jq -r "$DEFS [workloads | tool.image][0]" "$TMP/daemonset.json")
+check "one image in both manifests ($img_sc)" test "$img_sc" = "$img_ds"
+if [ -x "$TOOL" ]; then
+	version=$("$TOOL" --version 2>/dev/null | sed -n '1s/^nanlog-bpf \([^ ]*\).*/\1/p')
+	check "the image tag is the tool's version ($version, nanlog-bpf --version)" test "${img_sc##*:}" = "$version"
+else
+	skip "image tag: $TOOL not built, its version unknown"
+fi
+check "$DOC and Dockerfile build that image (docker build -t $img_sc)" \
+	sh -c "grep -qF 'docker build -t $img_sc' '$DOC' && grep -qF 'docker build -t $img_sc' Dockerfile"
+for w in sidecar.yaml daemonset.yaml networkpolicy.yaml --comm --all --metrics 9464 container_id pod_uid; do
+	check "$DOC mentions $w" grep -qF -- "$w" "$DOC"
+done
+check "$DOC says the image build is untested here" grep -qi 'image build.*untested\|untested.*image' "$DOC"
+
+# --- the manifests' arguments, through the tool's own parser (parsing only:
+# --version stops before anything is attached or bound)
+if [ -x "$TOOL" ]; then
+	"$TOOL" --help >"$TMP/help.txt" 2>&1
+	for m in sidecar daemonset; do
+		jq -r "$DEFS args | map(sub(\"\\\\$\\\\(POD_IP\\\\)\"; \"127.0.0.1\")) | @sh" "$TMP/$m.json" >"$TMP/$m.args"
+		missing=""
+		for flag in $(jq -r "$DEFS args[] | select(startswith(\"--\"))" "$TMP/$m.json"); do
+			grep -q -- "${flag}[ =]" "$TMP/help.txt" || missing="$missing $flag"
+		done
+		if [ -n "$missing" ]; then
+			skip "$m: arguments parsed by nanlog-bpf: this build has no$missing yet"
+			continue
+		fi
+		eval "set -- $(cat "$TMP/$m.args")"
+		"$TOOL" "$@" --version >/dev/null 2>"$TMP/$m.err"
+		check_v "$m: nanlog-bpf accepts the arguments $*" sh -c "test $? = 0 || { cat '$TMP/$m.err'; exit 1; }"
+	done
+else
+	skip "manifest arguments: $TOOL not built"
+fi
+
+# --- Dockerfile: the build stage runs CI's steps through scripts/ci-build.sh
+froms=$(sed -n 's/^FROM[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' Dockerfile)
+check "Dockerfile: multi-stage, Debian 12 build, Debian 12 slim runtime" \
+	sh -c "test \$(echo '$froms' | wc -l) -ge 2 && test '$(echo "$froms" | head -1)' = debian:bookworm &&
+		test '$(echo "$froms" | tail -1)' = debian:bookworm-slim"
+ci_steps=$(sed -n 's|^[[:space:]]*\(exec \)\{0,1\}\./scripts/ci-build\.sh \(.*\)$|\2|p' .ci/run)
+docker_steps=$(sed -n 's|^RUN \./scripts/ci-build\.sh \(.*\)$|\1|p' Dockerfile | tr '\n' ' ')
+check "CI (.ci/run) runs scripts/ci-build.sh deps build test" test "$ci_steps" = "deps build test"
+check "Dockerfile runs scripts/ci-build.sh deps, then build unit" test "$docker_steps" = "deps build unit "
+ok=1
+for s in $docker_steps; do
+	case " $ci_steps " in
+	*" $s "*) ;;
+	*) [ "$s" = unit ] && case " $ci_steps " in *" test "*) continue ;; esac; ok=0 ;;
+	esac
+done
+check "every step the image build runs, CI runs too (unit as part of test)" test $ok = 1
+check "Dockerfile: no make or compiler outside scripts/ci-build.sh" \
+	sh -c "! grep -Eq '^RUN.*(^|[^-[:alnum:]])(make|cc|gcc|clang)([^-[:alnum:]]|$)' Dockerfile"
+check "scripts/ci-build.sh: each step is one make command" sh -c \
+	"grep -q '^	deps) make deps ;;' scripts/ci-build.sh && grep -q '^	build) make -j2 ;;' scripts/ci-build.sh &&
+	 grep -q '^	unit) make unit ;;' scripts/ci-build.sh && grep -q '^	test) make test ;;' scripts/ci-build.sh"
+runtime=$(awk '/^FROM/ { n++ } n == 2' Dockerfile)
+check "Dockerfile: copies build/nanlog-bpf, ENTRYPOINT nanlog-bpf, runs as root" sh -c \
+	"echo '$runtime' | grep -q '^COPY --from=build /src/build/nanlog-bpf /usr/local/bin/nanlog-bpf$' &&
+	 echo '$runtime' | grep -q '^ENTRYPOINT \[\"/usr/local/bin/nanlog-bpf\"\]$' &&
+	 ! echo '$runtime' | grep '^USER' | grep -qv '^USER 0\(:0\)\{0,1\}$'"
+
+# the runtime packages hold every library the tool links
+pkgs=$(echo "$runtime" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -n 's/.*apt-get install \(.*\)/\1/p' |
+	sed 's/&&.*//' | tr -s ' \t' '\n' | grep -v '^-' | grep . | sort -u | tr '\n' ' ')
+if [ -x "$TOOL" ] && command -v readelf >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+	needed=""
+	for lib in $(readelf -d "$TOOL" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		p=$(dpkg -S "*/$lib" 2>/dev/null | sed -n '1s/:.*//p')
+		[ "$p" = libc6 ] || needed="$needed ${p:-?$lib}"
+	done
+	missing=""
+	for p in $needed; do
+		case " $pkgs" in *" $p "*) ;; *) missing="$missing $p" ;; esac
+	done
+	check_v "Dockerfile: the runtime stage installs the packages of every library $TOOL links (${needed# })" \
+		sh -c "test -z '$missing' || { echo 'missing from the runtime stage:$missing'; exit 1; }"
+else
+	skip "Dockerfile runtime libraries: $TOOL not built, or no readelf or dpkg"
+fi
