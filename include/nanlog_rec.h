@@ -34,6 +34,14 @@ struct nl_rec_call {
 	__u64 args[NL_NARGS]; /* R0..R5, S1..S8 as in nanlog_apis.h */
 };
 
+/*
+ * args[NL_ARG_LOST_BEFORE] of every record: how many records this CPU lost
+ * (ring buffer full, stash full) since its previous record. It puts a loss
+ * at its place in the stream, so that the batches it can affect are known
+ * exactly; the per-CPU counters give the totals. Table slots never reach it.
+ */
+#define NL_ARG_LOST_BEFORE 15
+
 /* Value flags of the targets map. */
 #define NL_TGT_TRACE 0x1 /* trace this tgid */
 #define NL_TGT_NORET 0x2 /* no return probes on this target: emit at entry, no nesting */

@@ -45,6 +45,7 @@ struct nl_app {
 	int write_err;     /* first output error, -errno */
 	uint64_t start_ns, attach_done_ns;
 	uint64_t records, bad_records;
+	uint64_t lost_inline;        /* losses the records told (lost_before) */
 	uint64_t stats[NL_STAT_MAX]; /* last BPF counters seen */
 	int probes_attached, retprobes_attached;
 	int nmissing;

@@ -50,6 +50,7 @@ struct nl_call {
 	uint64_t count;
 	uint64_t fn;
 	double ms;
+	uint64_t lost_before; /* records lost on this CPU just before this one */
 };
 
 struct nl_api_info {

@@ -27,6 +27,7 @@ void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
 	c->kind = (uint8_t)a->kind;
 	c->coll_depth = r->coll_depth;
 	c->ts_ns = r->ts_ns;
+	c->lost_before = r->args[NL_ARG_LOST_BEFORE];
 
 #define NL_TAKE(slot, field, bit, conv)                                  \
 	do {                                                             \

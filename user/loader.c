@@ -23,6 +23,7 @@
 #include "elfsym.h"
 #include "loader.h"
 #include "loader_caps.h"
+#include "loader_umulti.h"
 #include "nanlog.skel.h"
 #include "policy.h"
 #include "procmaps.h"
@@ -100,62 +101,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * BPF_LINK_CREATE for BPF_TRACE_UPROBE_MULTI (Linux 6.6, "bpf: Add
- * uprobe_multi link"). libbpf 1.1 and the 6.1 UAPI headers of Debian 12
- * predate it, so the attribute layout is spelled out here.
- */
-struct nl_uprobe_multi_attr {
-	__u32 prog_fd, target_fd, attach_type, flags;
-	__u64 path, offsets, ref_ctr_offsets, cookies;
-	__u32 cnt, um_flags, pid, pad;
-};
-#define NL_BPF_TRACE_UPROBE_MULTI 48
-#define NL_BPF_F_UPROBE_MULTI_RETURN 1
-
-static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
-			     const uint64_t *cookies, unsigned cnt, bool ret, pid_t pid)
-{
-	struct nl_uprobe_multi_attr a = {
-		.prog_fd = (__u32)prog_fd,
-		.attach_type = NL_BPF_TRACE_UPROBE_MULTI,
-		.path = (__u64)(uintptr_t)path,
-		.offsets = (__u64)(uintptr_t)offs,
-		.cookies = (__u64)(uintptr_t)cookies,
-		.cnt = cnt,
-		.um_flags = ret ? NL_BPF_F_UPROBE_MULTI_RETURN : 0,
-		.pid = (__u32)pid,
-	};
-	int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-
-	return fd < 0 ? -errno : fd;
-}
-
-/* Does the kernel take uprobe_multi links? (a path that is no file: EBADF) */
-static bool probe_uprobe_multi(void)
-{
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = NL_BPF_TRACE_UPROBE_MULTI);
-	uint64_t off = 0;
-	int pfd, lfd;
-
-	if (getenv("NANLOG_NO_UPROBE_MULTI")) /* tests: exercise the fallback */
-		return false;
-	pfd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &po);
-	if (pfd < 0)
-		return false;
-	lfd = uprobe_multi_link(pfd, "/", &off, NULL, 1, false, 0);
-	close(pfd);
-	if (lfd >= 0) {
-		close(lfd);
-		return true;
-	}
-	return lfd == -EBADF;
-}
-
 static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct nl_loader *l = ctx;
@@ -201,7 +146,7 @@ int nl_loader_open(struct nl_loader **out, const struct nl_opts *o, const struct
 	err = bpf_map__set_max_entries(l->skel->maps.events, (__u32)o->ringbuf_size);
 	if (err)
 		goto fail;
-	l->multi = probe_uprobe_multi();
+	l->multi = nl_uprobe_multi_supported();
 	if (l->multi) {
 		bpf_program__set_expected_attach_type(l->skel->progs.nl_entry,
 						      NL_BPF_TRACE_UPROBE_MULTI);
@@ -411,14 +356,14 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	}
 	if (l->multi) {
 		if (ne) {
-			err = uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_entry), file, eo, ec,
-						ne, false, t->pid);
+			err = nl_uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_entry), file, eo, ec,
+						   ne, false, t->pid);
 			if (err >= 0)
 				e->mfd[0] = err;
 		}
 		if (err >= 0 && nr) {
-			err = uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_return), file, ro,
-						rc, nr, true, t->pid);
+			err = nl_uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_return), file, ro,
+						   rc, nr, true, t->pid);
 			if (err >= 0)
 				e->mfd[1] = err;
 		}
@@ -641,11 +586,23 @@ int nl_loader_rescan(struct nl_loader *l)
 	return 0;
 }
 
+/*
+ * The BPF side wakes the reader only when the ring is a quarter full
+ * (bpf/nanlog.bpf.c emit()), so the ring is read at every poll, woken or not:
+ * records come in batches of one poll period.
+ */
 int nl_loader_poll(struct nl_loader *l, int timeout_ms)
 {
 	int n = ring_buffer__poll(l->rb, timeout_ms);
 
-	return n == -EINTR ? 0 : n;
+	if (n == -EINTR)
+		n = 0;
+	if (n >= 0) {
+		int m = ring_buffer__consume(l->rb);
+
+		n = m < 0 ? m : n + m;
+	}
+	return n;
 }
 
 int nl_loader_drain(struct nl_loader *l)

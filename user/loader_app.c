@@ -314,6 +314,12 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 		return 0;
 	}
 	a->records++;
+	if (c.lost_before) {
+		/* a loss, right before this record: in the recording already, so not written again */
+		a->lost_inline += c.lost_before;
+		if (a->engine)
+			nl_engine_lost(a->engine, 0, c.lost_before, c.ts_ns);
+	}
 	if (c.ts_ns > a->last_ts_ns)
 		a->last_ts_ns = c.ts_ns;
 	if ((c.fields & NL_F_RC) && c.ret_ns > a->last_ts_ns)
@@ -424,8 +430,12 @@ static void poll_lost(struct nl_app *a)
 		uint64_t n = s[NL_STAT_LOST_RINGBUF] - a->stats[NL_STAT_LOST_RINGBUF] +
 			     s[NL_STAT_LOST_STASH] - a->stats[NL_STAT_LOST_STASH];
 
+		/*
+		 * The engine hears of a loss from the next record of the CPU that
+		 * lost it (lost_before), at its place in the stream; these totals
+		 * are for the summary, and for what no record told at the end.
+		 */
 		a->diag(1, "%" PRIu64 " records lost since the last check", n);
-		nl_app_lost(a, 0, n, now_ns());
 	}
 	memcpy(a->stats, s, sizeof(s));
 }
@@ -620,8 +630,15 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 	uint64_t lost;
 
 	if (a->l) {
+		uint64_t total;
+
 		nl_loader_drain(a->l);
 		poll_lost(a);
+		/* losses on a CPU that sent no record after them */
+		total = a->stats[NL_STAT_LOST_RINGBUF] + a->stats[NL_STAT_LOST_STASH];
+		if (total > a->lost_inline)
+			nl_app_lost(a, 0, total - a->lost_inline, now_ns);
+		a->lost_inline = total;
 	}
 	live_facts(a, now_ns, &f);
 	finish_recording(a, &f, err);

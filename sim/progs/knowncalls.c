@@ -7,12 +7,17 @@
  * they are. Gate: waits for SIGUSR1 when given -g, printing "ready PID".
  * With -s it first installs an allow-everything seccomp filter, so that
  * /proc/PID/status says "Seccomp: 2" like a process in a container.
- *   knowncalls [-g] [-s] [-n ROUNDS]
+ * With -t N, N threads in turn make one round each and exit; with -f, a
+ * forked child makes one round (logged on stderr: it is not the traced
+ * process) and execs /bin/true, and the parent waits for it.
+ *   knowncalls [-g] [-s] [-n ROUNDS] [-t THREADS] [-f]
  */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,17 +44,28 @@ static long tid(void)
 	return syscall(SYS_gettid);
 }
 
+static FILE *log_to; /* stdout, or stderr in a forked child */
+
 static void line(const char *api, const char *args, int rc)
 {
-	printf("{\"api\":\"%s\",\"tid\":%ld,\"rc\":%d%s%s}\n", api, tid(), rc, *args ? "," : "", args);
+	fprintf(log_to, "{\"api\":\"%s\",\"tid\":%ld,\"rc\":%d%s%s}\n", api, tid(), rc,
+		*args ? "," : "", args);
+}
+
+static void one_round(void);
+
+static void *thread_round(void *arg)
+{
+	(void)arg;
+	one_round();
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	int rounds = 1, gate = 0, opt;
-	char buf[512];
+	int rounds = 1, gate = 0, threads = 0, forking = 0, opt;
 
-	while ((opt = getopt(argc, argv, "gsn:")) != -1) {
+	while ((opt = getopt(argc, argv, "gsn:t:f")) != -1) {
 		if (opt == 'g') {
 			gate = 1;
 		} else if (opt == 's') {
@@ -64,8 +80,12 @@ int main(int argc, char **argv)
 		}
 		else if (opt == 'n')
 			rounds = atoi(optarg);
+		else if (opt == 't')
+			threads = atoi(optarg);
+		else if (opt == 'f')
+			forking = 1;
 		else {
-			fprintf(stderr, "usage: knowncalls [-g] [-s] [-n ROUNDS]\n");
+			fprintf(stderr, "usage: knowncalls [-g] [-s] [-n ROUNDS] [-t THREADS] [-f]\n");
 			return 2;
 		}
 	}
@@ -79,46 +99,73 @@ int main(int argc, char **argv)
 			sigsuspend(&none);
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int r = 0; r < rounds; r++) {
-		hipEvent_t ev = E(0);
-		hipStream_t st = S(0);
-		float ms = 0;
-		dim3 g = { 2, 1, 1 }, b = { 64, 1, 1 };
-		int rc;
+	log_to = stdout;
+	for (int r = 0; r < rounds; r++)
+		one_round();
+	for (int i = 0; i < threads; i++) {
+		pthread_t th;
 
-		rc = hipMemcpyAsync(P(0x1000), P(0x2000), 4096, hipMemcpyHostToDevice, S(0x5000));
-		line("hipMemcpyAsync", "\"stream\":\"0x5000\",\"dst\":\"0x1000\",\"src\":\"0x2000\",\"bytes\":4096,\"kind\":1", rc);
-		rc = hipEventRecord(E(0x7000), S(0x5000));
-		line("hipEventRecord", "\"stream\":\"0x5000\",\"event\":\"0x7000\"", rc);
-		rc = hipStreamWaitEvent(S(0x6000), E(0x7000), 0);
-		line("hipStreamWaitEvent", "\"stream\":\"0x6000\",\"event\":\"0x7000\",\"flags\":0", rc);
-		rc = hipLaunchKernel(P(0xabc0), g, b, NULL, 0, S(0x6000));
-		line("hipLaunchKernel", "\"stream\":\"0x6000\",\"fn\":\"0xabc0\"", rc);
-		rc = hipExtLaunchKernel(P(0xabd0), g, b, NULL, 0, S(0x6000), E(0x7100), E(0x7200), 0);
-		line("hipExtLaunchKernel", "\"stream\":\"0x6000\",\"event\":\"0x7100\",\"stop_event\":\"0x7200\",\"flags\":0,\"fn\":\"0xabd0\"", rc);
-		rc = hipMemsetAsync(P(0x3000), 7, 512, S(0x5000));
-		line("hipMemsetAsync", "\"stream\":\"0x5000\",\"dst\":\"0x3000\",\"bytes\":512", rc);
-		rc = hipMemcpyHtoDAsync(P(0x1100), P(0x2100), 100, S(0x5000));
-		line("hipMemcpyHtoDAsync", "\"stream\":\"0x5000\",\"dst\":\"0x1100\",\"src\":\"0x2100\",\"bytes\":100,\"kind\":1", rc);
-		rc = hipEventQuery(E(0x7000));
-		line("hipEventQuery", "\"event\":\"0x7000\"", rc);
-		rc = hipEventSynchronize(E(0x7000));
-		line("hipEventSynchronize", "\"event\":\"0x7000\"", rc);
-		rc = hipEventElapsedTime(&ms, E(0x7100), E(0x7200));
-		line("hipEventElapsedTime", "\"event\":\"0x7100\",\"stop_event\":\"0x7200\"", rc);
-		rc = hipStreamSynchronize(S(0x6000));
-		line("hipStreamSynchronize", "\"stream\":\"0x6000\"", rc);
-		rc = hipStreamQuery(S(0x6000));
-		line("hipStreamQuery", "\"stream\":\"0x6000\"", rc);
-		rc = hipEventCreateWithFlags(&ev, 2);
-		line("hipEventCreateWithFlags", "\"flags\":2", rc);
-		rc = hipStreamCreateWithPriority(&st, 1, -1);
-		line("hipStreamCreateWithPriority", "\"flags\":1,\"prio\":-1", rc);
-		rc = hipDeviceSynchronize();
-		line("hipDeviceSynchronize", "", rc);
-		snprintf(buf, sizeof(buf), "\"event\":\"0x7000\"");
-		rc = hipEventDestroy(E(0x7000));
-		line("hipEventDestroy", buf, rc);
+		if (pthread_create(&th, NULL, thread_round, NULL) || pthread_join(th, NULL)) {
+			fprintf(stderr, "knowncalls: thread failed\n");
+			return 1;
+		}
+	}
+	if (forking) {
+		pid_t child = fork();
+		int st;
+
+		if (child == 0) {
+			log_to = stderr;
+			one_round();
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "knowncalls: child failed\n");
+			return 1;
+		}
 	}
 	return 0;
+}
+
+static void one_round(void)
+{
+	hipEvent_t ev = E(0);
+	hipStream_t st = S(0);
+	float ms = 0;
+	dim3 g = { 2, 1, 1 }, b = { 64, 1, 1 };
+	int rc;
+
+	rc = hipMemcpyAsync(P(0x1000), P(0x2000), 4096, hipMemcpyHostToDevice, S(0x5000));
+	line("hipMemcpyAsync", "\"stream\":\"0x5000\",\"dst\":\"0x1000\",\"src\":\"0x2000\",\"bytes\":4096,\"kind\":1", rc);
+	rc = hipEventRecord(E(0x7000), S(0x5000));
+	line("hipEventRecord", "\"stream\":\"0x5000\",\"event\":\"0x7000\"", rc);
+	rc = hipStreamWaitEvent(S(0x6000), E(0x7000), 0);
+	line("hipStreamWaitEvent", "\"stream\":\"0x6000\",\"event\":\"0x7000\",\"flags\":0", rc);
+	rc = hipLaunchKernel(P(0xabc0), g, b, NULL, 0, S(0x6000));
+	line("hipLaunchKernel", "\"stream\":\"0x6000\",\"fn\":\"0xabc0\"", rc);
+	rc = hipExtLaunchKernel(P(0xabd0), g, b, NULL, 0, S(0x6000), E(0x7100), E(0x7200), 0);
+	line("hipExtLaunchKernel", "\"stream\":\"0x6000\",\"event\":\"0x7100\",\"stop_event\":\"0x7200\",\"flags\":0,\"fn\":\"0xabd0\"", rc);
+	rc = hipMemsetAsync(P(0x3000), 7, 512, S(0x5000));
+	line("hipMemsetAsync", "\"stream\":\"0x5000\",\"dst\":\"0x3000\",\"bytes\":512", rc);
+	rc = hipMemcpyHtoDAsync(P(0x1100), P(0x2100), 100, S(0x5000));
+	line("hipMemcpyHtoDAsync", "\"stream\":\"0x5000\",\"dst\":\"0x1100\",\"src\":\"0x2100\",\"bytes\":100,\"kind\":1", rc);
+	rc = hipEventQuery(E(0x7000));
+	line("hipEventQuery", "\"event\":\"0x7000\"", rc);
+	rc = hipEventSynchronize(E(0x7000));
+	line("hipEventSynchronize", "\"event\":\"0x7000\"", rc);
+	rc = hipEventElapsedTime(&ms, E(0x7100), E(0x7200));
+	line("hipEventElapsedTime", "\"event\":\"0x7100\",\"stop_event\":\"0x7200\"", rc);
+	rc = hipStreamSynchronize(S(0x6000));
+	line("hipStreamSynchronize", "\"stream\":\"0x6000\"", rc);
+	rc = hipStreamQuery(S(0x6000));
+	line("hipStreamQuery", "\"stream\":\"0x6000\"", rc);
+	rc = hipEventCreateWithFlags(&ev, 2);
+	line("hipEventCreateWithFlags", "\"flags\":2", rc);
+	rc = hipStreamCreateWithPriority(&st, 1, -1);
+	line("hipStreamCreateWithPriority", "\"flags\":1,\"prio\":-1", rc);
+	rc = hipDeviceSynchronize();
+	line("hipDeviceSynchronize", "", rc);
+	rc = hipEventDestroy(E(0x7000));
+	line("hipEventDestroy", "\"event\":\"0x7000\"", rc);
 }

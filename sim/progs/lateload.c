@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * lateload [-g] LIB: start without any HIP library, wait for SIGUSR1 (-g),
- * then dlopen LIB and make a few known calls through dlsym, like a Python job
- * that imports torch late. Prints one JSON line per call (api, event, rc).
+ * lateload [-g] LIB [LIB2]: start without any HIP library, wait for SIGUSR1
+ * (-g), then dlopen LIB and make a few known calls through dlsym, like a
+ * Python job that imports torch late. Prints one JSON line per call (api,
+ * event, rc). With LIB2, it then dlcloses LIB, dlopens LIB2 (the same file
+ * again, or another copy) and makes the calls once more.
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -22,27 +24,12 @@ static void on_usr1(int sig)
 typedef int (*query_fn)(void *event);
 typedef int (*record_fn)(void *event, void *stream);
 
-int main(int argc, char **argv)
+static int calls(const char *lib, int base)
 {
-	const char *lib = argv[argc - 1];
-	void *h;
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	query_fn query;
 	record_fn record;
 
-	if (argc < 2 || (argc == 3 && strcmp(argv[1], "-g") != 0) || argc > 3) {
-		fprintf(stderr, "usage: lateload [-g] LIB\n");
-		return 2;
-	}
-	if (argc == 3) {
-		sigset_t none;
-
-		signal(SIGUSR1, on_usr1);
-		fprintf(stderr, "ready %d\n", (int)getpid());
-		sigemptyset(&none);
-		while (!go)
-			sigsuspend(&none);
-	}
-	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		fprintf(stderr, "lateload: %s\n", dlerror());
 		return 1;
@@ -55,7 +42,7 @@ int main(int argc, char **argv)
 	}
 	/* give the tracer's library scan (every 0.25 s by default) time to attach */
 	usleep(1500 * 1000);
-	for (int i = 0; i < 3; i++) {
+	for (int i = base; i < base + 3; i++) {
 		int rc = record((void *)(uintptr_t)(0x9000 + i), (void *)(uintptr_t)0x9100);
 
 		printf("{\"api\":\"hipEventRecord\",\"event\":\"0x%x\",\"rc\":%d}\n", 0x9000 + i, rc);
@@ -63,5 +50,34 @@ int main(int argc, char **argv)
 		printf("{\"api\":\"hipEventQuery\",\"event\":\"0x%x\",\"rc\":%d}\n", 0x9000 + i, rc);
 	}
 	fflush(stdout);
+	if (dlclose(h)) {
+		fprintf(stderr, "lateload: dlclose: %s\n", dlerror());
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int gate = argc > 1 && strcmp(argv[1], "-g") == 0;
+	int nlibs = argc - 1 - gate;
+
+	if (nlibs < 1 || nlibs > 2) {
+		fprintf(stderr, "usage: lateload [-g] LIB [LIB2]\n");
+		return 2;
+	}
+	if (gate) {
+		sigset_t none;
+
+		signal(SIGUSR1, on_usr1);
+		fprintf(stderr, "ready %d\n", (int)getpid());
+		sigemptyset(&none);
+		while (!go)
+			sigsuspend(&none);
+	}
+	if (calls(argv[1 + gate], 0))
+		return 1;
+	if (nlibs == 2 && calls(argv[2 + gate], 3))
+		return 1;
 	return 0;
 }

@@ -69,9 +69,13 @@ check "two PIDs: second target's calls exact" same_calls "$TMP/b.out" "$TMP/two.
 check "two PIDs: nothing from other processes" \
 	jq -e -s "all(.[] | select(.type==\"call\"); .pid == $PA or .pid == $PB)" "$TMP/two.json"
 
-# --- SIGKILL of the tool: no probe left, the target's output as untraced
+# --- SIGKILL of the tool: no probe left, the target's output as untraced.
+# The target uses a private copy of the runtime: a breakpoint in it can only
+# be ours, whatever else traces the shared one on this machine.
+mkdir -p "$TMP/priv"
+cp "$SIM/libamdhip64.so.5" "$SIM/librccl.so.1" "$TMP/priv/"
 "$KC" -n 2 2>/dev/null | jq -c 'del(.tid)' >"$TMP/untraced.out"
-start_gated "$TMP/k.out" "$TMP/k.err" "$KC" -g -n 2
+start_gated "$TMP/k.out" "$TMP/k.err" env LD_LIBRARY_PATH="$TMP/priv" "$KC" -g -n 2
 P=$GATED_PID
 "$TOOL" -p "$P" --raw --no-audit -o "$TMP/k.json" 2>/dev/null &
 T=$!
@@ -145,7 +149,7 @@ check "--duration: target finished normally" test $? = 0
 check "--duration: summary written" jq -e -s '.[-1].type == "summary"' "$TMP/d.json"
 
 # --- SIGINT: clean stop with a summary; capabilities dropped while running
-start_gated "$TMP/i.out" "$TMP/i.err" "$KC" -g
+start_gated "$TMP/i.out" "$TMP/i.err" env LD_LIBRARY_PATH="$TMP/priv" "$KC" -g
 P=$GATED_PID
 "$TOOL" -p "$P" --no-audit -v -o "$TMP/i.json" 2>"$TMP/i.tool" &
 T=$!
