@@ -1,0 +1,166 @@
+# End-to-end fault matrix (real BPF, root): what the target and the world can
+# do to the tool, and what the tool must never do to the target.
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+if why=$(bpf_unavailable); then
+	skip "fault matrix: $why"
+	exit 0
+fi
+KC=$SIM/knowncalls
+# a private copy of the runtime: another tracer on this machine cannot interfere
+mkdir -p "$TMP/rt"
+cp "$SIM/libamdhip64.so.5" "$SIM/librccl.so.1" "$TMP/rt/"
+export LD_LIBRARY_PATH="$TMP/rt"
+
+same_calls() { # program log vs tracer output, as in test_attach.sh
+	jq -e -n --slurpfile e "$1" --slurpfile g "$2" '
+		($g | map(select(.type == "call"))) as $c |
+		($e | length) == ($c | length) and
+		([range(0; $e | length) as $i | $e[$i] as $x | $c[$i] as $y |
+		  ($x | to_entries | all(.key as $k | .value as $v |
+			if $k == "rc" and ($y | has("rc") | not) then true
+			else $y[$k] == $v end))] | all)' >/dev/null
+}
+
+workload_gated() { # OUT ARGS...: the workload prints "ready PID" on stdout
+	o=$1
+	shift
+	"$SIM/pipeline" --gate-signal "$@" >"$o" 2>&1 &
+	GATED_PID=$!
+	at_exit "kill -KILL $GATED_PID 2>/dev/null"
+	wait_for '^ready' "$o"
+}
+
+# --- the target SIGKILLed mid-batch
+"$SIM/pipeline" --batches 200 --iter-sleep-ms 10 >"$TMP/kill.out" 2>&1 &
+P=$!
+sleep 0.2
+"$TOOL" -p "$P" -o "$TMP/kill.json" 2>"$TMP/kill.err" &
+T=$!
+sleep 0.8
+kill -KILL "$P"
+wait "$T"
+check "target SIGKILLed: tool exits 0" test $? = 0
+check "target SIGKILLed: the batches in flight skipped target_exited, none trusted after the kill" \
+	jq -e -s '[.[] | select(.type=="batch")] | length > 5 and
+		(.[-1].verdict == "skipped" and (.[-1].skip_reasons | index("target_exited") != null)) and
+		([.[] | select(.verdict == "untrusted")] | length == 0)' "$TMP/kill.json"
+
+# --- forks and execs, threads that come and go
+start_gated "$TMP/fork.out" "$TMP/fork.err" "$KC" -g -n 1 -t 3 -f
+P=$GATED_PID
+"$TOOL" -p "$P" --raw --no-audit -o "$TMP/fork.json" 2>/dev/null &
+T=$!
+wait_for '"type":"attach"' "$TMP/fork.json"
+kill -USR1 "$P"
+wait "$T"
+check "threads that exit: every call of the main thread and of three short threads" \
+	same_calls "$TMP/fork.out" "$TMP/fork.json"
+check "threads that exit: four threads seen" \
+	jq -e -s '[.[] | select(.type=="call") | .tid] | unique | length == 4' "$TMP/fork.json"
+check "fork + exec: nothing from the child, which ran its 16 calls to the end" \
+	sh -c "jq -e -s 'all(.[] | select(.type==\"call\"); .pid == $P)' '$TMP/fork.json' >/dev/null &&
+		test \$(grep -c '\"api\"' '$TMP/fork.err') = 16"
+"$KC" -n 1 -f 2>"$TMP/fork.untraced" >/dev/null
+check "fork + exec: the child's results as in an untraced run" \
+	sh -c "jq -c 'del(.tid)' '$TMP/fork.untraced' > '$TMP/a'; grep '\"api\"' '$TMP/fork.err' | jq -c 'del(.tid)' > '$TMP/b'; cmp -s '$TMP/a' '$TMP/b'"
+
+# --- the runtime dlclosed and loaded again: the same file, then another copy
+cp "$TMP/rt/libamdhip64.so.5" "$TMP/copy.so" 2>/dev/null
+mkdir -p "$TMP/other" && cp "$TMP/rt/libamdhip64.so.5" "$TMP/other/libamdhip64.so.5"
+for how in same other; do
+	lib2=$TMP/rt/libamdhip64.so.5
+	[ $how = other ] && lib2=$TMP/other/libamdhip64.so.5
+	start_gated "$TMP/re.$how" "$TMP/re.$how.err" "$SIM/lateload" -g "$TMP/rt/libamdhip64.so.5" "$lib2"
+	P=$GATED_PID
+	"$TOOL" -p "$P" --wait-lib --raw --no-audit -o "$TMP/re.$how.json" 2>/dev/null &
+	T=$!
+	sleep 0.4
+	kill -USR1 "$P"
+	wait "$T"
+	check "dlclose and dlopen again ($how file): every call before and after" \
+		same_calls "$TMP/re.$how" "$TMP/re.$how.json"
+done
+check "dlopen of another copy: attached too" \
+	jq -e -s '[.[] | select(.type=="attach" and .lib=="libamdhip64")] | length == 2' "$TMP/re.other.json"
+
+# --- a PID reused by another program after the target exits
+start_gated "$TMP/long.out" "$TMP/long.err" "$KC" -g -n 1
+LONG=$GATED_PID
+"$KC" -g -n 1 >"$TMP/short.out" 2>"$TMP/short.err" &
+SHORT=$!
+wait_for '^ready' "$TMP/short.err"
+"$TOOL" -p "$LONG" -p "$SHORT" --raw --no-audit -o "$TMP/reuse.json" 2>/dev/null &
+T=$!
+wait_for "\"type\":\"attach\".*\"pid\":$SHORT" "$TMP/reuse.json"
+kill -USR1 "$SHORT"
+wait "$SHORT"
+sleep 0.6 # the tool notices the exit at its next poll
+reused=no
+for try in 1 2 3 4 5; do
+	echo $((SHORT - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || break
+	"$KC" -n 1 >"$TMP/newcomer.out" 2>/dev/null &
+	NEW=$!
+	wait "$NEW"
+	[ "$NEW" = "$SHORT" ] && reused=yes && break
+done
+kill -USR1 "$LONG"
+wait "$T"
+if [ $reused = yes ]; then
+	check "PID reuse: the newcomer on the traced PID is not traced" \
+		jq -e -s "[.[] | select(.type==\"call\" and .pid==$SHORT)] | length == 16" "$TMP/reuse.json"
+else
+	skip "PID reuse: could not get the same PID again (ns_last_pid)"
+fi
+check "PID reuse: the other target complete" \
+	jq -e -s "[.[] | select(.type==\"call\" and .pid==$LONG)] | length == 16" "$TMP/reuse.json"
+
+# --- a ring buffer far too small: losses counted, affected batches skipped, never wrongly judged
+workload_gated "$TMP/rb.out" --batches 40 --iter-sleep-ms 0
+"$TOOL" -p "$GATED_PID" --ringbuf-size 4096 -o "$TMP/rb.json" 2>/dev/null &
+T=$!
+sleep 0.5
+kill -USR1 "$GATED_PID"
+wait "$T"
+check "tiny ring buffer: records lost and counted" \
+	jq -e -s '.[-1].lost_records > 0' "$TMP/rb.json"
+check "tiny ring buffer: batches skipped lost_records" \
+	jq -e -s '.[-1].skip_reasons.lost_records > 0' "$TMP/rb.json"
+check "tiny ring buffer: no batch called untrusted on a stream with holes" \
+	jq -e -s '.[-1].untrusted == 0' "$TMP/rb.json"
+
+# --- output to a full disk: a clear error, exit 1, the target unaffected
+workload_gated "$TMP/full.out" --batches 6
+"$TOOL" -p "$GATED_PID" --raw -o /dev/full 2>"$TMP/full.err" &
+T=$!
+sleep 0.5
+kill -USR1 "$GATED_PID"
+wait "$T"
+check "/dev/full: exit 1" test $? = 1
+check "/dev/full: the error says why" grep -q 'No space left on device' "$TMP/full.err"
+wait "$GATED_PID"
+check "/dev/full: the target finished normally" test $? = 0
+
+# --- the target's own output and checksums, traced and untraced, in every scenario
+for sc in "--batches 6" "--batches 6 --depth 1" "--pattern simple --batches 6" \
+	"--batches 6 --drop d_compute_wait@2 --stall sparse@2:30" "--batches 6 --drop a_compute_wait@2" \
+	"--batches 6 --drop b_data_dist_wait@3 --stall copy@3:30" "--batches 6 --exit-at 3"; do
+	# shellcheck disable=SC2086
+	"$SIM/pipeline" $sc --truth "$TMP/u.truth" >"$TMP/u.out" 2>&1
+	urc=$?
+	# shellcheck disable=SC2086
+	workload_gated "$TMP/t.out" $sc --truth "$TMP/t.truth"
+	"$TOOL" -p "$GATED_PID" -q -o /dev/null &
+	T=$!
+	sleep 0.4
+	kill -USR1 "$GATED_PID"
+	wait "$GATED_PID"
+	trc=$?
+	wait "$T"
+	grep -v '^ready' "$TMP/t.out" >"$TMP/t.cmp"
+	check "identical output traced and untraced: $sc" \
+		sh -c "test $urc = $trc && cmp -s '$TMP/u.out' '$TMP/t.cmp' &&
+			test \"\$(jq -c 'select(.type==\"batch\") | [.batch,.content_ok,.mismatches]' '$TMP/u.truth')\" = \
+			     \"\$(jq -c 'select(.type==\"batch\") | [.batch,.content_ok,.mismatches]' '$TMP/t.truth')\""
+done
