@@ -67,10 +67,14 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 # small helper programs of the end-to-end tests (no HIP), linked with the core
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
 
+# --- bench (docs/performance.md): built by `make all`, run only by `make bench`
+BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
+.SECONDARY: $(B)/bench/floor.bpf.o
+
 TOOL := $(B)/nanlog-bpf
 
 .PHONY: all deps test unit e2e demo bench clean
-all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS)
+all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -150,6 +154,36 @@ $(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lm
 
+# ---- bench: the floor tracer's BPF object and skeleton as in bpf/, the
+# microbenchmark against the real HIP headers, recording and engine tools
+$(B)/bench/%.bpf.o: bench/%.bpf.c | $(B)/bench
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $@.tmp
+	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@ 2>/dev/null || mv $@.tmp $@
+	$(Q)rm -f $@.tmp
+
+$(B)/bench/%.skel.h: $(B)/bench/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(B)/bench/micro: bench/micro.c $(SIMHIP) | $(B)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -Wl,--as-needed -lamdhip64
+
+$(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.o $(B)/libnanlog-core.a
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/loader_umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
+
+# enginebench counts the engine's allocations: malloc, calloc, realloc wrapped
+$(B)/bench/enginebench: bench/enginebench.c $(B)/libnanlog-core.a | $(B)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lz -lm \
+		-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+
+$(B)/bench/%: bench/%.c $(B)/libnanlog-core.a | $(B)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lz -lm
+
 # ---- running
 test: all
 	$(Q)./tests/run.sh
@@ -164,9 +198,9 @@ demo: all
 	$(Q)./scripts/demo.sh
 
 bench: all
-	$(Q)./scripts/bench.sh
+	$(Q)./bench/bench.sh
 
-$(B) $(B)/bpf $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs:
+$(B) $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs:
 	$(Q)mkdir -p $@
 
 clean:

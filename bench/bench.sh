@@ -1,0 +1,356 @@
+#!/bin/sh
+# make bench: the performance figures of docs/performance.md, measured side by
+# side in one run, written as a table into docs/performance.md (between the
+# BENCH-TABLE markers) and as JSON into $B/bench.json. Needs root (BPF),
+# bpftrace, /usr/bin/time (Debian package time) and jq. Takes about 5 minutes.
+#
+# Environment: BENCH_REPS (5) repetitions, interleaved; BENCH_CALLS (100000)
+# probed calls per microbenchmark run; BENCH_BATCHES (300) workload batches;
+# BENCH_BIG_ITER (100000) iterations in the long recording; B (build).
+set -u
+cd "$(dirname "$0")/.." || exit 2
+B=${B:-build}
+REPS=${BENCH_REPS:-5}
+CALLS=${BENCH_CALLS:-100000}
+BATCHES=${BENCH_BATCHES:-300}
+BIG_ITER=${BENCH_BIG_ITER:-100000}
+TOOL=$B/nanlog-bpf
+JSON=$B/bench.json
+DOC=docs/performance.md
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (BPF programs and uprobes)"
+for c in bpftrace jq taskset; do command -v $c >/dev/null || die "$c missing (make deps)"; done
+[ -x /usr/bin/time ] || die "/usr/bin/time missing (Debian package time; make deps)"
+for f in $TOOL $B/bench/micro $B/bench/floor $B/bench/bigrec $B/bench/enginebench \
+	$B/sim/pipeline $B/sim/knowncalls; do
+	[ -x "$f" ] || die "$f missing: make all"
+done
+
+W=$(mktemp -d)
+pids=""
+cleanup() { for p in $pids; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$W"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+LIB=$(realpath "$B/sim/libamdhip64.so.5")
+
+now_ns() { date +%s%N; }
+# wait_for PATTERN FILE [SECONDS [PID ERRFILE]]: PID must stay alive meanwhile;
+# an empty PATTERN waits for FILE to exist
+wait_for() {
+	wf_n=$(( ${3:-30} * 20 ))
+	while [ "$wf_n" -gt 0 ]; do
+		if [ -z "$1" ]; then [ -e "$2" ] && return 0; else grep -q -- "$1" "$2" 2>/dev/null && return 0; fi
+		if [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null; then
+			die "exited before '$1' showed in $2: $(tail -5 "$5" 2>/dev/null)"
+		fi
+		sleep 0.05
+		wf_n=$((wf_n - 1))
+	done
+	die "timed out waiting for '$1' in $2: $(tail -5 "${5:-/dev/null}" 2>/dev/null)"
+}
+median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "null"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+# col FILE MODE FIELD: the values of one mode
+col() { awk -v m="$2" -v f="$3" '$1 == m {print $f}' "$1"; }
+
+# ---------------------------------------------------------------------------
+# 1. Added cost per probed call. The job (micro) runs on CPU 0, the tracer on
+#    CPU 1: a training process and the tool do not share a core.
+# ---------------------------------------------------------------------------
+# bpftrace: the same fields nanlog-bpf records (pid, tid, entry time, the six
+# register arguments, the stack arguments; at return the return time and rc),
+# printed as text to a file, for the APIs the microbenchmark calls. The pid
+# predicate is needed besides -p: bpftrace 0.17 places library uprobes for
+# every process. Its output to a file is block-buffered, so readiness is a
+# file that BEGIN (run once every probe is in place) creates: --unsafe.
+bt_script() {
+	cat <<EOF
+BEGIN { system("touch $2"); }
+uprobe:$LIB:hipEventRecord, uprobe:$LIB:hipStreamWaitEvent, uprobe:$LIB:hipMemcpyAsync
+/pid == $1/
+{ printf("%s %d %d %llu %lx %lx %lx %lx %lx %lx\\n", probe, pid, tid, nsecs, arg0, arg1, arg2, arg3, arg4, arg5); }
+uprobe:$LIB:hipLaunchKernel
+/pid == $1/
+{ printf("%s %d %d %llu %lx %lx %lx %lx %lx %lx %lx %lx\\n", probe, pid, tid, nsecs, arg0, arg1, arg2, arg3, arg4, arg5, *(uint64 *)(reg("sp") + 8), *(uint64 *)(reg("sp") + 16)); }
+uprobe:$LIB:hipEventQuery, uprobe:$LIB:hipStreamSynchronize
+/pid == $1/
+{ @s[tid] = (nsecs, arg0, arg1, arg2, arg3, arg4, arg5); }
+uretprobe:$LIB:hipEventQuery, uretprobe:$LIB:hipStreamSynchronize
+/pid == $1 && @s[tid].0/
+{ \$e = @s[tid]; printf("%s %d %d %llu %llu %d %lx %lx %lx %lx %lx %lx\\n", probe, pid, tid, \$e.0, nsecs, (int32)retval, \$e.1, \$e.2, \$e.3, \$e.4, \$e.5, \$e.6); delete(@s[tid]); }
+END { clear(@s); }
+EOF
+}
+
+# micro_run MODE: one run; appends "MODE calls elapsed_ns captured" to micro.tsv
+micro_run() {
+	m=$1 r=$W/run
+	rm -rf "$r" && mkdir "$r"
+	env LD_LIBRARY_PATH="$B/sim" SIMHIP_BANDWIDTH_MBPS=0 SIMHIP_TIME_SCALE=0 \
+		taskset -c 0 "$B/bench/micro" -g -n "$CALLS" >"$r/micro.out" 2>"$r/micro.err" &
+	mp=$!
+	pids="$pids $mp"
+	wait_for '^ready' "$r/micro.out"
+	tp=
+	case $m in
+	floor)
+		taskset -c 1 "$B/bench/floor" -p "$mp" "$LIB" >"$r/t.out" 2>"$r/t.err" &
+		tp=$!
+		wait_for '^attached' "$r/t.out" 30 $tp "$r/t.err" ;;
+	nanlog)
+		taskset -c 1 "$TOOL" -p "$mp" -o "$r/t.out" 2>"$r/t.err" &
+		tp=$!
+		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err" ;;
+	bpftrace)
+		bt_script "$mp" "$r/bt.ready" >"$r/m.bt"
+		taskset -c 1 bpftrace --unsafe -p "$mp" -o "$r/t.out" "$r/m.bt" 2>"$r/t.err" &
+		tp=$!
+		wait_for '' "$r/bt.ready" 120 $tp "$r/t.err" ;;
+	esac
+	pids="$pids $tp"
+	kill -USR1 "$mp"
+	wait "$mp" || die "micro failed under $m: $(cat "$r/micro.err")"
+	if [ -n "$tp" ]; then
+		kill -INT "$tp" 2>/dev/null
+		wait "$tp"
+	fi
+	case $m in
+	nanlog) cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out") ;;
+	bpftrace) cap=$(grep -c "^u.*probe:.* $mp " "$r/t.out") ;;
+	*) cap=0 ;;
+	esac
+	awk -v m="$m" -v c="$cap" '/^calls/ {print m, $2, $4, c}' "$r/micro.out" >>"$W/micro.tsv"
+}
+
+echo "bench: 1/5 added cost per probed call ($REPS x 4 runs of $CALLS calls)"
+: >"$W/micro.tsv"
+set -- none floor nanlog bpftrace
+for rep in $(seq 1 "$REPS"); do
+	# a different order each repetition, so drift does not favour one mode
+	for m in "$@"; do micro_run "$m"; done
+	first=$1
+	shift
+	set -- "$@" "$first"
+done
+for m in none floor nanlog bpftrace; do
+	col "$W/micro.tsv" $m 3 | median >"$W/med.$m"
+	col "$W/micro.tsv" $m 4 | median >"$W/cap.$m"
+done
+MCALLS=$(col "$W/micro.tsv" none 2 | head -1)
+
+# ---------------------------------------------------------------------------
+# 2. The workload's iteration time, traced and untraced.
+# ---------------------------------------------------------------------------
+wl_run() {
+	m=$1 r=$W/wl
+	rm -rf "$r" && mkdir "$r"
+	env LD_LIBRARY_PATH="$B/sim" taskset -c 0 "$B/sim/pipeline" --gate-signal --batches "$BATCHES" \
+		>"$r/p.out" 2>"$r/p.err" &
+	pp=$!
+	pids="$pids $pp"
+	wait_for '^ready' "$r/p.out"
+	tp=
+	if [ "$m" = nanlog ]; then
+		taskset -c 1 "$TOOL" -p "$pp" -o "$r/t.out" 2>"$r/t.err" &
+		tp=$!
+		pids="$pids $tp"
+		wait_for 'symbols attached' "$r/t.err"
+	fi
+	t0=$(now_ns)
+	kill -USR1 "$pp"
+	wait "$pp" || die "pipeline failed under $m: $(cat "$r/p.err")"
+	t1=$(now_ns)
+	rec=0 nest=0
+	if [ -n "$tp" ]; then
+		kill -INT "$tp" 2>/dev/null
+		wait "$tp"
+		rec=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out")
+		nest=$(jq -s 'map(select(.type == "summary"))[0].nested_folded // 0' "$r/t.out")
+	fi
+	echo "$m $((t1 - t0)) $rec $nest" >>"$W/wl.tsv"
+}
+echo "bench: 2/5 workload iteration time ($REPS x 2 runs of $BATCHES batches)"
+: >"$W/wl.tsv"
+for rep in $(seq 1 "$REPS"); do
+	if [ $((rep % 2)) = 1 ]; then wl_run none; wl_run nanlog; else wl_run nanlog; wl_run none; fi
+done
+WL_NONE=$(col "$W/wl.tsv" none 2 | median)
+WL_NANLOG=$(col "$W/wl.tsv" nanlog 2 | median)
+WL_REC=$(col "$W/wl.tsv" nanlog 3 | median)
+WL_NEST=$(col "$W/wl.tsv" nanlog 4 | median)
+# return-probe hits per iteration: records of APIs with NL_AF_RET, from one --raw run
+r=$W/raw && mkdir -p "$r"
+env LD_LIBRARY_PATH="$B/sim" "$TOOL" -q --raw -o "$r/raw.json" -- "$B/sim/pipeline" --batches "$BATCHES" \
+	>/dev/null 2>"$r/err" || die "raw run failed: $(cat "$r/err")"
+WL_RET=$(jq -s 'map(select(.type == "call" and has("rc"))) | length' "$r/raw.json")
+
+# ---------------------------------------------------------------------------
+# 3 and 4. Engine throughput and memory, from a long recording.
+# ---------------------------------------------------------------------------
+echo "bench: 3/5 engine throughput (recording of $BIG_ITER iterations)"
+env LD_LIBRARY_PATH="$B/sim" "$TOOL" -q --record "$W/seed.rec" -o /dev/null -- \
+	"$B/sim/pipeline" --batches 400 >/dev/null 2>"$W/seed.err" || die "recording failed: $(cat "$W/seed.err")"
+"$B/bench/bigrec" -b "$BIG_ITER" -r 5000000 "$W/seed.rec" "$W/big.rec" >"$W/big.txt" || die "bigrec failed"
+"$B/bench/bigrec" -b 1000 "$W/seed.rec" "$W/k1.rec" >"$W/k1.txt" || die "bigrec failed"
+BIG_RECORDS=$(awk '{print $2}' "$W/big.txt")
+: >"$W/eng.tsv"
+: >"$W/rep.tsv"
+for rep in $(seq 1 "$REPS"); do
+	taskset -c 0 "$B/bench/enginebench" "$W/big.rec" >>"$W/eng.tsv" || die "enginebench failed"
+	/usr/bin/time -f '%e %U %S %M' -o "$W/time.out" taskset -c 0 "$TOOL" --replay "$W/big.rec" -q \
+		-o "$W/big.out" --force || die "replay failed"
+	echo "$(cat "$W/time.out") $(jq -s 'map(select(.type == "summary"))[0].batches' "$W/big.out")" >>"$W/rep.tsv"
+done
+ENG_NS=$(awk '{print $8}' "$W/eng.tsv" | median)
+ENG_ALLOCS=$(awk '{print $12}' "$W/eng.tsv" | median)
+REP_WALL=$(awk '{print $1}' "$W/rep.tsv" | median)
+REP_CPU=$(awk '{print $2 + $3}' "$W/rep.tsv" | median)
+RSS_100K=$(awk '{print $4}' "$W/rep.tsv" | median)
+BATCHES_100K=$(awk '{print $5}' "$W/rep.tsv" | head -1)
+echo "bench: 4/5 memory after 1,000 and $BATCHES_100K batches"
+: >"$W/k1.tsv"
+for rep in $(seq 1 "$REPS"); do
+	/usr/bin/time -f '%M' -o "$W/time.out" "$TOOL" --replay "$W/k1.rec" -q -o "$W/k1.out" --force ||
+		die "replay failed"
+	echo "$(cat "$W/time.out") $(jq -s 'map(select(.type == "summary"))[0].batches' "$W/k1.out")" >>"$W/k1.tsv"
+done
+RSS_1K=$(awk '{print $1}' "$W/k1.tsv" | median)
+BATCHES_1K=$(awk '{print $2}' "$W/k1.tsv" | head -1)
+
+# ---------------------------------------------------------------------------
+# 5. Attach and detach on Debian's real libamdhip64.so.5.
+# ---------------------------------------------------------------------------
+echo "bench: 5/5 attach and detach on the real libamdhip64.so.5"
+REAL=$(ldconfig -p | awk '/libamdhip64\.so\.5 /{print $NF; exit}')
+[ -n "$REAL" ] || die "Debian's libamdhip64.so.5 is not installed (make deps)"
+REALDIR=$(dirname "$(realpath "$REAL")")
+: >"$W/att.tsv"
+for rep in $(seq 1 "$REPS"); do
+	r=$W/att
+	rm -rf "$r" && mkdir "$r"
+	env LD_LIBRARY_PATH="$REALDIR" "$B/sim/knowncalls" -g >"$r/k.out" 2>"$r/k.err" &
+	kp=$!
+	pids="$pids $kp"
+	wait_for '^ready' "$r/k.err"
+	t0=$(now_ns)
+	"$TOOL" -p "$kp" -o "$r/t.out" 2>"$r/t.err" &
+	tp=$!
+	pids="$pids $tp"
+	wait_for 'symbols attached' "$r/t.err" 60
+	t1=$(now_ns)
+	kill -INT "$tp"
+	wait "$tp"
+	t2=$(now_ns)
+	kill -KILL "$kp" 2>/dev/null
+	wait "$kp" 2>/dev/null
+	ins=$(jq -s 'map(select(.type == "summary"))[0].attach_ns' "$r/t.out")
+	probes=$(jq -s 'map(select(.type == "summary"))[0].probes_attached' "$r/t.out")
+	echo "$ins $((t1 - t0)) $((t2 - t1)) $probes" >>"$W/att.tsv"
+done
+ATT_IN=$(awk '{print $1}' "$W/att.tsv" | median)
+ATT_EXT=$(awk '{print $2}' "$W/att.tsv" | median)
+DET_EXT=$(awk '{print $3}' "$W/att.tsv" | median)
+ATT_PROBES=$(awk '{print $4}' "$W/att.tsv" | head -1)
+
+# ---------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------
+CPU=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+NCPU=$(nproc)
+KERNEL=$(uname -r)
+VIRT=$(systemd-detect-virt 2>/dev/null || echo unknown)
+BTV=$(bpftrace --version 2>/dev/null | awk '{print $2}')
+jq -n \
+	--arg cpu "$CPU" --argjson cores "$NCPU" --arg kernel "$KERNEL" --arg virt "$VIRT" \
+	--arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg bpftrace "$BTV" \
+	--argjson reps "$REPS" --argjson calls "$MCALLS" \
+	--argjson a "$(cat "$W/med.none")" --argjson b "$(cat "$W/med.floor")" \
+	--argjson c "$(cat "$W/med.nanlog")" --argjson d "$(cat "$W/med.bpftrace")" \
+	--argjson cap_c "$(cat "$W/cap.nanlog")" --argjson cap_d "$(cat "$W/cap.bpftrace")" \
+	--argjson batches "$BATCHES" --argjson wl_none "$WL_NONE" --argjson wl_nanlog "$WL_NANLOG" \
+	--argjson wl_rec "$WL_REC" --argjson wl_nest "$WL_NEST" --argjson wl_ret "$WL_RET" \
+	--argjson big_records "$BIG_RECORDS" --argjson eng_ns "$ENG_NS" --argjson eng_allocs "$ENG_ALLOCS" \
+	--argjson rep_wall "$REP_WALL" --argjson rep_cpu "$REP_CPU" \
+	--argjson rss_1k "$RSS_1K" --argjson rss_100k "$RSS_100K" \
+	--argjson b1k "$BATCHES_1K" --argjson b100k "$BATCHES_100K" \
+	--argjson att_in "$ATT_IN" --argjson att_ext "$ATT_EXT" --argjson det_ext "$DET_EXT" \
+	--argjson att_probes "$ATT_PROBES" '
+def r(n): (. * pow(10; n) | round) / pow(10; n);
+{
+  machine: {cpu: $cpu, cores: $cores, kernel: $kernel, virtualization: $virt, date: $date,
+            bpftrace: $bpftrace},
+  method: {repetitions: $reps, interleaved: true, statistic: "median"},
+  micro: {
+    calls: $calls,
+    elapsed_ns: {untraced: $a, floor: $b, nanlog: $c, bpftrace: $d},
+    ns_per_call_untraced: ($a / $calls | r(1)),
+    added_ns_per_call: {floor: (($b - $a) / $calls | r(1)), nanlog: (($c - $a) / $calls | r(1)),
+                        bpftrace: (($d - $a) / $calls | r(1))},
+    records_captured: {nanlog: $cap_c, bpftrace: $cap_d}
+  },
+  overhead_ratio_vs_floor: ((($c - $a) / ($b - $a)) | r(3)),
+  overhead_ratio_vs_bpftrace: ((($c - $a) / ($d - $a)) | r(3)),
+  workload: {
+    batches: $batches,
+    iteration_ns_untraced: ($wl_none / $batches | round),
+    iteration_ns_traced: ($wl_nanlog / $batches | round),
+    records_per_iteration: ($wl_rec / $batches | r(1)),
+    nested_calls_per_iteration: ($wl_nest / $batches | r(1)),
+    return_probe_calls_per_iteration: ($wl_ret / $batches | r(1)),
+    probe_hits_per_iteration: (($wl_rec + $wl_nest + $wl_ret) / $batches | r(1))
+  },
+  iteration_slowdown: (($wl_nanlog / $wl_none) | r(3)),
+  engine_records: $big_records,
+  engine_records_per_s: ((1e9 / $eng_ns) | round),
+  engine_ns_per_record: ($eng_ns | r(1)),
+  engine_allocs_per_record: $eng_allocs,
+  replay: {wall_s: $rep_wall, cpu_s: ($rep_cpu | r(2)),
+           records_per_cpu_s: (($big_records / $rep_cpu) | round)},
+  rss_mib_1k: (($rss_1k / 1024) | r(1)),
+  rss_mib_100k: (($rss_100k / 1024) | r(1)),
+  rss_batches: {small: $b1k, large: $b100k},
+  attach_ms: (($att_in / 1e6) | r(1)),
+  attach_ms_external: (($att_ext / 1e6) | r(1)),
+  attach_probes: $att_probes,
+  detach_ms: (($det_ext / 1e6) | r(1)),
+  targets: {overhead_ratio_vs_floor: 1.10, overhead_ratio_vs_bpftrace: 0.50,
+            engine_records_per_s: 5000000, rss_mib: 32}
+}' >"$JSON" || die "cannot write $JSON"
+echo "bench: wrote $JSON"
+
+# the table in docs/performance.md, between its markers
+ok() { if [ "$1" = true ]; then echo met; else echo "**not met**"; fi; }
+table=$W/table.md
+jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
+	--arg ok2 "$(ok "$(jq '.overhead_ratio_vs_bpftrace <= 0.50' "$JSON")")" \
+	--arg ok3 "$(ok "$(jq '.engine_records_per_s >= 5000000' "$JSON")")" \
+	--arg ok4 "$(ok "$(jq '.rss_mib_100k <= 32 and .rss_mib_1k <= 32' "$JSON")")" '
+"Machine: \(.machine.cpu), \(.machine.cores) cores, Linux \(.machine.kernel) (\(.machine.virtualization)), bpftrace \(.machine.bpftrace); \(.machine.date). Medians of \(.method.repetitions) interleaved repetitions.",
+"",
+"| figure | value | target |",
+"|---|---|---|",
+"| untraced call (simhip, micro mix) | \(.micro.ns_per_call_untraced) ns | |",
+"| added per call: floor tracer (b) | \(.micro.added_ns_per_call.floor) ns | |",
+"| added per call: nanlog-bpf (c) | \(.micro.added_ns_per_call.nanlog) ns | |",
+"| added per call: bpftrace, same fields to a file (d) | \(.micro.added_ns_per_call.bpftrace) ns | |",
+"| `overhead_ratio_vs_floor` (c-a)/(b-a) | \(.overhead_ratio_vs_floor) | <= 1.10, \($ok1) |",
+"| `overhead_ratio_vs_bpftrace` (c-a)/(d-a) | \(.overhead_ratio_vs_bpftrace) | <= 0.50, \($ok2) |",
+"| workload iteration, untraced / traced | \(.workload.iteration_ns_untraced / 1e3 | floor) us / \(.workload.iteration_ns_traced / 1e3 | floor) us | |",
+"| `iteration_slowdown` | \(.iteration_slowdown) | |",
+"| probe hits per iteration (records + folded nested + returns) | \(.workload.probe_hits_per_iteration) (\(.workload.records_per_iteration) + \(.workload.nested_calls_per_iteration) + \(.workload.return_probe_calls_per_iteration)) | |",
+"| `engine_records_per_s` (engine alone, \(.engine_records) records) | \(.engine_records_per_s) (\(.engine_ns_per_record) ns/record, \(.engine_allocs_per_record) allocations/record) | >= 5,000,000, \($ok3) |",
+"| `--replay` of the same file, whole tool | \(.replay.records_per_cpu_s) records per CPU second (\(.replay.cpu_s) s CPU, \(.replay.wall_s) s wall) | |",
+"| `rss_mib_1k` / `rss_mib_100k` (peak RSS after \(.rss_batches.small) / \(.rss_batches.large) batches) | \(.rss_mib_1k) MiB / \(.rss_mib_100k) MiB | flat, <= 32 MiB, \($ok4) |",
+"| `attach_ms` (real libamdhip64.so.5, \(.attach_probes) probes; start to probes in place) | \(.attach_ms) ms (\(.attach_ms_external) ms seen from outside) | |",
+"| `detach_ms` (SIGINT to exit) | \(.detach_ms) ms | |"
+' "$JSON" >"$table" || die "cannot make the table"
+if [ -f "$DOC" ] && grep -q '^<!-- BENCH-TABLE -->' "$DOC" && grep -q '^<!-- /BENCH-TABLE -->' "$DOC"; then
+	awk -v t="$table" '
+		/^<!-- BENCH-TABLE -->/ {print; while ((getline l < t) > 0) print l; skip = 1; next}
+		/^<!-- \/BENCH-TABLE -->/ {skip = 0}
+		!skip {print}' "$DOC" >"$W/doc.md" && cat "$W/doc.md" >"$DOC"
+	echo "bench: table updated in $DOC"
+else
+	echo "bench: $DOC has no BENCH-TABLE markers; the table:"
+fi
+cat "$table"
