@@ -387,26 +387,60 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	return 0;
 }
 
-static int add_lib_locked(struct nl_loader *l, struct target *t, const char *path, int lib);
+static int add_lib_locked(struct nl_loader *l, struct target *t, const char *path, int lib,
+			  uint64_t map_ino);
 
-/* Attach a library given by path (as the target sees it) unless already done. */
-static int add_lib(struct nl_loader *l, struct target *t, const char *path, int lib)
+/*
+ * Attach a library given by path unless already done. map_ino: the inode
+ * /proc/PID/maps gave for it, 0 for a path the user named.
+ */
+static int add_lib(struct nl_loader *l, struct target *t, const char *path, int lib,
+		   uint64_t map_ino)
 {
 	int err;
 
 	nl_caps_raise(); /* CAP_SYS_PTRACE for /proc/PID/root, CAP_BPF/PERFMON to attach */
-	err = add_lib_locked(l, t, path, lib);
+	err = add_lib_locked(l, t, path, lib, map_ino);
 	nl_caps_lower();
 	return err;
 }
 
-static int add_lib_locked(struct nl_loader *l, struct target *t, const char *path, int lib)
+/*
+ * The file a target mapped. A path from /proc/PID/maps is the kernel's
+ * canonical name of the mapping as seen from the reader's root: inside the
+ * target's root for a target in its own mount namespace, but the host's path
+ * for a chrooted one. So: inside the target's root first, then the path as
+ * it stands, and either only if it is the very inode the maps named. A path
+ * the user gave is looked up inside the target's root only.
+ */
+static int open_mapped(pid_t pid, const char *path, uint64_t map_ino)
+{
+	struct stat st;
+	int fd = open_in_root(pid, path);
+
+	if (!map_ino)
+		return fd;
+	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_ino == map_ino)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == map_ino)
+		return fd;
+	close(fd);
+	return -ENOENT;
+}
+
+static int add_lib_locked(struct nl_loader *l, struct target *t, const char *path, int lib,
+			  uint64_t map_ino)
 {
 	struct libent *e;
 	struct stat st;
 	int fd, err;
 
-	fd = open_in_root(t->pid, path);
+	fd = open_mapped(t->pid, path, map_ino);
 	if (fd < 0) {
 		logf_(l, 0, "pid %d: cannot open %s in its root: %s", (int)t->pid, path,
 		      strerror(-fd));
@@ -475,7 +509,7 @@ static int scan_maps(struct nl_loader *l, struct target *t, int *nhip)
 		}
 		if (nhip && libs[i].lib == NL_LIB_HIP)
 			(*nhip)++;
-		err = add_lib(l, t, libs[i].path, libs[i].lib);
+		err = add_lib(l, t, libs[i].path, libs[i].lib, libs[i].inode);
 		if (err)
 			return err;
 	}
@@ -533,7 +567,7 @@ int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *path
 			err = -EINVAL;
 			goto fail;
 		}
-		err = add_lib(l, t, paths[i], lib);
+		err = add_lib(l, t, paths[i], lib, 0);
 		if (err)
 			goto fail;
 		if (lib == NL_LIB_HIP)

@@ -164,3 +164,38 @@ for sc in "--batches 6" "--batches 6 --depth 1" "--pattern simple --batches 6" \
 			test \"\$(jq -c 'select(.type==\"batch\") | [.batch,.content_ok,.mismatches]' '$TMP/u.truth')\" = \
 			     \"\$(jq -c 'select(.type==\"batch\") | [.batch,.content_ok,.mismatches]' '$TMP/t.truth')\""
 done
+
+# --- a target in its own root (chroot): library paths resolve inside that
+# root, never through an absolute symbolic link to a file of the host
+if command -v chroot >/dev/null && command -v ldd >/dev/null; then
+	R=$TMP/root
+	mkdir -p "$R/opt/rocm/lib" "$R/evil" "$R/bin" "$TMP/hostonly"
+	cp "$KC" "$R/bin/knowncalls"
+	cp "$SIM/libamdhip64.so.5" "$SIM/librccl.so.1" "$R/opt/rocm/lib/"
+	for l in $(LD_LIBRARY_PATH="$SIM" ldd "$KC" | grep -o '/[^ ]*' | sort -u); do
+		case $l in */sim/*) continue ;; esac
+		mkdir -p "$R$(dirname "$l")" && cp -L "$l" "$R$l"
+	done
+	# inside the root this link leads nowhere; followed from the host it would
+	# reach a runtime library the target never mapped
+	cp "$SIM/libamdhip64.so.5" "$TMP/hostonly/libamdhip64.so.5"
+	ln -s "$TMP/hostonly/libamdhip64.so.5" "$R/evil/libamdhip64.so.5"
+	env LD_LIBRARY_PATH=/opt/rocm/lib chroot "$R" /bin/knowncalls -g >"$TMP/ch.out" 2>"$TMP/ch.err" &
+	CH=$!
+	at_exit "kill -KILL $CH 2>/dev/null"
+	wait_for '^ready' "$TMP/ch.err"
+	"$TOOL" -p "$CH" --lib /evil/libamdhip64.so.5 -o "$TMP/ch.json" 2>"$TMP/ch.tool"
+	check "chroot: a link out of the target's root is not followed (exit 1, one line)" \
+		sh -c "test $? = 1 && grep -q 'in its root' '$TMP/ch.tool'"
+	"$TOOL" -p "$CH" --raw --no-audit -o "$TMP/ch2.json" 2>/dev/null &
+	T=$!
+	wait_for '"type":"attach"' "$TMP/ch2.json"
+	kill -USR1 "$CH"
+	wait "$T"
+	# the kernel names a chrooted mapping by its path from the reader's root
+	check "chroot: the runtime the target mapped found (by its inode) and traced" \
+		jq -e -s '([.[] | select(.type=="attach")][0].path | endswith("/opt/rocm/lib/libamdhip64.so.5")) and
+			([.[] | select(.type=="call")] | length == 16)' "$TMP/ch2.json"
+else
+	skip "chroot: chroot or ldd missing"
+fi
