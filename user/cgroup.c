@@ -52,6 +52,18 @@ static void find_container(const char *path, struct nl_cgroup_id *id)
 	}
 }
 
+/* 8-4-4-4-12 hex digits, dashes between */
+static bool is_uid(const char *u)
+{
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? u[i] != '-' : !isxdigit((unsigned char)u[i]))
+			return false;
+	}
+	return true;
+}
+
 /* "pod" followed by a UID, with dashes (cgroupfs driver) or underscores (systemd). */
 static void find_pod(const char *path, struct nl_cgroup_id *id)
 {
@@ -65,7 +77,9 @@ static void find_pod(const char *path, struct nl_cgroup_id *id)
 		for (; n < 36 && (isxdigit((unsigned char)u[n]) || u[n] == '-' || u[n] == '_'); n++)
 			uid[n] = u[n] == '_' ? '-' : u[n];
 		uid[n] = '\0';
-		if (n == 36 && uid[8] == '-' && uid[13] == '-' && uid[18] == '-' && uid[23] == '-') {
+		/* the whole run is the UID: a longer one is not cut to fit */
+		if (n == 36 && is_uid(uid) && !isxdigit((unsigned char)u[36]) && u[36] != '-' &&
+		    u[36] != '_') {
 			memcpy(id->pod_uid, uid, sizeof(uid));
 			return;
 		}
