@@ -13,7 +13,7 @@
 
 static int parse(struct nl_opts *o, char *err, ...)
 {
-	char *argv[32];
+	static char *argv[32]; /* o->cmd points into it after the call */
 	int argc = 0;
 	va_list ap;
 
