@@ -1,5 +1,6 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
-# Targets: all (default), deps, test, demo, bench, clean.
+# Targets: all (default), deps, test, demo, bench, clean;
+#          fuzz, fuzz-regress (docs/fuzzing.md).
 
 ARCH := $(shell uname -m)
 ifneq ($(ARCH),x86_64)
@@ -67,13 +68,28 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 # small helper programs of the end-to-end tests (no HIP), linked with the core
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
 
+# --- fuzzing (docs/fuzzing.md): libFuzzer harnesses under ASan and UBSan,
+# built with clang into $(B)/fuzz, apart from the unit tests' gcc objects
+FUZZ_CC      ?= $(CLANG)
+FUZZ_CFLAGS  ?= -O1 -g
+FUZZ_SECONDS ?= 20
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+ifeq ($(wildcard user/cgroup.c),)
+FUZZ_SRCS    := $(filter-out tests/fuzz/fuzz_cgroup.c,$(FUZZ_SRCS))
+endif
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
+FUZZ_BINS    := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_NAMES))
+CORE_FUZZ_OBJS := $(patsubst user/%.c,$(B)/fuzz/user/%.o,$(CORE_SRCS))
+FUZZ_LIB     := $(B)/fuzz/libnanlog-core-fuzz.a
+
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
 BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
 .SECONDARY: $(B)/bench/floor.bpf.o
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean
+.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds
 all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
 
 deps:
@@ -184,7 +200,36 @@ $(B)/bench/%: bench/%.c $(B)/libnanlog-core.a | $(B)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lz -lm
 
+# ---- fuzzing harnesses
+$(B)/fuzz/user/%.o: user/%.c | $(B)/fuzz/user
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_LIB): $(CORE_FUZZ_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB) | $(B)/fuzz
+	$(call msg,LD-FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) -lelf -lz -lm
+
+$(B)/fuzz/gen_seeds: tests/fuzz/gen/gen_seeds.c $(B)/libnanlog-core.a | $(B)/fuzz
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -Itests/fuzz -o $@ $< $(B)/libnanlog-core.a -ldl -lelf -lz -lm
+
 # ---- running
+fuzz-build: $(FUZZ_BINS)
+
+# regenerate the generated seeds under tests/fuzz/corpus (not run by CI)
+fuzz-seeds: $(B)/fuzz/gen_seeds $(SIMHIP) $(SIMRCCL)
+	$(Q)B=$(B) ./tests/fuzz/gen/seeds.sh
+
+fuzz: $(FUZZ_BINS)
+	$(Q)B=$(B) ./tests/fuzz/run.sh fuzz $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+fuzz-regress: $(FUZZ_BINS)
+	$(Q)B=$(B) ./tests/fuzz/run.sh regress $(FUZZ_NAMES)
+
 test: all
 	$(Q)./tests/run.sh
 
@@ -200,7 +245,8 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs:
+$(B) $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B)/fuzz $(B)/fuzz/user:
 	$(Q)mkdir -p $@
 
 clean:
