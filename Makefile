@@ -1,6 +1,6 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
-#          fuzz, fuzz-regress (docs/fuzzing.md).
+#          fuzz, fuzz-regress, valgrind (docs/fuzzing.md).
 
 ARCH := $(shell uname -m)
 ifneq ($(ARCH),x86_64)
@@ -82,6 +82,12 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
 FUZZ_BINS    := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_NAMES))
 CORE_FUZZ_OBJS := $(patsubst user/%.c,$(B)/fuzz/user/%.o,$(CORE_SRCS))
 FUZZ_LIB     := $(B)/fuzz/libnanlog-core-fuzz.a
+# --- valgrind: the core unit tests again, without ASan (it and valgrind exclude
+# each other); not test_sim*, see docs/fuzzing.md
+VG_CFLAGS    ?= -O1 -g
+CORE_VG_OBJS := $(patsubst user/%.c,$(B)/vg/user/%.o,$(CORE_SRCS))
+VG_LIB       := $(B)/vg/libnanlog-core-vg.a
+VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(CORE_UNIT_SRCS))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
 BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
@@ -89,7 +95,7 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds
+.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
 all: $(TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
 
 deps:
@@ -200,7 +206,7 @@ $(B)/bench/%: bench/%.c $(B)/libnanlog-core.a | $(B)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lz -lm
 
-# ---- fuzzing harnesses
+# ---- fuzzing harnesses and the valgrind build of the unit tests
 $(B)/fuzz/user/%.o: user/%.c | $(B)/fuzz/user
 	$(call msg,CC-FUZZ,$@)
 	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -212,6 +218,22 @@ $(FUZZ_LIB): $(CORE_FUZZ_OBJS)
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB) | $(B)/fuzz
 	$(call msg,LD-FUZZ,$@)
 	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) -lelf -lz -lm
+
+$(B)/vg/user/%.o: user/%.c | $(B)/vg/user
+	$(call msg,CC-VG,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -c $< -o $@
+
+$(VG_LIB): $(CORE_VG_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/vg/skip.o: tests/valgrind/skip.c | $(B)/vg
+	$(call msg,CC-VG,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -c $< -o $@
+
+$(B)/vg/test_%: tests/unit/test_%.c $(B)/vg/skip.o $(VG_LIB) | $(B)/vg
+	$(call msg,CC-VG,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -o $@ $< $(B)/vg/skip.o $(VG_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
 
 $(B)/fuzz/gen_seeds: tests/fuzz/gen/gen_seeds.c $(B)/libnanlog-core.a | $(B)/fuzz
 	$(call msg,CC,$@)
@@ -230,6 +252,12 @@ fuzz: $(FUZZ_BINS)
 fuzz-regress: $(FUZZ_BINS)
 	$(Q)B=$(B) ./tests/fuzz/run.sh regress $(FUZZ_NAMES)
 
+# test_concurrent_render spins a feeder thread against the renderer: valgrind
+# serializes threads and takes minutes over it (ASan runs it in `make test`)
+VG_SKIP ?= test_concurrent_render
+valgrind: $(VG_BINS)
+	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
+
 test: all
 	$(Q)./tests/run.sh
 
@@ -246,7 +274,7 @@ bench: all
 	$(Q)./bench/bench.sh
 
 $(B) $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
-$(B)/fuzz $(B)/fuzz/user:
+$(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
 	$(Q)mkdir -p $@
 
 clean:
