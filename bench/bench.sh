@@ -2,7 +2,7 @@
 # make bench: the performance figures of docs/performance.md, measured side by
 # side in one run, written as a table into docs/performance.md (between the
 # BENCH-TABLE markers) and as JSON into $B/bench.json. Needs root (BPF),
-# bpftrace, /usr/bin/time (Debian package time) and jq. Takes about 5 minutes.
+# bpftrace, /usr/bin/time (Debian package time) and jq. Takes about 2 minutes.
 #
 # Environment: BENCH_REPS (5) repetitions, interleaved; BENCH_CALLS (100000)
 # probed calls per microbenchmark run; BENCH_BATCHES (300) workload batches;
@@ -103,7 +103,7 @@ micro_run() {
 		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err" ;;
 	bpftrace)
 		bt_script "$mp" "$r/bt.ready" >"$r/m.bt"
-		taskset -c 1 bpftrace --unsafe -p "$mp" -o "$r/t.out" "$r/m.bt" 2>"$r/t.err" &
+		taskset -c 1 bpftrace --unsafe -p "$mp" -o "$r/t.out" "$r/m.bt" >/dev/null 2>"$r/t.err" &
 		tp=$!
 		wait_for '' "$r/bt.ready" 120 $tp "$r/t.err" ;;
 	esac
@@ -325,7 +325,7 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 	--arg ok2 "$(ok "$(jq '.overhead_ratio_vs_bpftrace <= 0.50' "$JSON")")" \
 	--arg ok3 "$(ok "$(jq '.engine_records_per_s >= 5000000' "$JSON")")" \
 	--arg ok4 "$(ok "$(jq '.rss_mib_100k <= 32 and .rss_mib_1k <= 32' "$JSON")")" '
-"Machine: \(.machine.cpu), \(.machine.cores) cores, Linux \(.machine.kernel) (\(.machine.virtualization)), bpftrace \(.machine.bpftrace); \(.machine.date). Medians of \(.method.repetitions) interleaved repetitions.",
+"Machine: \(.machine.cpu), \(.machine.cores) cores, Linux \(.machine.kernel) (systemd-detect-virt: \(.machine.virtualization)), bpftrace \(.machine.bpftrace); \(.machine.date). Medians of \(.method.repetitions) interleaved repetitions.",
 "",
 "| figure | value | target |",
 "|---|---|---|",
