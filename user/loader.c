@@ -424,6 +424,8 @@ static int open_mapped(pid_t pid, const char *path, uint64_t map_ino)
 		return fd;
 	if (fd >= 0)
 		close(fd);
+	else if (fd != -ENOENT && fd != -ENOTDIR)
+		return fd; /* no access to its root (no CAP_SYS_PTRACE): not to be worked around */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;

@@ -50,12 +50,13 @@ batches_of() { # FILE PID
 }
 
 # --- node agent first, workloads after it; it outlives them
-"$TOOL" --all --raw -o "$TMP/all.json" 2>"$TMP/all.err" &
+"$TOOL" --all --raw -v -o "$TMP/all.json" 2>"$TMP/all.err" &
 agent=$!
 at_exit "kill -KILL $agent 2>/dev/null"
 sleep 0.5
-pod_workload "$TMP/pod.out" --batches 30 --iter-sleep-ms 40
-host_workload "$TMP/host.out" --batches 30 --iter-sleep-ms 40
+# long enough that a busy machine cannot hide them between two scans
+pod_workload "$TMP/pod.out" --batches 60 --iter-sleep-ms 40
+host_workload "$TMP/host.out" --batches 60 --iter-sleep-ms 40
 wait "$POD_SH"
 wait "$HOST_WL"
 sleep 0.6
@@ -66,14 +67,14 @@ check "--all: exit 0 on SIGINT" test $? = 0
 PODPID=$(jq -r -s "[.[] | select(.type==\"call\" and .container_id==\"$CID\")][0].pid" "$TMP/all.json")
 check "--all: the pod's process found in its PID namespace and attributed to its container" \
 	test "$PODPID" != null
-[ "$PODPID" != null ] || { cat "$TMP/all.err" "$TMP/pod.out" >&2; }
+[ "$PODPID" != null ] || { grep -E 'found|container|not traced|cannot' "$TMP/all.err" "$TMP/pod.out" >&2; }
 check "--all: its runtime attached at the path only its mount namespace has" \
 	jq -e -s "[.[] | select(.type==\"attach\" and .pid==$PODPID and .lib==\"libamdhip64\")][0].path | startswith(\"$TMP/nsroot\")" "$TMP/all.json"
 check "--all: the pod's batches carry container_id and pod_uid" \
 	sh -c "batches_of() { jq -s \"[.[] | select(.type==\\\"batch\\\" and .pid==\$2)]\" \"\$1\"; }; \
-		batches_of '$TMP/all.json' $PODPID | jq -e 'length >= 15 and all(.container_id==\"$CID\" and .pod_uid==\"$POD\")'"
+		batches_of '$TMP/all.json' $PODPID | jq -e 'length >= 30 and all(.container_id==\"$CID\" and .pod_uid==\"$POD\")'"
 check "--all: the host workload attributed to its own pid, without container" \
-	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$HOST_WL)] | length >= 15 and all(has(\"container_id\") | not)' '$TMP/all.json'"
+	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$HOST_WL)] | length >= 30 and all(has(\"container_id\") | not)' '$TMP/all.json'"
 check "--all: the pod's batches trusted" \
 	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$PODPID and .verdict != \"trusted\")] | length <= 2' '$TMP/all.json'"
 
@@ -89,9 +90,9 @@ for mode in cgroup container comm; do
 	agent=$!
 	at_exit "kill -KILL $agent 2>/dev/null"
 	sleep 0.5
-	pod_workload "$TMP/pod.$mode" --batches 20 --iter-sleep-ms 40
+	pod_workload "$TMP/pod.$mode" --batches 40 --iter-sleep-ms 40
 	if [ $mode != comm ]; then
-		host_workload "$TMP/host.$mode" --batches 20 --iter-sleep-ms 40
+		host_workload "$TMP/host.$mode" --batches 40 --iter-sleep-ms 40
 	fi
 	wait "$POD_SH"
 	[ $mode != comm ] && wait "$HOST_WL"
@@ -100,7 +101,7 @@ for mode in cgroup container comm; do
 	wait "$agent"
 	check "--$mode: exit 0" test $? = 0
 	check "--$mode: the pod's workload audited" \
-		jq -e -s "[.[] | select(.type==\"batch\" and .container_id==\"$CID\")] | length >= 10" "$TMP/$mode.json" ||
+		jq -e -s "[.[] | select(.type==\"batch\" and .container_id==\"$CID\")] | length >= 20" "$TMP/$mode.json" ||
 		{ cat "$TMP/pod.$mode" >&2; false; }
 	if [ $mode != comm ]; then
 		check "--$mode: nothing from outside the selection" \
