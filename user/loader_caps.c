@@ -19,6 +19,7 @@ static const cap_value_t keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS
 #define NKEEP (sizeof(keep) / sizeof(keep[0]))
 
 static bool dropped;
+static int raised; /* nesting depth of nl_caps_raise: a scan that attaches raises twice */
 
 static bool has(cap_t c, cap_value_t v, cap_flag_t f)
 {
@@ -106,10 +107,12 @@ static void set_effective(bool on)
 
 void nl_caps_raise(void)
 {
-	set_effective(true);
+	if (raised++ == 0)
+		set_effective(true);
 }
 
 void nl_caps_lower(void)
 {
-	set_effective(false);
+	if (raised > 0 && --raised == 0)
+		set_effective(false);
 }

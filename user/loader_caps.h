@@ -14,6 +14,7 @@
 bool nl_caps_can_trace(void);
 /* Drop everything but the kept set from permitted and bounding; empty effective. */
 int nl_caps_drop(char *desc, size_t desclen);
+/* Nest: the effective set empties again at the outermost nl_caps_lower. */
 void nl_caps_raise(void);
 void nl_caps_lower(void);
 

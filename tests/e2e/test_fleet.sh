@@ -57,6 +57,8 @@ sleep 0.5
 # long enough that a busy machine cannot hide them between two scans
 pod_workload "$TMP/pod.out" --batches 60 --iter-sleep-ms 40
 host_workload "$TMP/host.out" --batches 60 --iter-sleep-ms 40
+sleep 1
+MEMBERS=$(cat "$CG/cgroup.procs" | tr '\n' ' ')
 wait "$POD_SH"
 wait "$HOST_WL"
 sleep 0.6
@@ -67,7 +69,7 @@ check "--all: exit 0 on SIGINT" test $? = 0
 PODPID=$(jq -r -s "[.[] | select(.type==\"call\" and .container_id==\"$CID\")][0].pid" "$TMP/all.json")
 check "--all: the pod's process found in its PID namespace and attributed to its container" \
 	test "$PODPID" != null
-[ "$PODPID" != null ] || { grep -E 'found|container|not traced|cannot' "$TMP/all.err" "$TMP/pod.out" >&2; }
+[ "$PODPID" != null ] || { echo "  pod members: $MEMBERS host: $HOST_WL" >&2; grep -E 'found|container|not traced|cannot' "$TMP/all.err" "$TMP/pod.out" >&2; }
 check "--all: its runtime attached at the path only its mount namespace has" \
 	jq -e -s "[.[] | select(.type==\"attach\" and .pid==$PODPID and .lib==\"libamdhip64\")][0].path | startswith(\"$TMP/nsroot\")" "$TMP/all.json"
 check "--all: the pod's batches carry container_id and pod_uid" \
