@@ -159,8 +159,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (ev->slot != slot)
 			p->edges++;
 		/* A stream that starts waiting on the data-dist side later in the
-		 * run joins it (only where the process has a sparse stage). */
-		if (s->role == NL_ROLE_OTHER && p->has_sparse && from &&
+		 * run joins it (only where the process has a sparse stage, and not
+		 * when --sparse-stream named the set). */
+		if (s->role == NL_ROLE_OTHER && p->has_sparse && !e->o.has_sparse_streams && from &&
 		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE))
 			s->role = NL_ROLE_SPARSE;
 		set_token(e, p, slot, ev->token, c->ts_ns);

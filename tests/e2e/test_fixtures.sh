@@ -29,3 +29,13 @@ check "exit_mid_batch: batches 3-5 skipped" \
 	test "$(verdicts "$TMP/exit_mid_batch.json")" = "trusted trusted trusted skipped skipped skipped"
 check "fixtures name no folder of the machine they were made on" \
 	sh -c "! grep -q '\"path\":\"/work\|/home/\|/root/' tests/fixtures/*.expected.json"
+
+# role overrides: what the command line names wins over what was inferred
+roles() { jq -r -s '[.[] | select(.type=="summary")][0].streams | map(.role) | join(",")' "$1"; }
+S=$(jq -r -s '[.[] | select(.type=="summary")][0].streams[] | select(.role=="sparse") | .stream' "$TMP/clean.json" | head -1)
+C=$(jq -r -s '[.[] | select(.type=="summary")][0].streams[] | select(.role=="copy") | .stream' "$TMP/clean.json")
+"$TOOL" --replay tests/fixtures/clean.rec -q --sparse-stream "$S" -o "$TMP/ov1.json"
+check "--sparse-stream: only the named stream is sparse" test "$(roles "$TMP/ov1.json")" = "copy,sparse,other,compute"
+"$TOOL" --replay tests/fixtures/clean.rec -q --copy-stream "$S" --compute-stream "$C" -o "$TMP/ov2.json"
+check "--copy-stream/--compute-stream: roles as named" \
+	jq -e -s "[.[] | select(.type==\"summary\")][0].streams | (map(select(.stream==\"$S\"))[0].role == \"copy\") and (map(select(.stream==\"$C\"))[0].role == \"compute\")" "$TMP/ov2.json"
