@@ -6,18 +6,26 @@
 #   build  make -j2      the tool and everything the tests need, -Werror
 #   unit   make unit     unit tests (cmocka, ASan/UBSan): no root, no BPF
 #   test   make test     unit and end-to-end tests (root, BPF, uprobes)
-# CI runs "deps build test"; the image build "deps", then "build unit", as it
-# cannot load BPF programs. tests/e2e/test_deploy.sh checks that the two
-# stay so.
+#   fuzz-regress  make fuzz-regress   every committed fuzzing input once
+#   valgrind      make valgrind       the core unit tests under valgrind
+#   fuzz          make fuzz FUZZ_SECONDS=10   each fuzzing harness 10 s
+# CI runs "deps build fuzz-regress valgrind fuzz test": the fuzzers and
+# valgrind before make test, so that the last line CI prints is still the
+# test runner's "N passed, N failed, N skipped" (docs/fuzzing.md). The image
+# build runs "deps", then "build unit", as it cannot load BPF programs.
+# tests/e2e/test_deploy.sh checks that the two stay so.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|fuzz..." >&2; exit 2; }
 for step in "$@"; do
 	case "$step" in
 	deps) make deps ;;
 	build) make -j2 ;;
 	unit) make unit ;;
 	test) make test ;;
-	*) echo "ci-build: unknown step '$step' (deps, build, unit, test)" >&2; exit 2 ;;
+	fuzz-regress) make fuzz-regress ;;
+	valgrind) make valgrind ;;
+	fuzz) make fuzz FUZZ_SECONDS=10 ;;
+	*) echo "ci-build: unknown step '$step' (deps, build, unit, test, fuzz-regress, valgrind, fuzz)" >&2; exit 2 ;;
 	esac
 done

@@ -195,7 +195,8 @@ check "Dockerfile: multi-stage, Debian 12 build, Debian 12 slim runtime" \
 		test '$(echo "$froms" | tail -1)' = debian:bookworm-slim"
 ci_steps=$(sed -n 's|^[[:space:]]*\(exec \)\{0,1\}\./scripts/ci-build\.sh \(.*\)$|\2|p' .ci/run)
 docker_steps=$(sed -n 's|^RUN \./scripts/ci-build\.sh \(.*\)$|\1|p' Dockerfile | tr '\n' ' ')
-check "CI (.ci/run) runs scripts/ci-build.sh deps build test" test "$ci_steps" = "deps build test"
+check "CI (.ci/run) runs scripts/ci-build.sh deps build fuzz-regress valgrind fuzz test" \
+	test "$ci_steps" = "deps build fuzz-regress valgrind fuzz test"
 check "Dockerfile runs scripts/ci-build.sh deps, then build unit" test "$docker_steps" = "deps build unit "
 ok=1
 for s in $docker_steps; do
