@@ -83,3 +83,18 @@ check "recorder killed: the flushed part is audited" \
 
 check "--record refuses an existing file" sh -c "'$TOOL' -p 1 --record '$TMP/a.rec' 2>&1 | grep -q exists"
 check "--record with --replay: usage error" sh -c "'$TOOL' --replay '$TMP/a.rec' --record '$TMP/x.rec' 2>/dev/null; test \$? = 2"
+
+# --heartbeat: progress on stderr at the interval asked, nothing with -q
+"$SIM/pipeline" --batches 40 --iter-sleep-ms 30 >"$TMP/hb.wl" 2>&1 &
+wl=$!
+at_exit "kill -KILL $wl 2>/dev/null"
+sleep 0.1
+"$TOOL" -p "$wl" --heartbeat 0.3 -o /dev/null 2>"$TMP/hb.err" &
+t1=$!
+"$TOOL" -p "$wl" --heartbeat 0.3 -q -o /dev/null 2>"$TMP/hbq.err" &
+t2=$!
+wait "$wl"
+wait "$t1" "$t2"
+check "--heartbeat: periodic progress lines with records and batches" \
+	sh -c "test \$(grep -c 'heartbeat: .* records, .* lost, batches .* trusted' '$TMP/hb.err') -ge 2"
+check "--heartbeat with -q: nothing on stderr" test ! -s "$TMP/hbq.err"
