@@ -96,6 +96,11 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 TOOL := $(B)/nanlog-bpf
 
 .PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
+# The whole tool under ASan and UBSan, for the tests that replay recordings
+# and attach to workloads with it (tests/e2e/test_sanitized.sh).
+SAN_TOOL := $(B)/san/nanlog-bpf
+SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
+
 all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
 
 deps:
@@ -124,10 +129,6 @@ $(B)/san/user/%.o: user/%.c | $(B)/san/user
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -c $< -o $@
 
-# The whole tool under ASan and UBSan, for the tests that replay recordings
-# and attach to workloads with it (tests/e2e/test_sanitized.sh).
-SAN_TOOL := $(B)/san/nanlog-bpf
-SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 $(SAN_LOADER_OBJS): $(SKELS)
 $(SAN_LOADER_OBJS): BASE_CFLAGS += -I$(B)
 .SECONDARY: $(SAN_LOADER_OBJS)

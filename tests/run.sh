@@ -41,7 +41,7 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
 		case "$t" in *"$filter"*) ;; *) continue ;; esac
 		name=$(basename "$t" .sh)
 		echo "=== $name"
-		timeout 600 sh "$t" >"$log/$name.out" 2>&1
+		timeout 300 sh "$t" >"$log/$name.out" 2>&1
 		rc=$?
 		cat "$log/$name.out"
 		p=$(grep -c '^PASS: ' "$log/$name.out")

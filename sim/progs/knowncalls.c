@@ -8,7 +8,7 @@
  * With -s it first installs an allow-everything seccomp filter, so that
  * /proc/PID/status says "Seccomp: 2" like a process in a container.
  * With -t N, N threads in turn make one round each and exit; with -f, a
- * forked child makes one round (logged on stderr: it is not the traced
+ * forked child makes three calls (logged on stderr: it is not the traced
  * process) and execs /bin/true, and the parent waits for it.
  *   knowncalls [-g] [-s] [-n ROUNDS] [-t THREADS] [-f]
  */
@@ -115,8 +115,17 @@ int main(int argc, char **argv)
 		int st;
 
 		if (child == 0) {
+			/*
+			 * Calls that fail on their handles at once: the probes fire in
+			 * the child (it inherited the breakpoints) and simhip needs
+			 * none of the worker threads that did not survive the fork.
+			 */
 			log_to = stderr;
-			one_round();
+			line("hipEventRecord", "\"stream\":\"0x5000\",\"event\":\"0x7000\"",
+			     hipEventRecord(E(0x7000), S(0x5000)));
+			line("hipEventQuery", "\"event\":\"0x7000\"", hipEventQuery(E(0x7000)));
+			line("hipStreamWaitEvent", "\"stream\":\"0x6000\",\"event\":\"0x7000\",\"flags\":0",
+			     hipStreamWaitEvent(S(0x6000), E(0x7000), 0));
 			execl("/bin/true", "true", (char *)NULL);
 			_exit(127);
 		}
