@@ -31,58 +31,6 @@ struct nl_discover {
 	unsigned gen;
 };
 
-#define MAX_READ (1u << 22) /* 4 MiB: larger maps files are cut (and libraries still found early on) */
-
-static int read_file(const char *path, char **out, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	int fd;
-
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		free(buf);
-		return -errno;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (n + 1 >= cap) {
-			char *nb;
-
-			if (cap >= MAX_READ)
-				break;
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	/* a maps file cut in the middle of a line: drop the partial line */
-	if (n + 1 >= cap && cap >= MAX_READ) {
-		while (n > 0 && buf[n - 1] != '\n')
-			n--;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	if (len)
-		*len = n;
-	return 0;
-}
-
 int nl_proc_stat(const char *root, pid_t pid, char *comm, size_t commlen,
 		     unsigned long long *start, unsigned long long *vsize)
 {
@@ -137,7 +85,7 @@ int nl_identify(const char *root, pid_t pid, struct nl_found *f)
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "%s/%d/cgroup", root, (int)pid);
-	if (read_file(path, &text, NULL) == 0) {
+	if (nl_read_text(path, &text) == 0) {
 		nl_cgroup_parse(text, &f->cg); /* a cgroup file we cannot parse leaves it empty */
 		free(text);
 	}
@@ -151,7 +99,7 @@ static bool maps_hip(const char *root, pid_t pid)
 	int n;
 
 	snprintf(path, sizeof(path), "%s/%d/maps", root, (int)pid);
-	if (read_file(path, &text, NULL))
+	if (nl_read_text(path, &text))
 		return false;
 	n = nl_maps_find_libs(text, libs, 8);
 	free(text);

@@ -211,53 +211,6 @@ static struct target *find_target(struct nl_loader *l, pid_t pid)
 	return NULL;
 }
 
-static int read_text(const char *path, char **out)
-{
-	size_t cap = 65536, len = 0;
-	char *buf = malloc(cap);
-	int fd;
-
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		free(buf);
-		return -errno;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int err = -errno;
-
-			free(buf);
-			close(fd);
-			return err;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
-}
-
 /*
  * Open a path as the target sees it, resolved inside its root so that a
  * symlink in a container cannot point the tool at a host file.
@@ -487,7 +440,7 @@ static int scan_maps(struct nl_loader *l, struct target *t, int *nhip)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
 	nl_caps_raise();
-	err = read_text(path, &text);
+	err = nl_read_text(path, &text);
 	nl_caps_lower();
 	if (err)
 		return err;
@@ -524,7 +477,7 @@ static void target_policy(struct nl_loader *l, struct target *t)
 	int mode = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
-	if (read_text(path, &text) == 0) {
+	if (nl_read_text(path, &text) == 0) {
 		mode = nl_status_seccomp_mode(text);
 		free(text);
 	}

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "nanlog_apis.h"
 #include "procmaps.h"
@@ -90,4 +92,56 @@ int nl_maps_find_libs(const char *text, struct nl_maplib *out, int max)
 		p = nl ? nl + 1 : NULL;
 	}
 	return found;
+}
+
+/* 16 MiB: a larger file is cut at its last whole line (a maps file that big
+ * belongs to a process with a million mappings; the runtime's come early) */
+#define MAX_READ (1u << 24)
+
+int nl_read_text(const char *path, char **out)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	int fd;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return -errno;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap) {
+			char *nb;
+
+			if (cap >= MAX_READ)
+				break;
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	/* a file cut in the middle of a line: drop the partial line */
+	if (n + 1 >= cap && cap >= MAX_READ) {
+		while (n > 0 && buf[n - 1] != '\n')
+			n--;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	return 0;
 }

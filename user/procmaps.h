@@ -25,4 +25,11 @@ int nl_lib_of_path(const char *path);
  */
 int nl_maps_find_libs(const char *text, struct nl_maplib *out, int max);
 
+/*
+ * The whole text of a /proc file (or any small file), NUL-terminated, in a
+ * malloc'd buffer; a file over 16 MiB is cut at its last whole line.
+ * 0 or -errno.
+ */
+int nl_read_text(const char *path, char **out);
+
 #endif

@@ -48,3 +48,33 @@ start_gated() {
 	at_exit "kill -KILL $GATED_PID 2>/dev/null"
 	wait_for '^ready' "$e"
 }
+
+# workload_gated OUT ARGS...: the pipeline workload, held at its gate; it
+# prints "ready PID" on stdout. GATED_PID is its pid once it is ready.
+workload_gated() {
+	wg_o=$1
+	shift
+	"$SIM/pipeline" --gate-signal "$@" >"$wg_o" 2>&1 &
+	GATED_PID=$!
+	at_exit "kill -KILL $GATED_PID 2>/dev/null"
+	wait_for '^ready' "$wg_o"
+}
+
+# same_calls LOG TRACE: a program's own log of its calls (one JSON object a
+# call) against the tracer's call records: same count, same order, every
+# logged key equal (rc only where a return probe ran)
+same_calls() {
+	jq -e -n --slurpfile e "$1" --slurpfile g "$2" '
+		($g | map(select(.type == "call"))) as $c |
+		($e | length) == ($c | length) and
+		([range(0; $e | length) as $i | $e[$i] as $x | $c[$i] as $y |
+		  ($x | to_entries | all(.key as $k | .value as $v |
+			if $k == "rc" and ($y | has("rc") | not) then true
+			else $y[$k] == $v end))] | all)' >/dev/null
+}
+
+# probed_apis: the API names of the tool's table, as a JSON array
+probed_apis() {
+	"$TOOL" --version -v | awk '/^  (hip|nccl)[A-Za-z_]* /{print $1}' | jq -R . | jq -sc .
+}
+

@@ -11,17 +11,6 @@ KC=$SIM/knowncalls
 PEEK=$B/tests/progs/peekbyte
 REAL=$(ls /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 2>/dev/null)
 
-# compare the tracer's call records (file 2) with a program's own log (file 1):
-# same count, same order, every logged key equal (rc only where a return probe ran)
-same_calls() {
-	jq -e -n --slurpfile e "$1" --slurpfile g "$2" '
-		($g | map(select(.type == "call"))) as $c |
-		($e | length) == ($c | length) and
-		([range(0; $e | length) as $i | $e[$i] as $x | $c[$i] as $y |
-		  ($x | to_entries | all(.key as $k | .value as $v |
-			if $k == "rc" and ($y | has("rc") | not) then true
-			else $y[$k] == $v end))] | all)' >/dev/null
-}
 
 links_now() { bpftool link list 2>/dev/null | grep -c 'uprobe_multi\|perf_event'; }
 BASE_LINKS=$(links_now)

@@ -8,23 +8,13 @@ if why=$(bpf_unavailable); then
 	exit 0
 fi
 export LD_LIBRARY_PATH="$SIM"
-PROBED=$("$TOOL" --version -v | awk '/^  (hip|nccl)[A-Za-z_]* /{print $1}' | jq -R . | jq -sc .)
-
-start_gated() { # the workload prints "ready PID" on stdout
-	o=$1 e=$2
-	shift 2
-	"$@" >"$o" 2>"$e" &
-	GATED_PID=$!
-	at_exit "kill -KILL $GATED_PID 2>/dev/null"
-	wait_for '^ready' "$o"
-}
+PROBED=$(probed_apis)
 
 # audit NAME WORKLOAD-ARGS...: gated workload, tool attached by PID, then compare
 audit() {
 	name=$1
 	shift
-	start_gated "$TMP/$name.out" "$TMP/$name.err" "$SIM/pipeline" --gate-signal \
-		--truth "$TMP/$name.truth" "$@"
+	workload_gated "$TMP/$name.out" --truth "$TMP/$name.truth" "$@"
 	"$TOOL" -p "$GATED_PID" --raw -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
 	tool=$!
 	wait_for '"type":"attach".*librccl' "$TMP/$name.json"

@@ -13,25 +13,6 @@ mkdir -p "$TMP/rt"
 cp "$SIM/libamdhip64.so.5" "$SIM/librccl.so.1" "$TMP/rt/"
 export LD_LIBRARY_PATH="$TMP/rt"
 
-same_calls() { # program log vs tracer output, as in test_attach.sh
-	jq -e -n --slurpfile e "$1" --slurpfile g "$2" '
-		($g | map(select(.type == "call"))) as $c |
-		($e | length) == ($c | length) and
-		([range(0; $e | length) as $i | $e[$i] as $x | $c[$i] as $y |
-		  ($x | to_entries | all(.key as $k | .value as $v |
-			if $k == "rc" and ($y | has("rc") | not) then true
-			else $y[$k] == $v end))] | all)' >/dev/null
-}
-
-workload_gated() { # OUT ARGS...: the workload prints "ready PID" on stdout
-	o=$1
-	shift
-	"$SIM/pipeline" --gate-signal "$@" >"$o" 2>&1 &
-	GATED_PID=$!
-	at_exit "kill -KILL $GATED_PID 2>/dev/null"
-	wait_for '^ready' "$o"
-}
-
 # --- the target SIGKILLed mid-batch
 "$SIM/pipeline" --batches 200 --iter-sleep-ms 10 >"$TMP/kill.out" 2>&1 &
 P=$!

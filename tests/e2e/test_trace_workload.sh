@@ -8,14 +8,13 @@ if why=$(bpf_unavailable); then
 	exit 0
 fi
 export LD_LIBRARY_PATH="$SIM"
-PROBED=$("$TOOL" --version -v | awk '/^  (hip|nccl)[A-Za-z_]* /{print $1}' | jq -R . | jq -sc .)
+PROBED=$(probed_apis)
 
 # trace NAME WORKLOAD-ARGS...: gated workload, tool attached by PID, raw calls
 trace() {
 	name=$1
 	shift
-	start_gated "$TMP/$name.out" "$TMP/$name.err" "$SIM/pipeline" --gate-signal \
-		--truth "$TMP/$name.truth" "$@"
+	workload_gated "$TMP/$name.out" --truth "$TMP/$name.truth" "$@"
 	"$TOOL" -p "$GATED_PID" --raw --no-audit -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
 	tool=$!
 	wait_for '"type":"attach".*librccl' "$TMP/$name.json"
@@ -30,15 +29,6 @@ calls_match() { # NAME
 	[ "$r" = "[]" ] || { echo "  $r" | head -c 2000 >&2; return 1; }
 }
 
-# start_gated waits for "ready" on stderr; the workload prints it on stdout
-start_gated() {
-	o=$1 e=$2
-	shift 2
-	"$@" >"$o" 2>"$e" &
-	GATED_PID=$!
-	at_exit "kill -KILL $GATED_PID 2>/dev/null"
-	wait_for '^ready' "$o"
-}
 
 trace clean --batches 6
 check "clean run: tool exit 0" test $? = 0
