@@ -208,3 +208,16 @@ ln -s "$TMP/exists.json" "$TMP/link.json"
 check "output through a symlink: refused" one_line_error 1 "symbolic link" "$TOOL" -p 1 -o "$TMP/link.json" --force
 check "no BPF link left after the failures" test "$(links_now)" = "$BASE_LINKS"
 check "--version lists kernel features" sh -c "'$TOOL' --version | grep -q 'uprobes: *yes'"
+
+# --- kernels before 6.6: one perf link per symbol instead of uprobe_multi
+start_gated "$TMP/pl.out" "$TMP/pl.err" "$KC" -g -n 2
+P=$GATED_PID
+NANLOG_NO_UPROBE_MULTI=1 "$TOOL" -p "$P" --raw --no-audit -v -o "$TMP/pl.json" 2>"$TMP/pl.tool" &
+T=$!
+wait_for '"type":"attach".*libamdhip64' "$TMP/pl.json"
+kill -USR1 "$P"
+wait "$T"
+check "perf-link fallback: said with -v, exit 0" \
+	sh -c "test $? = 0 && grep -q 'one perf link per symbol' '$TMP/pl.tool'"
+check "perf-link fallback: every call captured" same_calls "$TMP/pl.out" "$TMP/pl.json"
+check "perf-link fallback: no link left" test "$(links_now)" = "$BASE_LINKS"
