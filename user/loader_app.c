@@ -96,13 +96,17 @@ int nl_app_init(struct nl_app *a, uint64_t now_ns)
 	const struct nl_opts *o = &a->o;
 	struct nl_engine_opts eo = { 0 };
 	struct nl_sink sink = { .ctx = a, .batch = app_batch, .summary = app_summary };
-
 	struct timespec rt;
 
 	clock_gettime(CLOCK_REALTIME, &rt);
 	a->start_ns = now_ns;
 	a->start_real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
 	a->last_heartbeat_ns = now_ns;
+	/* the loader's counters are worth serving even without audits */
+	if (o->metrics_addr && !(a->metrics = nl_metrics_new(NL_APP_VERSION)))
+		return -ENOMEM;
+	if (o->live && !(a->live = nl_live_new()))
+		return -ENOMEM;
 	if (o->no_audit)
 		return 0;
 	eo.has_copy_stream = o->has_copy_stream;
@@ -121,13 +125,7 @@ int nl_app_init(struct nl_app *a, uint64_t now_ns)
 		a->out_sink = nl_audit_json_sink(a->out);
 	}
 	a->engine = nl_engine_new(&eo, &sink);
-	if (!a->engine)
-		return -ENOMEM;
-	if (o->metrics_addr && !(a->metrics = nl_metrics_new(NL_APP_VERSION)))
-		return -ENOMEM;
-	if (o->live && !(a->live = nl_live_new()))
-		return -ENOMEM;
-	return 0;
+	return a->engine ? 0 : -ENOMEM;
 }
 
 int nl_app_metrics_start(struct nl_app *a)
