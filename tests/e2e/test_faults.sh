@@ -180,3 +180,23 @@ if command -v chroot >/dev/null && command -v ldd >/dev/null; then
 else
 	skip "chroot: chroot or ldd missing"
 fi
+
+# --- the tool SIGKILLed while the job is in the middle of probed calls
+# (return probes pending in blocked synchronizations): the job goes on
+"$SIM/pipeline" --batches 30 --iter-sleep-ms 5 --truth "$TMP/mk.ref.truth" >"$TMP/mk.ref" 2>&1
+workload_gated "$TMP/mk.out" --batches 30 --iter-sleep-ms 5 --truth "$TMP/mk.truth"
+P=$GATED_PID
+"$TOOL" -p "$P" -q -o /dev/null &
+T=$!
+sleep 0.4
+kill -USR1 "$P"
+sleep 0.25
+kill -KILL "$T"
+wait "$T" 2>/dev/null
+wait "$P"
+rc=$?
+grep -v '^ready' "$TMP/mk.out" >"$TMP/mk.cmp"
+check "tool SIGKILLed mid-run: the job finishes, output as untraced" \
+	sh -c "test $rc = 0 && cmp -s '$TMP/mk.ref' '$TMP/mk.cmp' &&
+		test \"\$(jq -c 'select(.type==\"batch\") | [.batch,.content_ok]' '$TMP/mk.ref.truth')\" = \
+		     \"\$(jq -c 'select(.type==\"batch\") | [.batch,.content_ok]' '$TMP/mk.truth')\""
