@@ -27,6 +27,7 @@
 #include "call.h"
 #include "loader.h"
 #include "loader_caps.h"
+#include "loader_umulti.h"
 #include "policy.h"
 
 #define NANLOG_VERSION NL_APP_VERSION
@@ -102,8 +103,10 @@ static int print_version(const struct nl_opts *o)
 	printf("  uprobes:        %s\n", uprobe ? "yes" : "no");
 	printf("  ringbuf:        %s\n", ringbuf == 1 ? "yes" : ringbuf == 0 ? "no" : "unknown (needs root)");
 	printf("  attach cookies: %s\n", cookie == 1 ? "yes" : cookie == 0 ? "no" : "unknown (needs root)");
-	printf("  uprobe_multi:   not used (libbpf %d.%d attaches one link per symbol)\n",
-	       libbpf_major_version(), libbpf_minor_version());
+	printf("  uprobe_multi:   %s\n",
+	       nl_uprobe_multi_supported() ?
+		       "yes (one link per library and direction)" :
+		       "no or not probed without root (one perf link per symbol)");
 	printf("  uretprobe/seccomp risk: %s\n",
 	       nl_kernel_uretprobe_seccomp_risk(maj, min) ?
 		       "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" :
