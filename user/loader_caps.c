@@ -9,14 +9,14 @@
 
 /*
  * CAP_BPF and CAP_PERFMON: create uprobe links for libraries loaded later.
- * CAP_SYS_ADMIN: the same on kernels before 5.8, which lack the two above.
  * CAP_SYS_PTRACE: read /proc/PID/maps and open /proc/PID/root of targets
  * owned by other users. CAP_DAC_READ_SEARCH: open libraries in directories
- * the tool could not otherwise search.
+ * the tool could not otherwise search. CAP_SYS_ADMIN only when it is what
+ * stood in for CAP_BPF or CAP_PERFMON (a runtime that grants no CAP_BPF):
+ * every kernel the programs run on (5.15+, attach cookies) knows the two.
  */
-static const cap_value_t keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE,
-				    CAP_DAC_READ_SEARCH };
-#define NKEEP (sizeof(keep) / sizeof(keep[0]))
+static cap_value_t keep[5] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH };
+static size_t nkeep = 4;
 
 static bool dropped;
 static int raised; /* nesting depth of nl_caps_raise: a scan that attaches raises twice */
@@ -51,18 +51,21 @@ int nl_caps_drop(char *desc, size_t desclen)
 		err = -errno;
 		goto out;
 	}
+	if ((!has(cur, CAP_BPF, CAP_PERMITTED) || !has(cur, CAP_PERFMON, CAP_PERMITTED)) &&
+	    has(cur, CAP_SYS_ADMIN, CAP_PERMITTED) && nkeep < 5)
+		keep[nkeep++] = CAP_SYS_ADMIN;
 	/* the bounding set first: it needs CAP_SETPCAP, still effective now */
 	for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++) {
 		bool kept = false;
 
-		for (size_t i = 0; i < NKEEP; i++)
+		for (size_t i = 0; i < nkeep; i++)
 			kept |= keep[i] == v;
 		if (!kept && CAP_IS_SUPPORTED(v) && prctl(PR_CAPBSET_READ, v, 0, 0, 0) == 1)
 			cap_drop_bound(v);
 	}
 	if (desclen)
 		desc[0] = '\0';
-	for (size_t i = 0; i < NKEEP; i++) {
+	for (size_t i = 0; i < nkeep; i++) {
 		if (!has(cur, keep[i], CAP_PERMITTED))
 			continue;
 		cap_set_flag(next, CAP_PERMITTED, 1, &keep[i], CAP_SET);
@@ -98,7 +101,7 @@ static void set_effective(bool on)
 	c = cap_get_proc();
 	if (!c)
 		return;
-	for (size_t i = 0; i < NKEEP; i++)
+	for (size_t i = 0; i < nkeep; i++)
 		if (has(c, keep[i], CAP_PERMITTED))
 			cap_set_flag(c, CAP_EFFECTIVE, 1, &keep[i], on ? CAP_SET : CAP_CLEAR);
 	cap_set_proc(c);
