@@ -176,3 +176,21 @@ check "the tool exits 0 when the workload ends" test $rc = 0
 check "  ...and stops serving" sh -c "! curl -s --max-time 2 -o /dev/null '$URL'"
 check "  ...summary batches == batch records" sh -c \
 	"test \"\$(jq -s '[.[] | select(.type==\"summary\")][0].batches' '$TMP/m.json')\" = \"\$(grep -c '\"type\":\"batch\"' '$TMP/m.json')\""
+
+# Loopback unless told otherwise: ":PORT" binds 127.0.0.1 only.
+"$SIM/pipeline" --batches 200 --iter-sleep-ms 10 >/dev/null 2>&1 &
+W2=$!
+at_exit "kill -KILL $W2 2>/dev/null"
+sleep 0.2
+"$TOOL" -p "$W2" --metrics :0 --duration 2 -o /dev/null 2>"$TMP/lo.err" &
+T2=$!
+wait_for 'metrics: serving' "$TMP/lo.err"
+LURL=$(sed -n 's/.*metrics: serving \(http[^ ]*\).*/\1/p' "$TMP/lo.err" | head -1)
+LPORT=$(echo "$LURL" | sed -n 's|http://[^:]*:\([0-9]*\)/.*|\1|p')
+check "--metrics :PORT serves on loopback ($LURL)" sh -c "echo '$LURL' | grep -q '^http://127.0.0.1:'"
+if command -v ss >/dev/null 2>&1; then
+	check "  ...and listens on 127.0.0.1 only" sh -c \
+		"ss -Hltn 'sport = :$LPORT' | grep -q '127.0.0.1:$LPORT' && ! ss -Hltn 'sport = :$LPORT' | grep -q -e '0.0.0.0:$LPORT' -e '\*:$LPORT'"
+fi
+wait "$T2"
+kill -KILL "$W2" 2>/dev/null
