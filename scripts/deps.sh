@@ -9,7 +9,7 @@ set -eu
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
 libcmocka-dev libcap-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
 yamllint yq python3-kubernetes
-procps psmisc tmux curl prometheus bpftrace time
+procps psmisc iproute2 tmux curl prometheus bpftrace time
 libclang-rt-14-dev valgrind"
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
