@@ -184,6 +184,13 @@ int nl_entry(struct pt_regs *ctx)
 			rec.flags |= NL_RF_STACK_ERR;
 	}
 
+	if (d->flags & NL_AF_CFG_STREAM) {
+		/* the stream lives in the launch configuration, not in a register */
+		if (bpf_probe_read_user(&rec.args[NL_D0], sizeof(__u64),
+					(void *)(rec.args[0] + NL_CFG_STREAM_OFFSET)))
+			rec.flags |= NL_RF_STACK_ERR;
+	}
+
 	if (noret)
 		goto emit;
 	if ((d->flags & NL_AF_NESTS) && t)

@@ -28,6 +28,7 @@
  *                             ncclAllToAll -> ncclGroupStart/Send/Recv/GroupEnd):
  *                             the outermost call is reported, inner ones counted
  *                NL_AF_OPT    optional: absent from some runtime versions
+ *                NL_AF_CFG_STREAM  stream read through the config pointer (below)
  *   nstack     : how many stack slots the entry probe reads (0..8)
  *   fixed_kind : hipMemcpyKind implied by the API (HtoD variants), or -1
  *   out        : slot of an out-pointer dereferenced at return, out_size bytes
@@ -49,6 +50,7 @@
 #define NL_S6 11
 #define NL_S7 12
 #define NL_S8 13
+#define NL_D0 14 /* a value the entry probe read through a pointer argument (NL_AF_CFG_STREAM) */
 #define NL_NA 127 /* outside every slot range, fits int8_t and __u8 */
 #define NL_NARGS 16 /* 6 registers + 8 stack slots + 2 spare: a power of two, so BPF can mask slot indexes */
 #define NL_MAX_STACK 8
@@ -61,6 +63,15 @@
 #define NL_AF_SPT 0x2
 #define NL_AF_NESTS 0x4
 #define NL_AF_OPT 0x8
+/*
+ * The stream is not an argument but the hipStream_t at byte 32 of the launch
+ * configuration the first argument points to (ROCm 6's hipLaunchKernelExC
+ * and hipDrvLaunchKernelEx: two dim3 or six unsigned ints and the shared
+ * memory size come first, so the 8-byte-aligned stream lands at 32 in both
+ * layouts). The entry probe reads it into slot NL_D0.
+ */
+#define NL_AF_CFG_STREAM 0x10
+#define NL_CFG_STREAM_OFFSET 32
 
 enum nl_kind {
 	NL_K_COPY = 1,     /* async or stream-ordered copy */
@@ -112,6 +123,8 @@ X(EXT_LAUNCH_KERNEL,          "hipExtLaunchKernel",             0,   NL_LIB_HIP,
 X(MODULE_LAUNCH_KERNEL,       "hipModuleLaunchKernel",          0,   NL_LIB_HIP,  NL_K_LAUNCH,         0,                         3, NL_S3, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, 0) \
 X(EXT_MODULE_LAUNCH_KERNEL,   "hipExtModuleLaunchKernel",       NL_HIP_EXT_MODULE_LAUNCH_MANGLED, \
                                                                      NL_LIB_HIP,  NL_K_LAUNCH,         NL_AF_OPT,                 8, NL_S3, NL_S6, NL_S7, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_S8, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, 0) \
+X(LAUNCH_KERNEL_EXC,          "hipLaunchKernelExC",             0,   NL_LIB_HIP,  NL_K_LAUNCH,         NL_AF_OPT|NL_AF_CFG_STREAM, 0, NL_D0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R1, NL_NA, NL_NA, NL_NA, 0) \
+X(DRV_LAUNCH_KERNEL_EX,       "hipDrvLaunchKernelEx",           0,   NL_LIB_HIP,  NL_K_LAUNCH,         NL_AF_OPT|NL_AF_CFG_STREAM, 0, NL_D0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R1, NL_NA, NL_NA, NL_NA, 0) \
 X(GRAPH_LAUNCH,               "hipGraphLaunch",                 0,   NL_LIB_HIP,  NL_K_GRAPH,          NL_AF_OPT,                 0, NL_R1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, 0) \
 X(EVENT_CREATE,               "hipEventCreate",                 0,   NL_LIB_HIP,  NL_K_EVENT_CREATE,   NL_AF_RET,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_R0, 8) \
 X(EVENT_CREATE_WITH_FLAGS,    "hipEventCreateWithFlags",        0,   NL_LIB_HIP,  NL_K_EVENT_CREATE,   NL_AF_RET,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_R1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R0, 8) \

@@ -46,8 +46,15 @@ static void test_table_is_consistent(void **state)
 		for (size_t k = 0; k < sizeof(slots); k++) {
 			if (slots[k] == NL_NA)
 				continue;
+			/* NL_D0 holds what was read through the config pointer */
+			if (slots[k] == NL_D0) {
+				assert_true(a->flags & NL_AF_CFG_STREAM);
+				continue;
+			}
 			assert_true(slots[k] >= 0 && slots[k] < 6 + a->nstack);
 		}
+		if (a->flags & NL_AF_CFG_STREAM)
+			assert_int_equal(a->slot_stream, NL_D0);
 		/* an out parameter is only readable at return */
 		if (a->slot_out != NL_NA)
 			assert_true(a->flags & NL_AF_RET);
@@ -104,6 +111,26 @@ static void test_decode_stack_args(void **state)
 	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
 	assert_false(c.fields & (NL_F_STREAM | NL_F_EVENT | NL_F_EVENT2));
 	assert_true(c.fields & NL_F_FN);
+}
+
+static void test_decode_config_stream(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_LAUNCH_KERNEL_EXC);
+	struct nl_call c;
+
+	(void)state;
+	r.args[0] = 0x7000; /* the hipLaunchConfig_t the job passed */
+	r.args[1] = 0xabc;  /* the kernel */
+	r.args[NL_D0] = 0x6000;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.kind, NL_K_LAUNCH);
+	assert_true(c.fields & NL_F_STREAM);
+	assert_int_equal(c.stream, 0x6000);
+	assert_int_equal(c.fn, 0xabc);
+	/* the probe could not read the configuration: no stream, not stream 0 */
+	r.flags = NL_RF_STACK_ERR;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_false(c.fields & NL_F_STREAM);
 }
 
 static void test_decode_return(void **state)
@@ -242,6 +269,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_is_consistent), cmocka_unit_test(test_decode_copy),
 		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
+		cmocka_unit_test(test_decode_config_stream),
 		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line),
 		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
 	};
