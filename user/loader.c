@@ -307,25 +307,31 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 		      (unsigned long long)off,
 		      (a->flags & NL_AF_RET) && t->retprobes ? " (entry and return)" : "");
 	}
+	/*
+	 * Return probes first: a call whose entry probe fired must find its
+	 * return probe in place, or the nesting depth it opened would never
+	 * close and every later call of that thread would look nested. A return
+	 * without its entry (a call already running) is told apart in BPF.
+	 */
 	if (l->multi) {
-		if (ne) {
-			err = nl_uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_entry), file, eo, ec,
-						   ne, false, t->pid);
-			if (err >= 0)
-				e->mfd[0] = err;
-		}
-		if (err >= 0 && nr) {
+		if (nr) {
 			err = nl_uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_return), file, ro,
 						   rc, nr, true, t->pid);
 			if (err >= 0)
 				e->mfd[1] = err;
 		}
+		if (err >= 0 && ne) {
+			err = nl_uprobe_multi_link(bpf_program__fd(l->skel->progs.nl_entry), file, eo, ec,
+						   ne, false, t->pid);
+			if (err >= 0)
+				e->mfd[0] = err;
+		}
 		err = err < 0 ? err : 0;
 	} else {
-		for (unsigned i = 0; i < ne && !err; i++)
-			err = attach_perf(l, e, t->pid, file, (int)ec[i], false, eo[i]);
 		for (unsigned i = 0; i < nr && !err; i++)
 			err = attach_perf(l, e, t->pid, file, (int)rc[i], true, ro[i]);
+		for (unsigned i = 0; i < ne && !err; i++)
+			err = attach_perf(l, e, t->pid, file, (int)ec[i], false, eo[i]);
 	}
 	if (err) {
 		logf_(l, 0, "pid %d: cannot attach probes to %s: %s", (int)t->pid, e->path,

@@ -79,6 +79,11 @@ sleep 0.35
 "$TOOL" -p "$P" --raw -o "$TMP/mid.json" 2>"$TMP/mid.tool"
 check "attach mid-run: tool exit 0" test $? = 0
 check "attach mid-run: in-flight batches skipped, later ones as in the truth" matches mid
+# attached in the middle of a collective, the nesting depth must close again:
+# only RCCL's own HIP calls may be marked as made inside a collective
+check "attach mid-run: no call of the job marked as RCCL's own" \
+	jq -e -s '[.[] | select(.type=="call" and (.coll_depth // 0) > 0) | .api] |
+		all(IN("hipExtLaunchKernel", "hipEventCreateWithFlags", "hipEventDestroy"))' "$TMP/mid.json"
 check "attach mid-run: the batches after the attach audited" \
 	jq -e -s '[.[] | select(.type=="batch" and .verdict == "trusted")] | length >= 10' "$TMP/mid.json"
 

@@ -193,4 +193,4 @@ if command -v ss >/dev/null 2>&1; then
 		"ss -Hltn 'sport = :$LPORT' | grep -q '127.0.0.1:$LPORT' && ! ss -Hltn 'sport = :$LPORT' | grep -q -e '0.0.0.0:$LPORT' -e '\*:$LPORT'"
 fi
 wait "$T2"
-kill -KILL "$W2" 2>/dev/null
+kill -KILL "$W2" 2>/dev/null || true
