@@ -111,8 +111,17 @@ int main(int argc, char **argv)
 		}
 	}
 	if (forking) {
-		pid_t child = fork();
+		pid_t child;
 		int st;
+
+		/*
+		 * Let simhip's worker threads go idle (waiting, their locks
+		 * released) before the fork: a lock a worker held at that moment
+		 * would stay held forever in the child.
+		 */
+		hipDeviceSynchronize();
+		usleep(20000);
+		child = fork();
 
 		if (child == 0) {
 			/*
