@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 		 * released) before the fork: a lock a worker held at that moment
 		 * would stay held forever in the child.
 		 */
-		hipDeviceSynchronize();
+		line("hipDeviceSynchronize", "", hipDeviceSynchronize());
 		usleep(20000);
 		child = fork();
 
