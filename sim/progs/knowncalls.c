@@ -25,15 +25,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gate.h"
 #include "simhip.h"
-
-static volatile sig_atomic_t go;
-
-static void on_usr1(int sig)
-{
-	(void)sig;
-	go = 1;
-}
 
 #define S(x) ((hipStream_t)(uintptr_t)(x))
 #define E(x) ((hipEvent_t)(uintptr_t)(x))
@@ -89,15 +82,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (gate) {
-		sigset_t none;
-
-		signal(SIGUSR1, on_usr1);
-		fprintf(stderr, "ready %d\n", (int)getpid());
-		sigemptyset(&none);
-		while (!go)
-			sigsuspend(&none);
-	}
+	if (gate)
+		gate_wait();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	log_to = stdout;
 	for (int r = 0; r < rounds; r++)

@@ -13,13 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t go;
-
-static void on_usr1(int sig)
-{
-	(void)sig;
-	go = 1;
-}
+#include "gate.h"
 
 typedef int (*query_fn)(void *event);
 typedef int (*record_fn)(void *event, void *stream);
@@ -66,15 +60,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: lateload [-g] LIB [LIB2]\n");
 		return 2;
 	}
-	if (gate) {
-		sigset_t none;
-
-		signal(SIGUSR1, on_usr1);
-		fprintf(stderr, "ready %d\n", (int)getpid());
-		sigemptyset(&none);
-		while (!go)
-			sigsuspend(&none);
-	}
+	if (gate)
+		gate_wait();
 	if (calls(argv[1 + gate], 0))
 		return 1;
 	if (nlibs == 2 && calls(argv[2 + gate], 3))
