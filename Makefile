@@ -29,6 +29,11 @@ CFLAGS   ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Iinclude -Iuser
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 HIP_CFLAGS := -D__HIP_PLATFORM_AMD__=1 -Isim/include
+# simhip and librccl are built so that every export begins with push %rbp, as
+# every probed entry point of ROCm's libamdhip64 does: a uprobe on it is
+# emulated, not single-stepped, so tracing costs what it costs on ROCm
+# (test_simabi checks both libraries; docs/performance.md).
+SIM_ABI_CFLAGS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls -fno-schedule-insns2
 
 # --- pure user-space core (no libbpf): unit-testable without root ------------
 LOADER_SRCS := $(wildcard user/loader*.c) user/main.c
@@ -148,11 +153,11 @@ $(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
 # ---- sim
 $(B)/simobj/hip/%.o: sim/hip/%.c | $(B)/simobj/hip
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SIM_ABI_CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
 
 $(B)/simobj/rccl/%.o: sim/rccl/%.c | $(B)/simobj/rccl
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SIM_ABI_CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
 
 $(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map | $(B)/sim
 	$(call msg,LD,$@)
