@@ -34,30 +34,27 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
-/* Open export calls per thread and library, to fold nested calls. */
+/*
+ * Per-thread state, in task storage: no hash lookup on the hot path, and it
+ * goes away with the thread. depth[] counts the open export calls per
+ * library (nested calls are folded into the outer one); stash[] holds the
+ * entry record of a call that waits for its return probe, one slot per
+ * nesting level (the total depth when the call began).
+ */
+#define NL_STASH_LEVELS 8 /* a power of two; deeper calls are lost (NL_STAT_LOST_STASH) */
+
 struct tstate {
 	__u8 depth[NL_NLIBS];
+	__u8 pad[6];
+	struct nl_rec_call stash[NL_STASH_LEVELS];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct tstate);
 } threads SEC(".maps");
-
-/* Entry records waiting for their return probe, per thread and nesting level. */
-struct stash_key {
-	__u32 tid;
-	__u32 level;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct stash_key);
-	__type(value, struct nl_rec_call);
-} stash SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -82,6 +79,14 @@ static __always_inline void stat_inc(__u32 which)
 		(*v)++;
 }
 
+/* One more record lost on this CPU: counted, and told in its next record. */
+static __always_inline void lost(__u32 why, __u64 *pend)
+{
+	stat_inc(why);
+	if (pend)
+		(*pend)++;
+}
+
 /*
  * Ring-buffer output without a wakeup per record: user space reads the ring
  * every poll period (50 ms) anyway. Each wakeup is an irq_work on the probed
@@ -89,23 +94,40 @@ static __always_inline void stat_inc(__u32 which)
  * than the rest of the program; the reader is woken only when the ring is a
  * quarter full, so a burst cannot fill it between two polls.
  */
-static __always_inline void emit(struct nl_rec_call *rec)
+static __always_inline __u64 wake_flags(void)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-	__u32 zero = 0;
-	__u64 *pend = bpf_map_lookup_elem(&pending_lost, &zero);
-
-	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
 	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4)
-		flags = BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&events, (void *)rec, sizeof(*rec), flags)) {
-		stat_inc(NL_STAT_LOST_RINGBUF);
-		if (pend)
-			(*pend)++;
-	} else if (pend) {
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline __u64 *pending(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&pending_lost, &zero);
+}
+
+/* A record reserved in the ring and filled in place goes out. */
+static __always_inline void submit(struct nl_rec_call *rec, __u64 *pend)
+{
+	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
+	if (pend)
 		*pend = 0; /* told, in this record */
-	}
+	bpf_ringbuf_submit(rec, wake_flags());
+}
+
+/* A record completed in the stash is copied out. */
+static __always_inline void output(struct nl_rec_call *rec)
+{
+	__u64 *pend = pending();
+
+	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
+	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), wake_flags()))
+		lost(NL_STAT_LOST_RINGBUF, pend);
+	else if (pend)
+		*pend = 0;
 }
 
 static __always_inline __u32 total_depth(const struct tstate *t)
@@ -113,23 +135,61 @@ static __always_inline __u32 total_depth(const struct tstate *t)
 	return t ? (__u32)t->depth[NL_LIB_HIP] + t->depth[NL_LIB_RCCL] : 0;
 }
 
+/* Everything an entry probe knows, written to rec; every byte is set. */
+static __always_inline void fill_entry(struct nl_rec_call *rec, struct pt_regs *ctx,
+				       const struct nl_api_desc *d, __u64 api, __u64 id,
+				       __u8 coll_depth)
+{
+	__u8 flags = 0;
+
+	rec->type = NL_REC_CALL;
+	rec->api = api;
+	rec->coll_depth = coll_depth;
+	rec->pid = id >> 32;
+	rec->tid = (__u32)id;
+	rec->ts_ns = bpf_ktime_get_ns();
+	rec->ret_ns = 0;
+	rec->rc = 0;
+	rec->out = 0;
+	rec->args[0] = PT_REGS_PARM1(ctx);
+	rec->args[1] = PT_REGS_PARM2(ctx);
+	rec->args[2] = PT_REGS_PARM3(ctx);
+	rec->args[3] = PT_REGS_PARM4(ctx);
+	rec->args[4] = PT_REGS_PARM5(ctx);
+	rec->args[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
+	__builtin_memset(&rec->args[6], 0, (NL_NARGS - 6) * sizeof(__u64));
+	if (d->nstack) {
+		__u32 n = d->nstack > NL_MAX_STACK ? NL_MAX_STACK : d->nstack;
+
+		/* [rsp] is the return address; stack arguments start at [rsp+8] */
+		if (bpf_probe_read_user(&rec->args[6], n * sizeof(__u64),
+					(void *)(PT_REGS_SP(ctx) + 8)))
+			flags |= NL_RF_STACK_ERR;
+	}
+	if (d->flags & NL_AF_CFG_STREAM) {
+		/* the stream lives in the launch configuration, not in a register */
+		if (bpf_probe_read_user(&rec->args[NL_D0], sizeof(__u64),
+					(void *)(rec->args[0] + NL_CFG_STREAM_OFFSET)))
+			flags |= NL_RF_STACK_ERR;
+	}
+	rec->flags = flags;
+}
+
 SEC("uprobe")
 int nl_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct nl_rec_call rec = {};
+	__u32 pid = id >> 32;
 	const struct nl_api_desc *d;
+	struct nl_rec_call *rec;
 	struct tstate *t = NULL;
-	__u8 *tgt;
-	__u64 api;
+	__u64 api, *pend;
 	__u32 lib, level;
-	bool noret;
+	__u8 *tgt;
 
 	tgt = bpf_map_lookup_elem(&targets, &pid);
 	if (!tgt)
 		return 0;
-	noret = *tgt & NL_TGT_NORET;
 	api = bpf_get_attach_cookie(ctx);
 	if (api >= NL_API_COUNT)
 		return 0;
@@ -137,19 +197,27 @@ int nl_entry(struct pt_regs *ctx)
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
 	stat_inc(NL_STAT_HITS);
 
-	/* Without return probes nothing closes a nesting level: report every call. */
-	if (!noret)
-		t = bpf_map_lookup_elem(&threads, &tid);
-	if (noret) {
-		/* no nesting bookkeeping */
-	} else if (d->flags & NL_AF_NESTS) {
-		if (!t) {
-			struct tstate z = {};
+	if (*tgt & NL_TGT_NORET) {
+		/* Without return probes nothing closes a nesting level: report every call. */
+		pend = pending();
+		rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+		if (!rec) {
+			lost(NL_STAT_LOST_RINGBUF, pend);
+			return 0;
+		}
+		fill_entry(rec, ctx, d, api, id, 0);
+		submit(rec, pend);
+		return 0;
+	}
 
-			bpf_map_update_elem(&threads, &tid, &z, BPF_NOEXIST);
-			t = bpf_map_lookup_elem(&threads, &tid);
-			if (!t)
-				return 0;
+	/* Only calls that open a level or wait for their return need state of their own. */
+	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+				 (d->flags & (NL_AF_NESTS | NL_AF_RET)) ?
+					 BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (d->flags & NL_AF_NESTS) {
+		if (!t) {
+			lost(NL_STAT_LOST_STASH, pending()); /* no memory for the thread's state */
+			return 0;
 		}
 		if (t->depth[lib] > 0) {
 			/* an export called by another export of the same library */
@@ -161,56 +229,31 @@ int nl_entry(struct pt_regs *ctx)
 		stat_inc(NL_STAT_NESTED);
 		return 0;
 	}
-	level = total_depth(t);
 
-	rec.type = NL_REC_CALL;
-	rec.api = api;
-	rec.pid = pid;
-	rec.tid = tid;
-	rec.coll_depth = t ? t->depth[NL_LIB_RCCL] : 0;
-	rec.ts_ns = bpf_ktime_get_ns();
-	rec.args[0] = PT_REGS_PARM1(ctx);
-	rec.args[1] = PT_REGS_PARM2(ctx);
-	rec.args[2] = PT_REGS_PARM3(ctx);
-	rec.args[3] = PT_REGS_PARM4(ctx);
-	rec.args[4] = PT_REGS_PARM5(ctx);
-	rec.args[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	if (d->nstack) {
-		__u32 n = d->nstack > NL_MAX_STACK ? NL_MAX_STACK : d->nstack;
-
-		/* [rsp] is the return address; stack arguments start at [rsp+8] */
-		if (bpf_probe_read_user(&rec.args[6], n * sizeof(__u64),
-					(void *)(PT_REGS_SP(ctx) + 8)))
-			rec.flags |= NL_RF_STACK_ERR;
-	}
-
-	if (d->flags & NL_AF_CFG_STREAM) {
-		/* the stream lives in the launch configuration, not in a register */
-		if (bpf_probe_read_user(&rec.args[NL_D0], sizeof(__u64),
-					(void *)(rec.args[0] + NL_CFG_STREAM_OFFSET)))
-			rec.flags |= NL_RF_STACK_ERR;
-	}
-
-	if (noret)
-		goto emit;
-	if ((d->flags & NL_AF_NESTS) && t)
-		t->depth[lib]++;
-
-	if (d->flags & NL_AF_RET) {
-		struct stash_key k = { .tid = tid, .level = level };
-
-		if (bpf_map_update_elem(&stash, &k, &rec, BPF_ANY)) {
-			__u32 zero = 0;
-			__u64 *pend = bpf_map_lookup_elem(&pending_lost, &zero);
-
-			stat_inc(NL_STAT_LOST_STASH);
-			if (pend)
-				(*pend)++;
+	if (!(d->flags & NL_AF_RET)) {
+		pend = pending();
+		rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+		if (!rec) {
+			lost(NL_STAT_LOST_RINGBUF, pend);
+		} else {
+			fill_entry(rec, ctx, d, api, id, t ? t->depth[NL_LIB_RCCL] : 0);
+			submit(rec, pend);
 		}
+		if ((d->flags & NL_AF_NESTS) && t)
+			t->depth[lib]++;
 		return 0;
 	}
-emit:
-	emit(&rec);
+
+	/* The record waits in the stash for the return probe. */
+	level = total_depth(t);
+	if (!t || level >= NL_STASH_LEVELS) {
+		lost(NL_STAT_LOST_STASH, pending());
+	} else {
+		rec = &t->stash[level & (NL_STASH_LEVELS - 1)];
+		fill_entry(rec, ctx, d, api, id, t->depth[NL_LIB_RCCL]);
+	}
+	if ((d->flags & NL_AF_NESTS) && t)
+		t->depth[lib]++;
 	return 0;
 }
 
@@ -218,13 +261,12 @@ SEC("uretprobe")
 int nl_return(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
+	__u32 pid = id >> 32;
 	const struct nl_api_desc *d;
 	struct nl_rec_call *rec;
-	struct stash_key k;
 	struct tstate *t;
+	__u32 lib, level;
 	__u64 api;
-	__u32 lib;
 
 	if (!bpf_map_lookup_elem(&targets, &pid))
 		return 0;
@@ -234,20 +276,23 @@ int nl_return(struct pt_regs *ctx)
 	d = &apis[api];
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
 
-	t = bpf_map_lookup_elem(&threads, &tid);
+	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!t)
+		return 0; /* entry was before attach */
 	if (d->flags & NL_AF_NESTS) {
-		if (!t || t->depth[lib] == 0)
+		if (t->depth[lib] == 0)
 			return 0; /* entry was before attach */
 		t->depth[lib]--;
 		if (t->depth[lib] > 0)
 			return 0; /* nested call: folded into the outer one */
-	} else if (lib == NL_LIB_HIP && t && t->depth[NL_LIB_HIP] > 0) {
+	} else if (lib == NL_LIB_HIP && t->depth[NL_LIB_HIP] > 0) {
 		return 0;
 	}
-	k.tid = tid;
-	k.level = total_depth(t);
-	rec = bpf_map_lookup_elem(&stash, &k);
-	if (!rec || rec->api != api)
+	level = total_depth(t);
+	if (level >= NL_STASH_LEVELS)
+		return 0;
+	rec = &t->stash[level & (NL_STASH_LEVELS - 1)];
+	if (rec->type != NL_REC_CALL || rec->api != api || rec->tid != (__u32)id)
 		return 0; /* entry happened before the probes were attached */
 
 	rec->ret_ns = bpf_ktime_get_ns();
@@ -271,7 +316,7 @@ int nl_return(struct pt_regs *ctx)
 		}
 		rec->out = v;
 	}
-	emit(rec);
-	bpf_map_delete_elem(&stash, &k);
+	output(rec);
+	rec->type = 0; /* the slot is free */
 	return 0;
 }
