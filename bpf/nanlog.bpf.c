@@ -195,7 +195,6 @@ int nl_entry(struct pt_regs *ctx)
 		return 0;
 	d = &apis[api];
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
-	stat_inc(NL_STAT_HITS);
 
 	if (*tgt & NL_TGT_NORET) {
 		/* Without return probes nothing closes a nesting level: report every call. */

@@ -51,7 +51,6 @@ enum nl_stat {
 	NL_STAT_LOST_RINGBUF = 0, /* ring buffer full: call record dropped */
 	NL_STAT_LOST_STASH,       /* entry stash full or missing at return */
 	NL_STAT_NESTED,           /* inner export calls folded into their outer call */
-	NL_STAT_HITS,             /* probe hits that passed the target filter */
 	NL_STAT_MAX
 };
 
