@@ -224,7 +224,8 @@ int nl_entry(struct pt_regs *ctx)
 			stat_inc(NL_STAT_NESTED);
 			return 0;
 		}
-	} else if (lib == NL_LIB_HIP && t && t->depth[NL_LIB_HIP] > 0) {
+	} else if (t && t->depth[lib] > 0) {
+		/* a leaf export called by another export of the same library */
 		stat_inc(NL_STAT_NESTED);
 		return 0;
 	}
@@ -284,8 +285,8 @@ int nl_return(struct pt_regs *ctx)
 		t->depth[lib]--;
 		if (t->depth[lib] > 0)
 			return 0; /* nested call: folded into the outer one */
-	} else if (lib == NL_LIB_HIP && t->depth[NL_LIB_HIP] > 0) {
-		return 0;
+	} else if (t->depth[lib] > 0) {
+		return 0; /* folded at entry */
 	}
 	level = total_depth(t);
 	if (level >= NL_STASH_LEVELS)

@@ -26,7 +26,12 @@
  *                NL_AF_NESTS  may call other exports of its own library
  *                             (ROCm <= 6.0 hipMemcpyPeerAsync -> hipMemcpyAsync;
  *                             ncclAllToAll -> ncclGroupStart/Send/Recv/GroupEnd):
- *                             the outermost call is reported, inner ones counted
+ *                             the outermost call is reported, inner ones counted.
+ *                             A call without it opens no level: made inside an
+ *                             open call of its library it is counted, not
+ *                             reported (ncclGroupStart calls nothing, so it
+ *                             needs no return probe: one trap fewer per
+ *                             collective)
  *                NL_AF_OPT    optional: absent from some runtime versions
  *                NL_AF_CFG_STREAM  stream read through the config pointer (below)
  *   nstack     : how many stack slots the entry probe reads (0..8)
@@ -153,7 +158,7 @@ X(NCCL_ALLTOALLV,             "ncclAllToAllv",                  0,   NL_LIB_RCCL
 X(NCCL_ALLREDUCE,             "ncclAllReduce",                  0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 2, NL_S2, NL_NA, NL_NA, NL_R1, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R2, NL_NA, 0) \
 X(NCCL_SEND,                  "ncclSend",                       0,   NL_LIB_RCCL, NL_K_P2P,            NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_R3, NL_R1, NL_NA, 0) \
 X(NCCL_RECV,                  "ncclRecv",                       0,   NL_LIB_RCCL, NL_K_P2P,            NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_R3, NL_R1, NL_NA, 0) \
-X(NCCL_GROUP_START,           "ncclGroupStart",                 0,   NL_LIB_RCCL, NL_K_GROUP_START,    NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
+X(NCCL_GROUP_START,           "ncclGroupStart",                 0,   NL_LIB_RCCL, NL_K_GROUP_START,    0,                         0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
 X(NCCL_GROUP_END,             "ncclGroupEnd",                   0,   NL_LIB_RCCL, NL_K_GROUP_END,      NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
 X(NCCL_COMM_INIT_RANK,        "ncclCommInitRank",               0,   NL_LIB_RCCL, NL_K_COMM,           NL_AF_RET|NL_AF_NESTS,     0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R1, NL_NA, 0) \
 X(NCCL_COMM_INIT_ALL,         "ncclCommInitAll",                0,   NL_LIB_RCCL, NL_K_COMM,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R1, NL_NA, 0) \
