@@ -95,7 +95,8 @@ VG_LIB       := $(B)/vg/libnanlog-core-vg.a
 VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(CORE_UNIT_SRCS))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
-BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
+BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench \
+	      $(B)/bench/ss/libamdhip64.so.5
 .SECONDARY: $(B)/bench/floor.bpf.o
 
 TOOL := $(B)/nanlog-bpf
@@ -214,6 +215,16 @@ $(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/loader_umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
 
+# simhip once more with gcc's default prologues (xor, cmp, mov first), whose
+# probes the kernel single-steps: the bench's figure of what a prologue costs
+$(B)/bench/ss/%.o: sim/hip/%.c | $(B)/bench/ss
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
+
+$(B)/bench/ss/libamdhip64.so.5: $(patsubst sim/hip/%.c,$(B)/bench/ss/%.o,$(SIMHIP_SRCS)) sim/hip/libamdhip64.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(filter %.o,$^) -lrt
+
 # enginebench counts the engine's allocations: malloc, calloc, realloc wrapped
 $(B)/bench/enginebench: bench/enginebench.c $(B)/libnanlog-core.a | $(B)/bench
 	$(call msg,CC,$@)
@@ -291,7 +302,7 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B) $(B)/bpf $(B)/bench $(B)/bench/ss $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
 $(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
 	$(Q)mkdir -p $@
 
