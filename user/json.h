@@ -2,7 +2,9 @@
 /*
  * A tiny streaming JSON writer for JSON Lines output: one object per line,
  * commas and escaping handled here. Used by the audit writers and usable by
- * the raw call writer. Pure C, no allocation.
+ * the raw call writer. Pure C, no allocation: a line is built in a buffer in
+ * struct nl_json and written with one fwrite (several for a line longer than
+ * the buffer).
  *
  *   struct nl_json j;
  *   nl_json_begin(&j, f);            // opens the line's object
@@ -20,11 +22,16 @@
 
 #define NL_JSON_MAX_DEPTH 16
 
+#define NL_JSON_BUF 1024
+
+/* On the caller's stack: a line is built in buf and written in one go. */
 struct nl_json {
 	FILE *f;
 	int depth;
 	bool after_key;
 	bool need_comma[NL_JSON_MAX_DEPTH];
+	size_t n; /* bytes in buf */
+	char buf[NL_JSON_BUF];
 };
 
 /* Start a line: writes '{'. */

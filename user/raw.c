@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <errno.h>
-#include <inttypes.h>
-
+#include "json.h"
 #include "raw.h"
 
 int nl_raw_write(FILE *f, const struct nl_call *c)
@@ -14,48 +12,52 @@ int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container
 {
 	const char *name = nl_api_name(c->api);
 	uint32_t m = c->fields;
+	struct nl_json j;
 
-	fprintf(f, "{\"type\":\"call\",\"schema\":%d,\"api\":\"%s\",\"pid\":%" PRIu32,
-		NL_SCHEMA, name ? name : "?", c->pid);
-	/* container ids and pod UIDs are hex digits and dashes: nothing to escape */
+	nl_json_begin(&j, f);
+	nl_json_kstr(&j, "type", "call");
+	nl_json_ki64(&j, "schema", NL_SCHEMA);
+	nl_json_kstr(&j, "api", name ? name : "?");
+	nl_json_ku64(&j, "pid", c->pid);
 	if (container_id && *container_id)
-		fprintf(f, ",\"container_id\":\"%s\"", container_id);
+		nl_json_kstr(&j, "container_id", container_id);
 	if (pod_uid && *pod_uid)
-		fprintf(f, ",\"pod_uid\":\"%s\"", pod_uid);
-	fprintf(f, ",\"tid\":%" PRIu32 ",\"ts_ns\":%" PRIu64, c->tid, c->ts_ns);
-	if (m & NL_F_RC)
-		fprintf(f, ",\"rc\":%" PRId64 ",\"ret_ns\":%" PRIu64, c->rc, c->ret_ns);
+		nl_json_kstr(&j, "pod_uid", pod_uid);
+	nl_json_ku64(&j, "tid", c->tid);
+	nl_json_ku64(&j, "ts_ns", c->ts_ns);
+	if (m & NL_F_RC) {
+		nl_json_ki64(&j, "rc", c->rc);
+		nl_json_ku64(&j, "ret_ns", c->ret_ns);
+	}
 	if (m & NL_F_STREAM)
-		fprintf(f, ",\"stream\":\"0x%" PRIx64 "\"", c->stream);
+		nl_json_khex(&j, "stream", c->stream);
 	if (m & NL_F_EVENT)
-		fprintf(f, ",\"event\":\"0x%" PRIx64 "\"", c->event);
+		nl_json_khex(&j, "event", c->event);
 	if (m & NL_F_EVENT2)
-		fprintf(f, ",\"stop_event\":\"0x%" PRIx64 "\"", c->event2);
+		nl_json_khex(&j, "stop_event", c->event2);
 	if (m & NL_F_DST)
-		fprintf(f, ",\"dst\":\"0x%" PRIx64 "\"", c->dst);
+		nl_json_khex(&j, "dst", c->dst);
 	if (m & NL_F_SRC)
-		fprintf(f, ",\"src\":\"0x%" PRIx64 "\"", c->src);
+		nl_json_khex(&j, "src", c->src);
 	if (m & NL_F_BYTES)
-		fprintf(f, ",\"bytes\":%" PRIu64, c->bytes);
+		nl_json_ku64(&j, "bytes", c->bytes);
 	if (m & NL_F_KIND)
-		fprintf(f, ",\"kind\":%" PRIu32, c->kindarg);
+		nl_json_ku64(&j, "kind", c->kindarg);
 	if (m & NL_F_FLAGS)
-		fprintf(f, ",\"flags\":%" PRIu32, c->flags);
+		nl_json_ku64(&j, "flags", c->flags);
 	if (m & NL_F_PRIO)
-		fprintf(f, ",\"prio\":%" PRId64, c->prio);
+		nl_json_ki64(&j, "prio", c->prio);
 	if (m & NL_F_FN)
-		fprintf(f, ",\"fn\":\"0x%" PRIx64 "\"", c->fn);
+		nl_json_khex(&j, "fn", c->fn);
 	if (m & NL_F_PEER)
-		fprintf(f, ",\"peer\":%" PRId32, c->peer);
+		nl_json_ki64(&j, "peer", c->peer);
 	if (m & NL_F_COUNT)
-		fprintf(f, ",\"count\":%" PRIu64, c->count);
+		nl_json_ku64(&j, "count", c->count);
 	if (m & NL_F_HANDLE)
-		fprintf(f, ",\"handle\":\"0x%" PRIx64 "\"", c->handle);
+		nl_json_khex(&j, "handle", c->handle);
 	if (m & NL_F_MS)
-		fprintf(f, ",\"ms\":%.6g", c->ms);
+		nl_json_kdbl(&j, "ms", c->ms);
 	if (c->coll_depth)
-		fprintf(f, ",\"coll_depth\":%u", c->coll_depth);
-	if (fputs("}\n", f) == EOF || ferror(f))
-		return errno ? -errno : -EIO;
-	return 0;
+		nl_json_ku64(&j, "coll_depth", c->coll_depth);
+	return nl_json_end(&j);
 }

@@ -160,6 +160,41 @@ static void json_writer(void **state)
 	free(buf);
 }
 
+/* The writer's own number formatting and escaping, at their edges. */
+static void json_numbers_and_escapes(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct nl_json j;
+
+	(void)state;
+	assert_non_null(f);
+	nl_json_begin(&j, f);
+	nl_json_key(&j, "n");
+	nl_json_arr(&j);
+	nl_json_u64(&j, 0);
+	nl_json_u64(&j, UINT64_MAX);
+	nl_json_i64(&j, INT64_MIN);
+	nl_json_i64(&j, INT64_MAX);
+	nl_json_hex(&j, 0);
+	nl_json_hex(&j, UINT64_MAX);
+	nl_json_arr_end(&j);
+	nl_json_kstr(&j, "plain", "abc");
+	nl_json_kstr(&j, "ends", "x\ty\r\x7f");
+	nl_json_kstr(&j, "", "");
+	nl_json_key(&j, "nul");
+	nl_json_strn(&j, "a\0b", 3);
+	assert_int_equal(nl_json_end(&j), 0);
+	nl_json_escape(f, "q\"", 2); /* outside a line, as trace.c may */
+	fclose(f);
+	assert_string_equal(buf, "{\"n\":[0,18446744073709551615,-9223372036854775808,"
+				 "9223372036854775807,\"0x0\",\"0xffffffffffffffff\"],"
+				 "\"plain\":\"abc\",\"ends\":\"x\\ty\\r\\u007f\",\"\":\"\","
+				 "\"nul\":\"a\\u0000b\"}\nq\\\"");
+	free(buf);
+}
+
 static void json_records(void **state)
 {
 	char *buf = NULL, *line, *save = NULL;
@@ -293,6 +328,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_writer),
+		cmocka_unit_test(json_numbers_and_escapes),
 		cmocka_unit_test(json_records),
 		cmocka_unit_test(table_fits),
 	};
