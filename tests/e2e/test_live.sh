@@ -9,10 +9,6 @@ if why=$(bpf_unavailable); then
 	skip "live view: $why"
 	exit 0
 fi
-if ! "$TOOL" --help 2>&1 | grep -q -- '--live'; then
-	skip "live view: this build of nanlog-bpf has no --live option yet"
-	exit 0
-fi
 if ! command -v tmux >/dev/null 2>&1; then
 	skip "live view: tmux is not installed (Debian package tmux; make deps)"
 	exit 0

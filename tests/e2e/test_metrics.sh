@@ -9,10 +9,6 @@ if why=$(bpf_unavailable); then
 	skip "metrics: $why"
 	exit 0
 fi
-if ! "$TOOL" --help 2>&1 | grep -q -- '--metrics'; then
-	skip "metrics: this build of nanlog-bpf has no --metrics option yet"
-	exit 0
-fi
 if ! command -v curl >/dev/null 2>&1; then
 	skip "metrics: curl is not installed (Debian package curl; make deps)"
 	exit 0
