@@ -109,15 +109,6 @@ static __always_inline __u64 *pending(void)
 	return bpf_map_lookup_elem(&pending_lost, &zero);
 }
 
-/* A record reserved in the ring and filled in place goes out. */
-static __always_inline void submit(struct nl_rec_call *rec, __u64 *pend)
-{
-	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
-	if (pend)
-		*pend = 0; /* told, in this record */
-	bpf_ringbuf_submit(rec, wake_flags());
-}
-
 /* A record completed in the stash is copied out. */
 static __always_inline void output(struct nl_rec_call *rec)
 {
@@ -175,37 +166,59 @@ static __always_inline void fill_entry(struct nl_rec_call *rec, struct pt_regs *
 	rec->flags = flags;
 }
 
+/* An entry-only record: reserved in the ring and filled in place. */
+static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_desc *d,
+				       __u64 api, __u64 id, __u8 coll_depth)
+{
+	__u64 *pend = pending();
+	struct nl_rec_call *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+	if (!rec) {
+		lost(NL_STAT_LOST_RINGBUF, pend);
+		return;
+	}
+	fill_entry(rec, ctx, d, api, id, coll_depth);
+	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
+	if (pend)
+		*pend = 0; /* told, in this record */
+	bpf_ringbuf_submit(rec, wake_flags());
+}
+
+/*
+ * The API a probe hit is for, from the attach cookie; NULL when the process
+ * is not traced (or the cookie is out of range). *tflags: the target's
+ * NL_TGT_* flags.
+ */
+static __always_inline const struct nl_api_desc *hit_api(struct pt_regs *ctx, __u32 pid,
+							 __u64 *api, __u8 *tflags)
+{
+	__u8 *tgt = bpf_map_lookup_elem(&targets, &pid);
+
+	if (!tgt)
+		return NULL;
+	*tflags = *tgt;
+	*api = bpf_get_attach_cookie(ctx);
+	return *api < NL_API_COUNT ? &apis[*api] : NULL;
+}
+
 SEC("uprobe")
 int nl_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32;
 	const struct nl_api_desc *d;
-	struct nl_rec_call *rec;
-	struct tstate *t = NULL;
-	__u64 api, *pend;
+	struct tstate *t;
 	__u32 lib, level;
-	__u8 *tgt;
+	__u8 tflags;
+	__u64 api;
 
-	tgt = bpf_map_lookup_elem(&targets, &pid);
-	if (!tgt)
+	d = hit_api(ctx, id >> 32, &api, &tflags);
+	if (!d)
 		return 0;
-	api = bpf_get_attach_cookie(ctx);
-	if (api >= NL_API_COUNT)
-		return 0;
-	d = &apis[api];
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
 
-	if (*tgt & NL_TGT_NORET) {
+	if (tflags & NL_TGT_NORET) {
 		/* Without return probes nothing closes a nesting level: report every call. */
-		pend = pending();
-		rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-		if (!rec) {
-			lost(NL_STAT_LOST_RINGBUF, pend);
-			return 0;
-		}
-		fill_entry(rec, ctx, d, api, id, 0);
-		submit(rec, pend);
+		emit_entry(ctx, d, api, id, 0);
 		return 0;
 	}
 
@@ -231,26 +244,15 @@ int nl_entry(struct pt_regs *ctx)
 	}
 
 	if (!(d->flags & NL_AF_RET)) {
-		pend = pending();
-		rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-		if (!rec) {
-			lost(NL_STAT_LOST_RINGBUF, pend);
-		} else {
-			fill_entry(rec, ctx, d, api, id, t ? t->depth[NL_LIB_RCCL] : 0);
-			submit(rec, pend);
-		}
-		if ((d->flags & NL_AF_NESTS) && t)
-			t->depth[lib]++;
-		return 0;
-	}
-
-	/* The record waits in the stash for the return probe. */
-	level = total_depth(t);
-	if (!t || level >= NL_STASH_LEVELS) {
-		lost(NL_STAT_LOST_STASH, pending());
+		emit_entry(ctx, d, api, id, t ? t->depth[NL_LIB_RCCL] : 0);
 	} else {
-		rec = &t->stash[level & (NL_STASH_LEVELS - 1)];
-		fill_entry(rec, ctx, d, api, id, t->depth[NL_LIB_RCCL]);
+		/* The record waits in the stash for the return probe. */
+		level = total_depth(t);
+		if (!t || level >= NL_STASH_LEVELS)
+			lost(NL_STAT_LOST_STASH, pending());
+		else
+			fill_entry(&t->stash[level & (NL_STASH_LEVELS - 1)], ctx, d, api, id,
+				   t->depth[NL_LIB_RCCL]);
 	}
 	if ((d->flags & NL_AF_NESTS) && t)
 		t->depth[lib]++;
@@ -261,19 +263,16 @@ SEC("uretprobe")
 int nl_return(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32;
 	const struct nl_api_desc *d;
 	struct nl_rec_call *rec;
 	struct tstate *t;
 	__u32 lib, level;
+	__u8 tflags;
 	__u64 api;
 
-	if (!bpf_map_lookup_elem(&targets, &pid))
+	d = hit_api(ctx, id >> 32, &api, &tflags);
+	if (!d)
 		return 0;
-	api = bpf_get_attach_cookie(ctx);
-	if (api >= NL_API_COUNT)
-		return 0;
-	d = &apis[api];
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
 
 	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
@@ -301,8 +300,12 @@ int nl_return(struct pt_regs *ctx)
 		rec->rc = (__s32)rec->rc; /* hipError_t and ncclResult_t are C enums */
 	rec->flags |= NL_RF_RET;
 	if (d->out < NL_NARGS && d->out_size) {
-		__u64 v = 0;
-		__u64 ptr = rec->args[d->out & (NL_NARGS - 1)];
+		__u32 slot = d->out;
+		__u64 v = 0, ptr;
+
+		/* keep the mask: clang drops it after the check above, the verifier needs it */
+		barrier_var(slot);
+		ptr = rec->args[slot & (NL_NARGS - 1)];
 
 		if (d->out_size == 4) {
 			__u32 v4 = 0;
