@@ -96,8 +96,7 @@ static struct ltarget *find(struct nl_live *l, uint32_t pid)
 	return NULL;
 }
 
-/* As in metrics.c: at the cap, the process that exited first makes room,
- * else the one idle the longest. */
+/* At the cap, a process makes room as in metrics.c (NL_EVICTS_BEFORE). */
 static struct ltarget *get(struct nl_live *l, uint32_t pid)
 {
 	struct ltarget *t = find(l, pid);
@@ -114,9 +113,7 @@ static struct ltarget *get(struct nl_live *l, uint32_t pid)
 		for (unsigned i = 1; i < l->nt; i++) {
 			const struct ltarget *a = l->t[i], *b = l->t[victim];
 
-			if (a->alive != b->alive ? !a->alive
-						 : (a->alive ? a->active_seq < b->active_seq
-							     : a->exit_seq < b->exit_seq))
+			if (NL_EVICTS_BEFORE(a, b))
 				victim = i;
 		}
 		t = l->t[victim];

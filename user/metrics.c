@@ -110,8 +110,8 @@ static struct target *find(struct nl_metrics *m, uint32_t pid)
 	return NULL;
 }
 
-/* pid's entry, created when new; at the cap the process that exited first
- * makes room, else the one idle the longest. NULL only without memory. */
+/* pid's entry, created when new; at the cap the process NL_EVICTS_BEFORE
+ * all others makes room. NULL only without memory. */
 static struct target *get(struct nl_metrics *m, uint32_t pid)
 {
 	struct target *t = find(m, pid);
@@ -128,9 +128,7 @@ static struct target *get(struct nl_metrics *m, uint32_t pid)
 		for (unsigned i = 1; i < m->nt; i++) {
 			const struct target *a = m->t[i], *b = m->t[victim];
 
-			if (a->alive != b->alive ? !a->alive
-						 : (a->alive ? a->active_seq < b->active_seq
-							     : a->exit_seq < b->exit_seq))
+			if (NL_EVICTS_BEFORE(a, b))
 				victim = i;
 		}
 		t = m->t[victim];

@@ -23,6 +23,19 @@
 #include "engine.h"
 
 #define NL_METRICS_MAX_TARGETS 256
+
+/*
+ * Which of two tracked processes gives up its slot first when a table of
+ * them is full (the metrics' and the live view's): one that exited before
+ * one alive, of two exited the first to exit, of two alive the one idle the
+ * longest. a and b point to structs with the fields alive, active_seq (the
+ * last update) and exit_seq (when it exited).
+ */
+#define NL_EVICTS_BEFORE(a, b)                                                     \
+	((a)->alive != (b)->alive ? !(a)->alive                                   \
+				  : ((a)->alive ? (a)->active_seq < (b)->active_seq \
+						: (a)->exit_seq < (b)->exit_seq))
+
 /* Longest container id or pod UID label kept; longer values are cut. */
 #define NL_METRICS_LABEL_MAX 128
 
