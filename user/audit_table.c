@@ -13,22 +13,29 @@
 
 static void line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+size_t nl_fit_width(char *line, size_t width)
+{
+	size_t n = strlen(line);
+
+	while (n && line[n - 1] == ' ')
+		line[--n] = '\0';
+	if (width && n > width) {
+		line[width - 1] = '+';
+		line[width] = '\0';
+		n = width;
+	}
+	return n;
+}
+
 static void line(FILE *f, const char *fmt, ...)
 {
 	char buf[512];
-	size_t n;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	n = strlen(buf);
-	while (n && buf[n - 1] == ' ')
-		buf[--n] = '\0';
-	if (n > NL_TABLE_WIDTH) {
-		buf[NL_TABLE_WIDTH - 1] = '+';
-		buf[NL_TABLE_WIDTH] = '\0';
-	}
+	nl_fit_width(buf, NL_TABLE_WIDTH);
 	fprintf(f, "%s\n", buf);
 }
 

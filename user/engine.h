@@ -225,6 +225,9 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s);
 struct nl_sink nl_audit_json_sink(FILE *f);
 
 #define NL_TABLE_WIDTH 80
+/* A text line made to fit width columns: trailing blanks dropped, a longer
+ * line cut with '+' in its last column. Returns its new length. */
+size_t nl_fit_width(char *line, size_t width);
 struct nl_audit_table {
 	FILE *f;
 	bool header_done;

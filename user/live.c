@@ -285,13 +285,7 @@ static void put(struct screen *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	n = strlen(line);
-	while (n && line[n - 1] == ' ')
-		line[--n] = '\0';
-	if (n > NL_LIVE_WIDTH) {
-		line[NL_LIVE_WIDTH - 1] = '+';
-		n = NL_LIVE_WIDTH;
-	}
+	n = nl_fit_width(line, NL_LIVE_WIDTH);
 	if (s->used + n + 2 > s->len) {
 		s->full = true;
 		return;
