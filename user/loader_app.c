@@ -343,6 +343,16 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 	return 0;
 }
 
+/* key: an array of the names of n API ids. */
+static void json_api_names(struct nl_json *j, const char *key, const int *ids, int n)
+{
+	nl_json_key(j, key);
+	nl_json_arr(j);
+	for (int i = 0; i < n; i++)
+		nl_json_str(j, nl_api_name((unsigned)ids[i]));
+	nl_json_arr_end(j);
+}
+
 void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 {
 	if (a->rec && !a->rec_err) {
@@ -367,11 +377,7 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 		nl_json_ki64(&j, "attached", r->attached);
 		nl_json_ki64(&j, "retprobes", r->retprobes);
 		nl_json_kbool(&j, "retprobes_allowed", r->retprobes_allowed);
-		nl_json_key(&j, "missing");
-		nl_json_arr(&j);
-		for (int i = 0; i < r->nmissing; i++)
-			nl_json_str(&j, nl_api_name((unsigned)r->missing[i]));
-		nl_json_arr_end(&j);
+		json_api_names(&j, "missing", r->missing, r->nmissing);
 		nl_json_kdbl(&j, "attach_ms", (double)r->elapsed_ns / 1e6);
 		nl_json_end(&j);
 		note_write(a);
@@ -667,11 +673,7 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 		nl_json_ku64(&j, "nested_folded", a->stats[NL_STAT_NESTED]);
 		nl_json_ki64(&j, "probes_attached", a->probes_attached);
 		nl_json_ki64(&j, "retprobes_attached", a->retprobes_attached);
-		nl_json_key(&j, "probes_missing");
-		nl_json_arr(&j);
-		for (int i = 0; i < a->nmissing; i++)
-			nl_json_str(&j, nl_api_name((unsigned)a->missing[i]));
-		nl_json_arr_end(&j);
+		json_api_names(&j, "probes_missing", a->missing, a->nmissing);
 		nl_json_ku64(&j, "attach_ns", f.attach_ns);
 		nl_json_ku64(&j, "duration_ns", f.duration_ns);
 		nl_json_kdbl(&j, "cpu_ms", f.cpu_ms);
