@@ -196,3 +196,5 @@ KERNEL(k_bwd_emb, "embedding_bag_backward", NULL, 100000);
 KERNEL(k_gemm_bwd, "Cijk_Alik_Bljk_SB_MT64x64x16", NULL, 150000);
 KERNEL(k_bwd_elem, "threshold_backward", NULL, 50000);
 KERNEL(k_optimizer, "fused_adam_step", NULL, 60000);
+KERNEL(k_mlp_fwd, "Cijk_Ailk_Bljk_SB_MT16x16x16", NULL, 5000);
+KERNEL(k_mlp_bwd, "Cijk_Alik_Bljk_SB_MT16x16x16", NULL, 5000);

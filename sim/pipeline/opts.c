@@ -30,6 +30,9 @@ static const char usage[] =
 	"  --stall STAGE@K:MS   copy or sparse producer of batch K takes MS ms longer\n"
 	"  --exit-at K          _exit(3) in the iteration that runs forward K\n"
 	"  --iter-sleep-ms MS   host time per iteration (default 1)\n"
+	"  --mlp-layers N       dense layers after the lookup: N more hipLaunchKernel\n"
+	"                       in a row on the compute stream in forward, N in\n"
+	"                       backward (default 0; a real model has hundreds)\n"
 	"  --watchdog-ms MS     collective watchdog period (default 10)\n"
 	"  --seed N             content seed (default 1)\n"
 	"  --gate-signal        print \"ready PID\", wait for SIGUSR1 before the first HIP call\n"
@@ -121,7 +124,7 @@ static int parse_stall(const char *arg, struct pl_opts *o, char *err, size_t len
 	return 0;
 }
 
-enum { O_BATCHES = 256, O_DEPTH, O_PATTERN, O_DROP, O_STALL, O_EXIT_AT, O_SLEEP, O_WATCHDOG,
+enum { O_BATCHES = 256, O_DEPTH, O_PATTERN, O_DROP, O_STALL, O_EXIT_AT, O_SLEEP, O_MLP, O_WATCHDOG,
        O_SEED, O_GATE_SIGNAL, O_GATE_FILE, O_GATE_TIMEOUT, O_TRUTH, O_HELP };
 
 static const struct option longopts[] = {
@@ -132,6 +135,7 @@ static const struct option longopts[] = {
 	{ "stall", required_argument, NULL, O_STALL },
 	{ "exit-at", required_argument, NULL, O_EXIT_AT },
 	{ "iter-sleep-ms", required_argument, NULL, O_SLEEP },
+	{ "mlp-layers", required_argument, NULL, O_MLP },
 	{ "watchdog-ms", required_argument, NULL, O_WATCHDOG },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "gate-signal", no_argument, NULL, O_GATE_SIGNAL },
@@ -223,6 +227,10 @@ int pl_parse_opts(int argc, char **argv, struct pl_opts *o, char *err, size_t le
 		case O_SLEEP:
 			if (parse_long(optarg, 0, 10000, &o->iter_sleep_ms, NULL))
 				return errf(err, len, "--iter-sleep-ms '%s': expected 0..10000", optarg);
+			break;
+		case O_MLP:
+			if (parse_long(optarg, 0, 10000, &o->mlp_layers, NULL))
+				return errf(err, len, "--mlp-layers '%s': expected 0..10000", optarg);
 			break;
 		case O_WATCHDOG:
 			if (parse_long(optarg, 1, 1000, &o->watchdog_ms, NULL))

@@ -54,6 +54,7 @@ struct pl_opts {
 	int nstalls;
 	long exit_at;        /* -1: none */
 	long iter_sleep_ms;
+	long mlp_layers;     /* extra launches in a row on the compute stream, forward and backward */
 	long watchdog_ms;
 	uint64_t seed;
 	bool gate_signal;
@@ -201,7 +202,7 @@ size_t pl_batch_bytes(void);
 long pl_check_splits(const struct pl_batch *b); /* host check of .tolist() result */
 
 extern simhip_kernel_t k_input_dist, k_dist_init, k_lookup, k_simple_lookup, k_gemm_fwd,
-	k_gemm_plain, k_triton_fwd, k_bwd_emb, k_gemm_bwd, k_bwd_elem, k_optimizer;
+	k_gemm_plain, k_triton_fwd, k_bwd_emb, k_gemm_bwd, k_bwd_elem, k_optimizer, k_mlp_fwd, k_mlp_bwd;
 
 /* ---- PyTorch-like machinery (torch.c) ------------------------------------ */
 

@@ -412,6 +412,8 @@ static void backward(struct pl_ctx *x, long batch)
 	hw_launch(&k_bwd_emb, 64, args, x->C);
 	hw_launch_gemm(&k_gemm_bwd, 64, args, x->C);
 	hw_launch(&k_bwd_elem, 32, args, x->C);
+	for (long l = 0; l < x->o->mlp_layers; l++)
+		hw_launch(&k_mlp_bwd, 16, args, x->C);
 	pl_attr(-1, ST_NONE, SP_NONE);
 }
 

@@ -185,6 +185,8 @@ static void forward(struct pl_ctx *x, long i)
 	pl_work_wait(x, w, x->C, SP_D);
 	hw_launch_gemm(&k_gemm_fwd, 64, b->argv, x->C);
 	hw_launch_module(&k_triton_fwd, 32, b->argv, x->C);
+	for (long l = 0; l < x->o->mlp_layers; l++)
+		hw_launch(&k_mlp_fwd, 16, b->argv, x->C);
 }
 
 /* f: backward on the autograd thread, then the optimizer step. */
@@ -263,6 +265,8 @@ static void run_simple(struct pl_ctx *x)
 			exit_now(x, i);
 		hw_launch_gemm(&k_gemm_plain, 64, b->argv, x->C);
 		hw_launch_module(&k_triton_fwd, 32, b->argv, x->C);
+		for (long l = 0; l < x->o->mlp_layers; l++)
+			hw_launch(&k_mlp_fwd, 16, b->argv, x->C);
 		/* Prefetch the next batch while this one trains. */
 		if (i + 1 < B)
 			copy_batch(x, i + 1, SP_C);
