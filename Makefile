@@ -46,7 +46,7 @@ LOADER_OBJS := $(patsubst user/%.c,$(B)/user/%.o,$(LOADER_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS    := $(patsubst bpf/%.bpf.c,$(B)/%.skel.h,$(BPF_SRCS))
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ivmlinux -Iinclude -MMD -MP
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror -Ivmlinux -Iinclude -MMD -MP
 
 # --- sim: CPU HIP runtime, RCCL simulation, workloads ------------------------
 SIMHIP     := $(B)/sim/libamdhip64.so.5

@@ -82,8 +82,10 @@ static int put(struct nl_recording_writer *w, const struct nl_recording_item *it
 			return nl_recording_write_record(w, it->rec.data.bytes, it->rec.size);
 		c = it->rec.data.call;
 		c.ts_ns += shift;
-		if (c.ret_ns)
+		if ((c.flags & NL_RF_RET) && c.ret_ns)
 			c.ret_ns += shift;
+		else if (!(c.flags & NL_RF_RET) && c.flush_ts)
+			c.flush_ts += shift;
 		(*nrec)++;
 		return nl_recording_write_record(w, &c, sizeof(c));
 	}

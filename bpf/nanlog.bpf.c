@@ -16,7 +16,8 @@ static const struct nl_api_desc apis[NL_API_COUNT] = {
 #define NL_X_DESC(id, name, alt, lib_, kind, flags_, nst, st, ev, ev2, dst, src, by, ka, fk, \
 		  af, pr, fn, peer, cnt, out_, osz)                                        \
 	[NL_API_##id] = { .flags = (flags_), .lib = (lib_), .nstack = (nst), .out = (out_), \
-			  .out_size = (osz) },
+			  .out_size = (osz),                                                \
+			  .stream = NL_API_COUNTABLE(kind, flags_, st, ev, ev2) ? (st) : NL_NA },
 	NL_API_TABLE(NL_X_DESC)
 #undef NL_X_DESC
 };
@@ -31,7 +32,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, struct nl_target);
 } targets SEC(".maps");
 
 /*
@@ -39,13 +40,15 @@ struct {
  * goes away with the thread. depth[] counts the open export calls per
  * library (nested calls are folded into the outer one); stash[] holds the
  * entry record of a call that waits for its return probe, one slot per
- * nesting level (the total depth when the call began).
+ * nesting level (the total depth when the call began). run_* say which
+ * counted run the thread started last (nanlog_rec.h).
  */
 #define NL_STASH_LEVELS 8 /* a power of two; deeper calls are lost (NL_STAT_LOST_STASH) */
 
 struct tstate {
 	__u8 depth[NL_NLIBS];
 	__u8 pad[6];
+	__u64 run_token, run_stream, run_api;
 	struct nl_rec_call stash[NL_STASH_LEVELS];
 };
 
@@ -139,7 +142,7 @@ static __always_inline void fill_entry(struct nl_rec_call *rec, struct pt_regs *
 	rec->pid = id >> 32;
 	rec->tid = (__u32)id;
 	rec->ts_ns = bpf_ktime_get_ns();
-	rec->ret_ns = 0;
+	rec->ret_ns = 0; /* and run, flush, flush_ts: the same words */
 	rec->rc = 0;
 	rec->out = 0;
 	rec->args[0] = PT_REGS_PARM1(ctx);
@@ -166,9 +169,32 @@ static __always_inline void fill_entry(struct nl_rec_call *rec, struct pt_regs *
 	rec->flags = flags;
 }
 
+#define VOLATILE_READ(x) (*(volatile __typeof__(x) *)&(x))
+
+/*
+ * Ends the process's open counted run; *flush and *flush_ts: what the next
+ * record must carry, 0 when no launch was counted in it. The plain read
+ * first keeps the atomic off the common path (no run open).
+ */
+static __always_inline void end_run(struct nl_target *tgt, __u64 *flush, __u64 *flush_ts)
+{
+	__u64 old;
+
+	*flush = 0;
+	*flush_ts = 0;
+	if (!VOLATILE_READ(tgt->run))
+		return;
+	old = __sync_lock_test_and_set(&tgt->run, 0);
+	if (NL_RUN_COUNT(old)) {
+		*flush = old;
+		*flush_ts = VOLATILE_READ(tgt->run_ts);
+	}
+}
+
 /* An entry-only record: reserved in the ring and filled in place. */
 static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_desc *d,
-				       __u64 api, __u64 id, __u8 coll_depth)
+				       __u64 api, __u64 id, __u8 coll_depth, __u64 run,
+				       __u64 flush, __u64 flush_ts)
 {
 	__u64 *pend = pending();
 	struct nl_rec_call *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
@@ -178,6 +204,9 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
 		return;
 	}
 	fill_entry(rec, ctx, d, api, id, coll_depth);
+	rec->run = run;
+	rec->flush = flush;
+	rec->flush_ts = flush_ts;
 	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
 	if (pend)
 		*pend = 0; /* told, in this record */
@@ -186,19 +215,123 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
 
 /*
  * The API a probe hit is for, from the attach cookie; NULL when the process
- * is not traced (or the cookie is out of range). *tflags: the target's
- * NL_TGT_* flags.
+ * is not traced (or the cookie is out of range). *tgt: the target's entry.
  */
 static __always_inline const struct nl_api_desc *hit_api(struct pt_regs *ctx, __u32 pid,
-							 __u64 *api, __u8 *tflags)
+							 __u64 *api, struct nl_target **tgt)
 {
-	__u8 *tgt = bpf_map_lookup_elem(&targets, &pid);
-
-	if (!tgt)
+	*tgt = bpf_map_lookup_elem(&targets, &pid);
+	if (!*tgt)
 		return NULL;
-	*tflags = *tgt;
 	*api = bpf_get_attach_cookie(ctx);
 	return *api < NL_API_COUNT ? &apis[*api] : NULL;
+}
+
+/* The stream argument of a countable launch, from its register or stack slot. */
+static __always_inline int launch_stream(struct pt_regs *ctx, __u32 slot, __u64 *stream)
+{
+	switch (slot) {
+	case NL_R0:
+		*stream = PT_REGS_PARM1(ctx);
+		return 0;
+	case NL_R1:
+		*stream = PT_REGS_PARM2(ctx);
+		return 0;
+	case NL_R2:
+		*stream = PT_REGS_PARM3(ctx);
+		return 0;
+	case NL_R3:
+		*stream = PT_REGS_PARM4(ctx);
+		return 0;
+	case NL_R4:
+		*stream = PT_REGS_PARM5(ctx);
+		return 0;
+	case NL_R5:
+		*stream = ctx->r9;
+		return 0;
+	default:
+		/* S1 is [rsp+8] */
+		return bpf_probe_read_user(stream, sizeof(*stream),
+					   (void *)(PT_REGS_SP(ctx) + 8 * (slot - NL_S1 + 1)));
+	}
+}
+
+/*
+ * A launch that can be counted (nanlog_rec.h, counted runs): added to the
+ * open run when that run is this thread's, for the same API and stream, and
+ * nothing else happened in the process since; otherwise it starts a run and
+ * goes out as a record. The stream is read only when the run could go on:
+ * a launch that starts a run takes it from its own record.
+ */
+static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_api_desc *d,
+					 __u64 api, __u64 id, struct nl_target *tgt,
+					 struct tstate *t)
+{
+	__u64 stream, old, token, *pend;
+	struct nl_rec_call *rec;
+	__u32 slot;
+
+	old = VOLATILE_READ(tgt->run);
+	if (t->run_token && NL_RUN_TOKEN(old) == t->run_token && t->run_api == api &&
+	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !launch_stream(ctx, d->stream, &stream) &&
+	    stream == t->run_stream &&
+	    __sync_val_compare_and_swap(&tgt->run, old, old + 1) == old) {
+		tgt->run_ts = bpf_ktime_get_ns();
+		return;
+	}
+	/* A new run; the exchange ends the one open before it, whoever owned it. */
+	token = (__sync_fetch_and_add(&tgt->next_token, 1) + 1) & NL_RUN_TOKEN_MASK;
+	if (!token)
+		token = 1;
+	t->run_token = 0; /* until this launch's record says its stream */
+	old = __sync_lock_test_and_set(&tgt->run, NL_RUN_WORD(token, 0));
+
+	pend = pending();
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		lost(NL_STAT_LOST_RINGBUF, pend);
+		return;
+	}
+	fill_entry(rec, ctx, d, api, id, 0);
+	rec->run = NL_RUN_WORD(token, 0);
+	if (NL_RUN_COUNT(old)) {
+		rec->flush = old;
+		rec->flush_ts = VOLATILE_READ(tgt->run_ts);
+	}
+	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
+	if (pend)
+		*pend = 0;
+	if (!(rec->flags & NL_RF_STACK_ERR)) {
+		slot = d->stream;
+		barrier_var(slot);
+		t->run_token = token;
+		t->run_stream = rec->args[slot & (NL_NARGS - 1)];
+		t->run_api = api;
+	}
+	bpf_ringbuf_submit(rec, wake_flags());
+}
+
+/* A record of only the end of a counted run, for a call that is sent later. */
+static __always_inline void emit_run_end(__u64 id, __u64 flush, __u64 flush_ts)
+{
+	__u64 *pend = pending();
+	struct nl_rec_call *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+	if (!rec) {
+		lost(NL_STAT_LOST_RINGBUF, pend);
+		return;
+	}
+	__builtin_memset(rec, 0, sizeof(*rec));
+	rec->type = NL_REC_RUN;
+	rec->pid = id >> 32;
+	rec->tid = (__u32)id;
+	rec->ts_ns = bpf_ktime_get_ns();
+	rec->flush = flush;
+	rec->flush_ts = flush_ts;
+	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
+	if (pend)
+		*pend = 0;
+	bpf_ringbuf_submit(rec, wake_flags());
 }
 
 SEC("uprobe")
@@ -206,27 +339,27 @@ int nl_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	const struct nl_api_desc *d;
+	struct nl_target *tgt;
+	__u64 api, flush, flush_ts;
 	struct tstate *t;
 	__u32 lib, level;
-	__u8 tflags;
-	__u64 api;
+	bool noret, countable;
 
-	d = hit_api(ctx, id >> 32, &api, &tflags);
+	d = hit_api(ctx, id >> 32, &api, &tgt);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
+	/* Without return probes nothing closes a nesting level: report every call. */
+	noret = tgt->flags & NL_TGT_NORET;
+	countable = d->stream <= NL_S8 && !(tgt->flags & NL_TGT_EVERY_LAUNCH);
 
-	if (tflags & NL_TGT_NORET) {
-		/* Without return probes nothing closes a nesting level: report every call. */
-		emit_entry(ctx, d, api, id, 0);
-		return 0;
-	}
-
-	/* Only calls that open a level or wait for their return need state of their own. */
+	/* Only calls that open a level, wait for their return or may be counted need state. */
 	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
-				 (d->flags & (NL_AF_NESTS | NL_AF_RET)) ?
+				 (countable || (!noret && (d->flags & (NL_AF_NESTS | NL_AF_RET)))) ?
 					 BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (d->flags & NL_AF_NESTS) {
+	if (noret) {
+		/* nothing */
+	} else if (d->flags & NL_AF_NESTS) {
 		if (!t) {
 			lost(NL_STAT_LOST_STASH, pending()); /* no memory for the thread's state */
 			return 0;
@@ -243,10 +376,20 @@ int nl_entry(struct pt_regs *ctx)
 		return 0;
 	}
 
-	if (!(d->flags & NL_AF_RET)) {
-		emit_entry(ctx, d, api, id, t ? t->depth[NL_LIB_RCCL] : 0);
+	/* Launches RCCL makes inside a collective stand for it (engine_ops.c): never counted. */
+	if (countable && t && (noret || !t->depth[NL_LIB_RCCL])) {
+		count_launch(ctx, d, api, id, tgt, t);
+		return 0;
+	}
+
+	end_run(tgt, &flush, &flush_ts);
+	if (noret || !(d->flags & NL_AF_RET)) {
+		emit_entry(ctx, d, api, id, (!noret && t) ? t->depth[NL_LIB_RCCL] : 0, 0, flush,
+			   flush_ts);
 	} else {
-		/* The record waits in the stash for the return probe. */
+		/* The record waits in the stash for the return probe; the run's end cannot. */
+		if (flush)
+			emit_run_end(id, flush, flush_ts);
 		level = total_depth(t);
 		if (!t || level >= NL_STASH_LEVELS)
 			lost(NL_STAT_LOST_STASH, pending());
@@ -254,7 +397,7 @@ int nl_entry(struct pt_regs *ctx)
 			fill_entry(&t->stash[level & (NL_STASH_LEVELS - 1)], ctx, d, api, id,
 				   t->depth[NL_LIB_RCCL]);
 	}
-	if ((d->flags & NL_AF_NESTS) && t)
+	if (!noret && (d->flags & NL_AF_NESTS) && t)
 		t->depth[lib]++;
 	return 0;
 }
@@ -264,13 +407,13 @@ int nl_return(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	const struct nl_api_desc *d;
+	struct nl_target *tgt;
 	struct nl_rec_call *rec;
 	struct tstate *t;
 	__u32 lib, level;
-	__u8 tflags;
 	__u64 api;
 
-	d = hit_api(ctx, id >> 32, &api, &tflags);
+	d = hit_api(ctx, id >> 32, &api, &tgt);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */

@@ -78,6 +78,15 @@
 #define NL_AF_CFG_STREAM 0x10
 #define NL_CFG_STREAM_OFFSET 32
 
+/*
+ * Launches of an API can be counted in the kernel (nanlog_rec.h, counted
+ * runs) when everything the audit takes from them is the stream, read from a
+ * register or a stack slot: no start/stop events, no launch configuration.
+ */
+#define NL_API_COUNTABLE(kind, flags, st, ev, ev2)                                        \
+	((kind) == NL_K_LAUNCH && (ev) == NL_NA && (ev2) == NL_NA &&                     \
+	 !((flags) & NL_AF_CFG_STREAM) && (st) <= NL_S8)
+
 enum nl_kind {
 	NL_K_COPY = 1,     /* async or stream-ordered copy */
 	NL_K_COPY_SYNC,    /* copy that also blocks the host until done */

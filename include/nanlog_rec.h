@@ -13,7 +13,8 @@
 #include <linux/types.h>
 #endif
 
-#define NL_REC_CALL 1
+#define NL_REC_CALL 1 /* one call */
+#define NL_REC_RUN 2  /* only the end of a counted run: pid, tid, ts_ns, flush, flush_ts */
 
 /* nl_rec_call.flags */
 #define NL_RF_RET 0x1     /* a return probe completed this record: rc, ret_ns, out valid */
@@ -28,10 +29,49 @@ struct nl_rec_call {
 	__u32 pid;       /* tgid */
 	__u32 tid;
 	__u64 ts_ns;     /* CLOCK_MONOTONIC at entry */
-	__u64 ret_ns;    /* CLOCK_MONOTONIC at return, 0 without return probe */
-	__s64 rc;        /* return value (hipError_t / ncclResult_t) */
-	__u64 out;       /* dereferenced out-parameter (handle, or float bits of ms) */
+	union {
+		struct { /* NL_RF_RET: a return probe completed the record */
+			__u64 ret_ns; /* CLOCK_MONOTONIC at return */
+			__s64 rc;     /* return value (hipError_t / ncclResult_t) */
+			__u64 out;    /* dereferenced out-parameter (handle, or float bits of ms) */
+		};
+		struct { /* without NL_RF_RET: counted launch runs (below) */
+			__u64 run;      /* this launch starts a counted run: NL_RUN_WORD(token, 0) */
+			__u64 flush;    /* a run ended here: NL_RUN_WORD(its token, launches
+					 * counted after its first) */
+			__u64 flush_ts; /* CLOCK_MONOTONIC of the last launch counted in it */
+		};
+	};
 	__u64 args[NL_NARGS]; /* R0..R5, S1..S8 as in nanlog_apis.h */
+};
+
+/*
+ * Counted launch runs. A launch by the thread that made the process's
+ * previous probed call, of the same API on the same stream (a kernel after
+ * a kernel in a model's forward pass), is not sent: the kernel adds one to
+ * the process's run word and keeps its time. The first launch of a run goes
+ * out as a record with its token in .run; the next record of the process,
+ * from any thread, carries the word in .flush (a call that waits for its
+ * return probe sends an NL_REC_RUN first instead), and user space repeats the
+ * first launch that many times (user/runs.c). The word packs the token and
+ * the count so that one atomic exchange ends a run and one compare-and-swap
+ * adds to it: a launch racing another thread's call can only start a new
+ * run, never land in another run.
+ */
+#define NL_RUN_COUNT_BITS 24
+#define NL_RUN_COUNT_MAX ((1ull << NL_RUN_COUNT_BITS) - 1)
+#define NL_RUN_TOKEN_MASK ((1ull << (64 - NL_RUN_COUNT_BITS)) - 1)
+#define NL_RUN_WORD(token, count) (((__u64)(token) << NL_RUN_COUNT_BITS) | (__u64)(count))
+#define NL_RUN_TOKEN(word) ((__u64)(word) >> NL_RUN_COUNT_BITS)
+#define NL_RUN_COUNT(word) ((__u64)(word) & NL_RUN_COUNT_MAX)
+
+/* Value of the targets map: one per traced tgid. */
+struct nl_target {
+	__u64 run;        /* the open run: NL_RUN_WORD(token, count), 0 when none */
+	__u64 run_ts;     /* time of the last launch counted in it */
+	__u64 next_token; /* tokens handed out so far */
+	__u8 flags;       /* NL_TGT_* */
+	__u8 pad[7];
 };
 
 /*
@@ -45,6 +85,7 @@ struct nl_rec_call {
 /* Value flags of the targets map. */
 #define NL_TGT_TRACE 0x1 /* trace this tgid */
 #define NL_TGT_NORET 0x2 /* no return probes on this target: emit at entry, no nesting */
+#define NL_TGT_EVERY_LAUNCH 0x4 /* no counted launch runs: a record per launch */
 
 /* Per-CPU counters kept by the BPF side (index into the nl_stats map). */
 enum nl_stat {
@@ -61,7 +102,8 @@ struct nl_api_desc {
 	__u8 nstack;  /* stack slots to read at entry */
 	__u8 out;     /* slot of the out pointer, NL_NA if none */
 	__u8 out_size;
-	__u8 pad[3];
+	__u8 stream;  /* slot of the stream when launches of this API can be counted, else NL_NA */
+	__u8 pad[2];
 };
 
 #endif /* NANLOG_REC_H */

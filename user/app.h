@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "discover.h"
+#include "runs.h"
 #include "engine.h"
 #include "live.h"
 #include "loader.h"
@@ -29,6 +30,7 @@ struct nl_app_target {
 	char comm[32];
 	char container_id[65]; /* from the cgroup path, "" when it does not show one */
 	char pod_uid[37];
+	struct nl_runs runs; /* its counted launch runs */
 };
 
 struct nl_app {
@@ -45,6 +47,8 @@ struct nl_app {
 	int write_err;     /* first output error, -errno */
 	uint64_t start_ns, attach_done_ns;
 	uint64_t records, bad_records;
+	uint64_t counted_launches;   /* launches counted in the kernel, repeated from their runs */
+	uint64_t counted_lost;       /* counted launches whose run's first record was lost */
 	uint64_t lost_inline;        /* losses the records told (lost_before) */
 	uint64_t stats[NL_STAT_MAX]; /* last BPF counters seen */
 	int probes_attached, retprobes_attached;

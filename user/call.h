@@ -29,6 +29,9 @@ enum nl_field {
 	NL_F_RC = 1u << 12,    /* return probe ran: rc and ret_ns valid */
 	NL_F_HANDLE = 1u << 13, /* created stream/event handle (out param, rc == 0) */
 	NL_F_MS = 1u << 14,    /* elapsed milliseconds (out param, rc == 0) */
+	NL_F_COUNTED = 1u << 15, /* a launch counted in the kernel, repeated from its run's
+				  * first (user/runs.h): its time is the run's last launch */
+	NL_F_RUN_END = 1u << 16, /* not a call: only the end of a counted run (NL_REC_RUN) */
 };
 
 struct nl_call {
@@ -51,6 +54,10 @@ struct nl_call {
 	uint64_t fn;
 	double ms;
 	uint64_t lost_before; /* records lost on this CPU just before this one */
+	uint64_t run_token;   /* this launch starts the counted run with this token */
+	uint64_t flush_token; /* a counted run ended right before this call: its token, */
+	uint64_t flush_count; /* the launches counted after its first, */
+	uint64_t flush_ts;    /* and the time of the last of them */
 };
 
 struct nl_api_info {
@@ -63,6 +70,7 @@ struct nl_api_info {
 	int8_t slot_stream, slot_event, slot_event2, slot_dst, slot_src, slot_bytes,
 		slot_kind, fixed_kind, slot_flags, slot_prio, slot_fn, slot_peer,
 		slot_count, slot_out, out_size;
+	bool countable; /* its launches may come as counted runs (nanlog_rec.h) */
 };
 
 extern const struct nl_api_info nl_api_info[NL_API_COUNT];

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "decode.h"
@@ -28,6 +29,21 @@ void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
 	c->coll_depth = r->coll_depth;
 	c->ts_ns = r->ts_ns;
 	c->lost_before = r->args[NL_ARG_LOST_BEFORE];
+	if (!(r->flags & NL_RF_RET))
+		c->run_token = NL_RUN_TOKEN(r->run);
+	if (!(r->flags & NL_RF_RET) && NL_RUN_COUNT(r->flush)) {
+		c->flush_token = NL_RUN_TOKEN(r->flush);
+		c->flush_count = NL_RUN_COUNT(r->flush);
+		c->flush_ts = r->flush_ts;
+	}
+	if (r->type == NL_REC_RUN) {
+		c->api = 0;
+		c->kind = 0;
+		c->coll_depth = 0;
+		c->run_token = 0;
+		c->fields = NL_F_RUN_END;
+		return;
+	}
 
 #define NL_TAKE(slot, field, bit, conv)                                  \
 	do {                                                             \
@@ -79,6 +95,23 @@ void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
 	}
 }
 
+/*
+ * A known tag and API; in an entry-only record, counted-run words that hold
+ * together (nanlog_rec.h): a run is started by a countable launch with no
+ * launch counted yet, an end names its run, and a run-end record has one.
+ */
+static bool rec_ok(const struct nl_rec_call *r)
+{
+	if ((r->type != NL_REC_CALL && r->type != NL_REC_RUN) || r->api >= NL_API_COUNT)
+		return false;
+	if (r->flags & NL_RF_RET)
+		return r->type == NL_REC_CALL; /* the words hold the return's values */
+	if (r->type == NL_REC_CALL && r->run &&
+	    (NL_RUN_COUNT(r->run) || !NL_RUN_TOKEN(r->run) || !nl_api_info[r->api].countable))
+		return false;
+	return NL_RUN_COUNT(r->flush) ? NL_RUN_TOKEN(r->flush) != 0 : r->type != NL_REC_RUN;
+}
+
 int nl_decode(const void *data, size_t size, struct nl_call *out)
 {
 	struct nl_rec_call r;
@@ -86,7 +119,7 @@ int nl_decode(const void *data, size_t size, struct nl_call *out)
 	if (!data || size != sizeof(r))
 		return -EINVAL;
 	memcpy(&r, data, sizeof(r)); /* ring-buffer data is only 8-byte aligned */
-	if (r.type != NL_REC_CALL || r.api >= NL_API_COUNT)
+	if (!rec_ok(&r))
 		return -EINVAL;
 	nl_decode_rec(&r, out);
 	return 0;

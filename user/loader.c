@@ -494,8 +494,8 @@ static void target_policy(struct nl_loader *l, struct target *t)
 int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *paths, int npaths,
 			 bool require_hip)
 {
+	struct nl_target tv = { 0 };
 	struct target *t;
-	__u8 flags;
 	int err, nhip = 0;
 
 	if (find_target(l, pid))
@@ -513,9 +513,10 @@ int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *path
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	target_policy(l, t);
-	flags = NL_TGT_TRACE | (t->retprobes ? 0 : NL_TGT_NORET);
+	tv.flags = NL_TGT_TRACE | (t->retprobes ? 0 : NL_TGT_NORET) |
+		   (l->o->every_launch ? NL_TGT_EVERY_LAUNCH : 0);
 	/* filter entry first: probes that fire during attach are already wanted */
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &(__u32){ (__u32)pid }, &flags,
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &(__u32){ (__u32)pid }, &tv,
 				BPF_ANY))
 		return -errno;
 	l->ntargets++;
@@ -555,16 +556,49 @@ fail:
 	return err;
 }
 
+/*
+ * The target's entry leaves the map, so its calls are no longer traced; the
+ * launches still counted in its open run (include/nanlog_rec.h) are told
+ * last, after what the ring holds, in the run-end record the process would
+ * have sent with its next call.
+ */
+static void untrace(struct nl_loader *l, pid_t pid)
+{
+	int fd = bpf_map__fd(l->skel->maps.targets);
+	__u32 key = (__u32)pid;
+	struct nl_target tv;
+	struct nl_rec_call rec;
+	bool had = bpf_map_lookup_elem(fd, &key, &tv) == 0;
+
+	bpf_map_delete_elem(fd, &key);
+	ring_buffer__consume(l->rb);
+	if (!had || !NL_RUN_COUNT(tv.run))
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = NL_REC_RUN;
+	rec.pid = (__u32)pid;
+	rec.tid = (__u32)pid;
+	rec.ts_ns = now_ns();
+	rec.flush = tv.run;
+	rec.flush_ts = tv.run_ts;
+	on_sample(l, &rec, sizeof(rec));
+}
+
 void nl_loader_remove_target(struct nl_loader *l, pid_t pid)
 {
 	struct target *t = find_target(l, pid);
-	__u32 key = (__u32)pid;
 
 	if (!t)
 		return;
-	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.targets), &key);
+	untrace(l, pid);
 	detach_target(t);
 	*t = l->targets[--l->ntargets];
+}
+
+void nl_loader_untrace_all(struct nl_loader *l)
+{
+	for (int i = 0; i < l->ntargets; i++)
+		untrace(l, l->targets[i].pid);
 }
 
 int nl_loader_rescan(struct nl_loader *l)

@@ -54,6 +54,9 @@ int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *path
 			 bool require_hip);
 /* Stop tracing pid: probes detached, filter entry removed. */
 void nl_loader_remove_target(struct nl_loader *l, pid_t pid);
+/* At the end of a run: no target is traced any more, and the launches their
+ * open counted runs hold are handed to the record callback. */
+void nl_loader_untrace_all(struct nl_loader *l);
 
 /* Re-read every target's maps and attach libraries loaded since. */
 int nl_loader_rescan(struct nl_loader *l);

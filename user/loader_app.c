@@ -300,9 +300,52 @@ static void replay_target(struct nl_app *a, const struct nl_recording_target *rt
 	nl_app_target_added(a, rt->pid, rt->ts_ns, rt->mid_run, buf, cid, pod);
 }
 
+/* One call to the raw writer, the trace and the engine. */
+static int use_call(struct nl_app *a, const struct nl_app_target *t, const struct nl_call *c)
+{
+	if (a->o.raw && !a->write_err) {
+		if (nl_raw_write_labeled(a->out, c, t ? t->container_id : NULL,
+					 t ? t->pod_uid : NULL)) {
+			a->write_err = errno ? -errno : -EIO;
+			a->diag(0, "cannot write output: %s", strerror(-a->write_err));
+			return a->write_err; /* stops the poll */
+		}
+	}
+	nl_trace_call(a->trace, c);
+	if (a->engine)
+		nl_engine_feed(a->engine, c);
+	return 0;
+}
+
+/* The launches a counted run stood for (user/runs.h), before the record that ended it. */
+static int use_counted(struct nl_app *a, struct nl_app_target *t, const struct nl_call *c)
+{
+	struct nl_call proto;
+	uint64_t lost = 0, n = 0;
+	int rc;
+
+	if (t)
+		n = nl_runs_take(&t->runs, c, &proto, &lost);
+	else
+		lost = c->flush_count; /* a process we never saw start */
+	if (lost) {
+		/* its first launch was lost in the ring: the loss is at its place already */
+		a->counted_lost += lost;
+		if (a->engine)
+			nl_engine_lost(a->engine, c->pid, lost, c->ts_ns);
+	}
+	a->counted_launches += n;
+	for (uint64_t i = 0; i < n; i++)
+		if ((rc = use_call(a, t, &proto)))
+			return rc;
+	return 0;
+}
+
 int nl_app_record(struct nl_app *a, const void *data, size_t size)
 {
+	struct nl_app_target *t;
 	struct nl_call c;
+	int rc;
 
 	/* recorded before decoding, bad ones too: replay counts them the same */
 	if (a->rec && !a->rec_err)
@@ -322,19 +365,15 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 		a->last_ts_ns = c.ts_ns;
 	if ((c.fields & NL_F_RC) && c.ret_ns > a->last_ts_ns)
 		a->last_ts_ns = c.ret_ns;
-	if (a->o.raw && !a->write_err) {
-		const struct nl_app_target *t = target_of(a, c.pid);
-
-		if (nl_raw_write_labeled(a->out, &c, t ? t->container_id : NULL,
-					 t ? t->pod_uid : NULL)) {
-			a->write_err = errno ? -errno : -EIO;
-			a->diag(0, "cannot write output: %s", strerror(-a->write_err));
-			return a->write_err; /* stops the poll */
-		}
+	t = target_of(a, c.pid);
+	if ((rc = use_counted(a, t, &c)))
+		return rc;
+	if (!(c.fields & NL_F_RUN_END)) {
+		if ((rc = use_call(a, t, &c)))
+			return rc;
+		if (t)
+			nl_runs_note(&t->runs, &c);
 	}
-	nl_trace_call(a->trace, &c);
-	if (a->engine)
-		nl_engine_feed(a->engine, &c);
 	if (ferror(a->out) && !a->write_err) {
 		a->write_err = errno ? -errno : -EIO;
 		a->diag(0, "cannot write output: %s", strerror(-a->write_err));
@@ -636,7 +675,7 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 	if (a->l) {
 		uint64_t total;
 
-		nl_loader_drain(a->l);
+		nl_loader_untrace_all(a->l); /* drains the ring, then the open runs */
 		poll_lost(a);
 		/* losses on a CPU that sent no record after them */
 		total = a->stats[NL_STAT_LOST_RINGBUF] + a->stats[NL_STAT_LOST_STASH];
@@ -667,6 +706,7 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 		nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
 		nl_json_ku64(&j, "records", a->records);
 		nl_json_ku64(&j, "bad_records", a->bad_records);
+		nl_json_ku64(&j, "counted_launches", a->counted_launches);
 		nl_json_ku64(&j, "lost_records", lost);
 		nl_json_ku64(&j, "lost_ringbuf", a->stats[NL_STAT_LOST_RINGBUF]);
 		nl_json_ku64(&j, "lost_stash", a->stats[NL_STAT_LOST_STASH]);
@@ -696,8 +736,10 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 		}
 	}
 	if (!a->o.quiet && (a->attach_done_ns || (a->replay && !err)))
-		fprintf(stderr, "nanlog-bpf: %" PRIu64 " records processed, %" PRIu64 " lost\n",
-			a->records, lost);
+		fprintf(stderr,
+			"nanlog-bpf: %" PRIu64 " records processed (and %" PRIu64
+			" launches counted in the kernel), %" PRIu64 " lost\n",
+			a->records, a->counted_launches, lost);
 	if (a->rec_err && !err && !a->write_err)
 		a->write_err = a->rec_err; /* a recording that was asked for and is incomplete */
 }

@@ -49,6 +49,8 @@ const char nl_usage[] =
 	"Run:\n"
 	"  -d, --duration SEC       stop after SEC seconds\n"
 	"      --ringbuf-size BYTES ring buffer size (power of two, default 4194304)\n"
+	"      --every-launch       one record per kernel launch (default: a run of\n"
+	"                           launches on one stream is counted in the kernel)\n"
 	"      --retprobes auto|force|never\n"
 	"                           return probes: auto = not on a seccomp-filtered\n"
 	"                           target on kernels 6.11-6.13 (docs/usage.md)\n"
@@ -80,6 +82,7 @@ enum {
 	OPT_COMPUTE,
 	OPT_RINGBUF,
 	OPT_RETPROBES,
+	OPT_EVERY_LAUNCH,
 	OPT_POLL,
 	OPT_VERSION,
 	OPT_RECORD,
@@ -110,6 +113,7 @@ static const struct option longopts[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "retprobes", required_argument, NULL, OPT_RETPROBES },
+	{ "every-launch", no_argument, NULL, OPT_EVERY_LAUNCH },
 	{ "poll", required_argument, NULL, OPT_POLL },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -279,6 +283,9 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 					    "--ringbuf-size: '%s' is not a power of two between 4096 and 1073741824",
 					    optarg);
 			o->ringbuf_size = v;
+			break;
+		case OPT_EVERY_LAUNCH:
+			o->every_launch = true;
 			break;
 		case OPT_RETPROBES:
 			if (strcmp(optarg, "auto") == 0)

@@ -37,6 +37,7 @@ struct nl_opts {
 	bool quiet;           /* -q */
 	enum nl_format format;
 	enum nl_retprobe_policy retprobes;
+	bool every_launch;    /* --every-launch: no counted launch runs */
 	uint64_t ringbuf_size; /* bytes, power of two >= page size */
 	bool post_step;
 	bool has_copy_stream, has_compute_stream;

@@ -25,6 +25,8 @@ int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container
 		nl_json_kstr(&j, "pod_uid", pod_uid);
 	nl_json_ku64(&j, "tid", c->tid);
 	nl_json_ku64(&j, "ts_ns", c->ts_ns);
+	if (m & NL_F_COUNTED)
+		nl_json_kbool(&j, "counted", true);
 	if (m & NL_F_RC) {
 		nl_json_ki64(&j, "rc", c->rc);
 		nl_json_ku64(&j, "ret_ns", c->ret_ns);

@@ -15,7 +15,8 @@ audit() {
 	name=$1
 	shift
 	workload_gated "$TMP/$name.out" --truth "$TMP/$name.truth" "$@"
-	"$TOOL" -p "$GATED_PID" --raw -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
+	# shellcheck disable=SC2086 # TOOL_ARGS: words for the tool
+	"$TOOL" -p "$GATED_PID" ${TOOL_ARGS:-} --raw -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
 	tool=$!
 	wait_for '"type":"attach".*librccl' "$TMP/$name.json"
 	kill -USR1 "$GATED_PID"
@@ -93,3 +94,33 @@ check "table format fits 80 columns" sh -c "
 	'$TOOL' -p \$p --format table -o '$TMP/tab.txt' 2>/dev/null & t=\$!
 	sleep 0.5; kill -USR1 \$p; wait \$t &&
 	grep -q 'trusted' '$TMP/tab.txt' && test \$(awk '{ if (length > m) m = length } END { print m }' '$TMP/tab.txt') -le 80"
+
+# Counted launches (docs/usage.md): the dense layers are runs of launches on
+# the compute stream; the kernel counts them, the audits must not change.
+counted() { # NAME: launches counted in the kernel, from the tool's last line
+	sed -n 's/.*(and \([0-9]*\) launches counted in the kernel), \([0-9]*\) lost$/\1 \2/p' \
+		"$TMP/$1.tool"
+}
+calls_ops() { # NAME: calls per API (but the polls, as many as the timing makes) and ops per batch and stage
+	jq -c -s '([.[] | select(.type=="call" and (.api | endswith("Query") | not)) | .api] |
+			group_by(.) | map([.[0], length])),
+		([.[] | select(.type=="batch") | [.batch, .verdict, .copy.ops, .sparse.ops, .forward.ops]])' \
+		"$TMP/$1.json"
+}
+check "MLP layers, launches counted in the kernel: audits match the truth" \
+	audit mlp --batches 6 --mlp-layers 24 --drop d_compute_wait@3
+set -- $(counted mlp)
+check "  ...most launches went as counts, none lost (${1:-?} counted)" \
+	test "${1:-0}" -ge 200 -a "${2:-1}" = 0
+check "  ...counted launches are marked, without a kernel" jq -e -s \
+	'[.[] | select(.counted)] | length > 0 and all(.api == "hipLaunchKernel" and .fn == null)' \
+	"$TMP/mlp.json"
+TOOL_ARGS=--every-launch
+check "--every-launch: audits match the truth" \
+	audit mlp_every --batches 6 --mlp-layers 24 --drop d_compute_wait@3
+TOOL_ARGS=
+set -- $(counted mlp_every)
+check "  ...no launch counted" test "${1:-1}" = 0
+calls_ops mlp > "$TMP/co.a"; calls_ops mlp_every > "$TMP/co.b"; diff "$TMP/co.a" "$TMP/co.b" >&2
+check "  ...the same calls, verdicts and op counts as with counting" \
+	test "$(calls_ops mlp)" = "$(calls_ops mlp_every)"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * nl_decode on ring-buffer records, then the raw writer on what it decoded.
- * The input is decoded whole (the size check) and as a run of 176-byte
+ * The input is decoded whole (the size check) and as a run of record-sized
  * records, as a ring buffer delivers them.
  */
 #include <errno.h>
@@ -23,6 +23,19 @@ static void check_call(const struct nl_rec_call *r, const struct nl_call *c)
 	FUZZ_CHECK(!((c->fields & NL_F_HANDLE) && (c->fields & NL_F_MS)));
 }
 
+/* What nl_decode accepts: a known tag and API; counted-run words that hold together. */
+static bool valid(const struct nl_rec_call *r)
+{
+	if ((r->type != NL_REC_CALL && r->type != NL_REC_RUN) || r->api >= NL_API_COUNT)
+		return false;
+	if (r->flags & NL_RF_RET)
+		return r->type == NL_REC_CALL;
+	if (r->type == NL_REC_CALL && r->run &&
+	    (NL_RUN_COUNT(r->run) || !NL_RUN_TOKEN(r->run) || !nl_api_info[r->api].countable))
+		return false;
+	return NL_RUN_COUNT(r->flush) ? NL_RUN_TOKEN(r->flush) != 0 : r->type != NL_REC_RUN;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct nl_call c;
@@ -36,10 +49,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int ret = nl_decode(data + off, sizeof(r), &c);
 
 		memcpy(&r, data + off, sizeof(r));
-		FUZZ_CHECK(ret == ((r.type == NL_REC_CALL && r.api < NL_API_COUNT) ? 0 : -EINVAL));
+		FUZZ_CHECK(ret == (valid(&r) ? 0 : -EINVAL));
 		if (ret)
 			continue;
+		if (r.type == NL_REC_RUN) {
+			/* only the end of a counted run: no call fields */
+			FUZZ_CHECK(c.fields == NL_F_RUN_END && c.flush_count > 0 && c.flush_token);
+			continue;
+		}
 		check_call(&r, &c);
+		FUZZ_CHECK(!c.run_token || nl_api_info[c.api].countable);
 		FUZZ_CHECK(nl_raw_write(out, &c) == 0);
 	}
 	FUZZ_CHECK(nl_decode(NULL, 0, &c) == -EINVAL);

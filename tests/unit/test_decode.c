@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "decode.h"
+#include "runs.h"
 #include "policy.h"
 #include "procmaps.h"
 #include "raw.h"
@@ -264,12 +265,106 @@ static void test_policy(void **state)
 	assert_false(nl_retprobes_allowed(NL_RET_NEVER, false, 0, &why));
 }
 
+/* Counted launch runs: the fields, what is refused, and the repeats (user/runs.c). */
+static void test_decode_runs(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_LAUNCH_KERNEL);
+	struct nl_call c, first, end, proto;
+	struct nl_runs runs = { 0 };
+	uint64_t lost;
+
+	(void)state;
+	/* which launches may be counted: plain ones, not those carrying events */
+	assert_true(nl_api_info[NL_API_LAUNCH_KERNEL].countable);
+	assert_true(nl_api_info[NL_API_MODULE_LAUNCH_KERNEL].countable);
+	assert_false(nl_api_info[NL_API_EXT_LAUNCH_KERNEL].countable);
+	assert_false(nl_api_info[NL_API_LAUNCH_KERNEL_EXC].countable);
+	assert_false(nl_api_info[NL_API_EVENT_RECORD].countable);
+
+	r.args[0] = 0xabc;  /* kernel */
+	r.args[7] = 0x6000; /* stream */
+	r.ts_ns = 1000;
+	r.run = NL_RUN_WORD(7, 0);
+	assert_int_equal(nl_decode(&r, sizeof(r), &first), 0);
+	assert_int_equal(first.run_token, 7);
+	assert_int_equal(first.flush_count, 0);
+	assert_int_equal(nl_runs_take(&runs, &first, &proto, &lost), 0);
+	nl_runs_note(&runs, &first);
+
+	/* the next record ends the run: 5 launches after the first, the last at 1400 */
+	r = rec(NL_API_EVENT_RECORD);
+	r.ts_ns = 1500;
+	r.flush = NL_RUN_WORD(7, 5);
+	r.flush_ts = 1400;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.flush_token, 7);
+	assert_int_equal(c.flush_count, 5);
+	assert_int_equal(nl_runs_take(&runs, &c, &proto, &lost), 5);
+	assert_int_equal(lost, 0);
+	assert_int_equal(proto.api, NL_API_LAUNCH_KERNEL);
+	assert_int_equal(proto.stream, 0x6000);
+	assert_int_equal(proto.ts_ns, 1400);
+	assert_true(proto.fields & NL_F_COUNTED);
+	assert_false(proto.fields & NL_F_FN); /* which kernel was not kept */
+	assert_int_equal(proto.run_token, 0);
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_int_equal(nl_raw_write(f, &proto), 0);
+		fclose(f);
+		assert_non_null(strstr(buf, "\"ts_ns\":1400,\"counted\":true,\"stream\":\"0x6000\"}"));
+		free(buf);
+	}
+	/* the same end told again (the trace's own end after the process's): nothing */
+	assert_int_equal(nl_runs_take(&runs, &c, &proto, &lost), 0);
+	assert_int_equal(lost, 0);
+
+	/* a run whose first record was lost: its launches are lost too */
+	r = rec(NL_API_EVENT_RECORD);
+	r.type = NL_REC_RUN;
+	r.api = 0;
+	r.ts_ns = 2000;
+	r.flush = NL_RUN_WORD(9, 3);
+	r.flush_ts = 1900;
+	assert_int_equal(nl_decode(&r, sizeof(r), &end), 0);
+	assert_true(end.fields & NL_F_RUN_END);
+	assert_int_equal(nl_runs_take(&runs, &end, &proto, &lost), 0);
+	assert_int_equal(lost, 3);
+
+	/* a time outside what the records around it allow is clamped */
+	first.run_token = 11;
+	first.ts_ns = 3000;
+	nl_runs_note(&runs, &first);
+	end.flush_token = 11;
+	end.flush_ts = 5;
+	end.ts_ns = 4000;
+	assert_int_equal(nl_runs_take(&runs, &end, &proto, &lost), 3);
+	assert_int_equal(proto.ts_ns, 3000);
+
+	/* refused: a run started by an API that cannot be counted, a run word with a
+	 * count, an end without a token, a run-end record without a run */
+	r = rec(NL_API_EVENT_RECORD);
+	r.run = NL_RUN_WORD(3, 0);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+	r = rec(NL_API_LAUNCH_KERNEL);
+	r.run = NL_RUN_WORD(3, 1);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+	r = rec(NL_API_LAUNCH_KERNEL);
+	r.flush = NL_RUN_WORD(0, 4);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+	r = rec(NL_API_LAUNCH_KERNEL);
+	r.type = NL_REC_RUN;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_is_consistent), cmocka_unit_test(test_decode_copy),
 		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
-		cmocka_unit_test(test_decode_config_stream),
+		cmocka_unit_test(test_decode_config_stream), cmocka_unit_test(test_decode_runs),
 		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line),
 		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
 	};

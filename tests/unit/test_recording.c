@@ -73,6 +73,8 @@ static struct nl_rec_call call(unsigned i)
 	r.ret_ns = r.ts_ns + 11;
 	r.rc = -(int64_t)(i % 5);
 	r.out = 0xabcdef00ull + i;
+	if (!(r.flags & NL_RF_RET))
+		r.run = r.flush = r.flush_ts = 0; /* entry only, no counted run */
 	for (int k = 0; k < NL_NARGS; k++)
 		r.args[k] = ((uint64_t)i << 16) ^ (uint64_t)k * 0x9e3779b97f4a7c15ull;
 	return r;
