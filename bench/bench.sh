@@ -6,7 +6,8 @@
 #
 # Environment: BENCH_REPS (5) repetitions, interleaved; BENCH_CALLS (100000)
 # probed calls per microbenchmark run; BENCH_BATCHES (300) workload batches;
-# BENCH_BIG_ITER (100000) iterations in the long recording; B (build).
+# BENCH_BIG_ITER (100000) iterations in the long recording; BENCH_MLP_LAYERS (200)
+# dense layers and BENCH_MLP_BATCHES (100) batches in the second workload; B (build).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 B=${B:-build}
@@ -165,17 +166,21 @@ TOOL_CPU=$(median <"$W/toolcpu.txt")
 # ---------------------------------------------------------------------------
 # 2. The workload's iteration time, traced and untraced.
 # ---------------------------------------------------------------------------
+# wl_run TAG MODE [WORKLOAD-ARGS [TOOL-ARGS]]: one run; a line
+# "TAG ns records nested counted tool-cpu-ms"
 wl_run() {
-	m=$1 r=$W/wl
+	tag=$1 m=$2 wargs=${3:-} targs=${4:-} r=$W/wl
 	rm -rf "$r" && mkdir "$r"
-	env LD_LIBRARY_PATH="$B/sim" taskset -c 0 "$B/sim/pipeline" --gate-signal --batches "$BATCHES" \
-		>"$r/p.out" 2>"$r/p.err" &
+	# shellcheck disable=SC2086 # wargs: words
+	env LD_LIBRARY_PATH="$B/sim" ${WL_ENV:-} taskset -c 0 "$B/sim/pipeline" --gate-signal \
+		--batches "${WL_BATCHES:-$BATCHES}" $wargs >"$r/p.out" 2>"$r/p.err" &
 	pp=$!
 	pids="$pids $pp"
 	wait_for '^ready' "$r/p.out"
 	tp=
 	if [ "$m" = nanlog ]; then
-		taskset -c 1 "$TOOL" -p "$pp" -o "$r/t.out" 2>"$r/t.err" &
+		# shellcheck disable=SC2086 # targs: words
+		taskset -c 1 "$TOOL" -p "$pp" $targs -o "$r/t.out" 2>"$r/t.err" &
 		tp=$!
 		pids="$pids $tp"
 		wait_for 'symbols attached' "$r/t.err"
@@ -184,20 +189,51 @@ wl_run() {
 	kill -USR1 "$pp"
 	wait "$pp" || die "pipeline failed under $m: $(cat "$r/p.err")"
 	t1=$(now_ns)
-	rec=0 nest=0
+	rec=0 nest=0 cnt=0 cpu=0
 	if [ -n "$tp" ]; then
 		kill -INT "$tp" 2>/dev/null
 		wait "$tp"
-		rec=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out")
+		# ring-buffer records and launches counted in the kernel, from the last line
+		set -- $(sed -n 's/.* \([0-9]*\) records processed (and \([0-9]*\) launches counted.*/\1 \2/p' "$r/t.err")
+		rec=${1:-0} cnt=${2:-0}
 		nest=$(jq -s 'map(select(.type == "summary"))[0].nested_folded // 0' "$r/t.out")
+		cpu=$(jq -s 'map(select(.type == "summary"))[0].cpu_ms // 0' "$r/t.out")
 	fi
-	echo "$m $((t1 - t0)) $rec $nest" >>"$W/wl.tsv"
+	echo "$tag $((t1 - t0)) $rec $nest $cnt $cpu" >>"$W/wl.tsv"
 }
 echo "bench: 2/5 workload iteration time ($REPS x 2 runs of $BATCHES batches)"
 : >"$W/wl.tsv"
 for rep in $(seq 1 "$REPS"); do
-	if [ $((rep % 2)) = 1 ]; then wl_run none; wl_run nanlog; else wl_run nanlog; wl_run none; fi
+	if [ $((rep % 2)) = 1 ]; then wl_run none none; wl_run nanlog nanlog; else wl_run nanlog nanlog; wl_run none none; fi
 done
+# The same with dense layers: runs of launches on the compute stream, as a
+# real model makes them; counted in the kernel, and one record per launch.
+# No simulated GPU time and no host sleep: the host's calls are the
+# iteration, so what tracing adds to them shows whole.
+MLP=${BENCH_MLP_LAYERS:-200}
+MLP_BATCHES=${BENCH_MLP_BATCHES:-100}
+echo "bench: 2b/5 workload with $MLP dense layers ($REPS x 3 runs of $MLP_BATCHES batches)"
+WL_ENV="SIMHIP_TIME_SCALE=0 SIMHIP_BANDWIDTH_MBPS=0" WL_BATCHES=$MLP_BATCHES
+mlp_run() {
+	case $1 in
+	0) wl_run mlp_none none "--mlp-layers $MLP --iter-sleep-ms 0" ;;
+	1) wl_run mlp_counted nanlog "--mlp-layers $MLP --iter-sleep-ms 0" ;;
+	2) wl_run mlp_every nanlog "--mlp-layers $MLP --iter-sleep-ms 0" --every-launch ;;
+	esac
+}
+for rep in $(seq 1 "$REPS"); do
+	# the order rotates from one repetition to the next
+	for k in 0 1 2; do mlp_run $(((rep + k) % 3)); done
+done
+WL_ENV= WL_BATCHES=
+MLP_NONE=$(col "$W/wl.tsv" mlp_none 2 | median)
+MLP_COUNTED=$(col "$W/wl.tsv" mlp_counted 2 | median)
+MLP_EVERY=$(col "$W/wl.tsv" mlp_every 2 | median)
+MLP_REC_COUNTED=$(col "$W/wl.tsv" mlp_counted 3 | median)
+MLP_REC_EVERY=$(col "$W/wl.tsv" mlp_every 3 | median)
+MLP_CNT=$(col "$W/wl.tsv" mlp_counted 5 | median)
+MLP_CPU_COUNTED=$(col "$W/wl.tsv" mlp_counted 6 | median)
+MLP_CPU_EVERY=$(col "$W/wl.tsv" mlp_every 6 | median)
 WL_NONE=$(col "$W/wl.tsv" none 2 | median)
 WL_NANLOG=$(col "$W/wl.tsv" nanlog 2 | median)
 WL_REC=$(col "$W/wl.tsv" nanlog 3 | median)
@@ -315,6 +351,10 @@ jq -n \
 	--argjson cap_c "$(cat "$W/cap.nanlog")" --argjson cap_d "$(cat "$W/cap.bpftrace")" \
 	--argjson batches "$BATCHES" --argjson wl_none "$WL_NONE" --argjson wl_nanlog "$WL_NANLOG" \
 	--argjson wl_rec "$WL_REC" --argjson wl_nest "$WL_NEST" \
+	--argjson mlp "$MLP" --argjson mlp_batches "$MLP_BATCHES" --argjson mlp_none "$MLP_NONE" --argjson mlp_counted "$MLP_COUNTED" \
+	--argjson mlp_every "$MLP_EVERY" --argjson mlp_rec_counted "$MLP_REC_COUNTED" \
+	--argjson mlp_rec_every "$MLP_REC_EVERY" --argjson mlp_cnt "$MLP_CNT" \
+	--argjson mlp_cpu_counted "$MLP_CPU_COUNTED" --argjson mlp_cpu_every "$MLP_CPU_EVERY" \
 	--argjson wl_hits_entry "$WL_HITS_ENTRY" --argjson wl_hits_ret "$WL_HITS_RET" \
 	--argjson big_records "$BIG_RECORDS" --argjson eng_ns "$ENG_NS" --argjson eng_allocs "$ENG_ALLOCS" \
 	--argjson rep_wall "$REP_WALL" --argjson rep_cpu "$REP_CPU" \
@@ -353,6 +393,19 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
     added_ns_per_hit: ((($wl_nanlog - $wl_none) / ($wl_hits_entry + $wl_hits_ret)) | round)
   },
   iteration_slowdown: (($wl_nanlog / $wl_none) | r(3)),
+  workload_dense: {
+    mlp_layers: $mlp,
+    batches: $mlp_batches,
+    iteration_ns: {untraced: ($mlp_none / $mlp_batches | round), counted: ($mlp_counted / $mlp_batches | round),
+                   every_launch: ($mlp_every / $mlp_batches | round)},
+    iteration_slowdown: {counted: (($mlp_counted / $mlp_none) | r(3)),
+                         every_launch: (($mlp_every / $mlp_none) | r(3))},
+    records_per_iteration: {counted: ($mlp_rec_counted / $mlp_batches | r(1)),
+                            every_launch: ($mlp_rec_every / $mlp_batches | r(1))},
+    launches_counted_per_iteration: ($mlp_cnt / $mlp_batches | r(1)),
+    tool_cpu_us_per_iteration: {counted: ($mlp_cpu_counted * 1e3 / $mlp_batches | r(1)),
+                                every_launch: ($mlp_cpu_every * 1e3 / $mlp_batches | r(1))}
+  },
   engine_records: $big_records,
   engine_records_per_s: ((1e9 / $eng_ns) | round),
   engine_ns_per_record: ($eng_ns | r(1)),
@@ -394,6 +447,9 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 "| `iteration_slowdown` | \(.iteration_slowdown) | |",
 "| probe hits per iteration, counted by the kernel (entry + return) | \(.workload.probe_hits_per_iteration) (\(.workload.entry_hits_per_iteration) + \(.workload.return_hits_per_iteration)); \(.workload.records_per_iteration) records, \(.workload.nested_calls_per_iteration) nested calls folded | |",
 "| added time per probe hit in the workload (traced - untraced) / hits | \(.workload.added_ns_per_hit) ns | |",
+"| workload with \(.workload_dense.mlp_layers) dense layers, no GPU time and no host sleep: iteration untraced \(.workload_dense.iteration_ns.untraced / 1e3 | floor) us; slowdown with launches counted / one record per launch (`--every-launch`) | \(.workload_dense.iteration_slowdown.counted) / \(.workload_dense.iteration_slowdown.every_launch) | |",
+"| the same: ring-buffer records per iteration, counted / one record per launch | \(.workload_dense.records_per_iteration.counted) / \(.workload_dense.records_per_iteration.every_launch) (\(.workload_dense.launches_counted_per_iteration) launches counted in the kernel) | |",
+"| the same: CPU time of nanlog-bpf per iteration, counted / one record per launch | \(.workload_dense.tool_cpu_us_per_iteration.counted) us / \(.workload_dense.tool_cpu_us_per_iteration.every_launch) us | |",
 "| `engine_records_per_s` (engine alone, \(.engine_records) records) | \(.engine_records_per_s) (\(.engine_ns_per_record) ns/record, \(.engine_allocs_per_record) allocations/record) | >= 5,000,000, \($ok3) |",
 "| `--replay` of the same file, whole tool | \(.replay.records_per_cpu_s) records per CPU second (\(.replay.cpu_s) s CPU, \(.replay.wall_s) s wall) | |",
 "| `rss_mib_1k` / `rss_mib_100k` (peak RSS after \(.rss_batches.small) / \(.rss_batches.large) batches) | \(.rss_mib_1k) MiB / \(.rss_mib_100k) MiB | flat, <= 32 MiB, \($ok4) |",
