@@ -261,18 +261,21 @@ static __always_inline int launch_stream(struct pt_regs *ctx, __u32 slot, __u64 
  * open run when that run is this thread's, for the same API and stream, and
  * nothing else happened in the process since; otherwise it starts a run and
  * goes out as a record. The stream is read only when the run could go on:
- * a launch that starts a run takes it from its own record.
+ * a launch that starts a run takes it from its own record. A CPU that lost
+ * records counts nothing until a record of its own has told the loss: the
+ * engine must hear of it before the batches it touches are judged.
  */
 static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_api_desc *d,
 					 __u64 api, __u64 id, struct nl_target *tgt,
 					 struct tstate *t)
 {
-	__u64 stream, old, token, *pend;
+	__u64 stream, old, token, *pend = pending();
 	struct nl_rec_call *rec;
 	__u32 slot;
 
 	old = VOLATILE_READ(tgt->run);
-	if (t->run_token && NL_RUN_TOKEN(old) == t->run_token && t->run_api == api &&
+	if (t->run_token && (!pend || !*pend) && NL_RUN_TOKEN(old) == t->run_token &&
+	    t->run_api == api &&
 	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !launch_stream(ctx, d->stream, &stream) &&
 	    stream == t->run_stream &&
 	    __sync_val_compare_and_swap(&tgt->run, old, old + 1) == old) {
@@ -286,7 +289,6 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 	t->run_token = 0; /* until this launch's record says its stream */
 	old = __sync_lock_test_and_set(&tgt->run, NL_RUN_WORD(token, 0));
 
-	pend = pending();
 	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
 	if (!rec) {
 		lost(NL_STAT_LOST_RINGBUF, pend);

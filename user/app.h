@@ -48,7 +48,6 @@ struct nl_app {
 	uint64_t start_ns, attach_done_ns;
 	uint64_t records, bad_records;
 	uint64_t counted_launches;   /* launches counted in the kernel, repeated from their runs */
-	uint64_t counted_lost;       /* counted launches whose run's first record was lost */
 	uint64_t lost_inline;        /* losses the records told (lost_before) */
 	uint64_t stats[NL_STAT_MAX]; /* last BPF counters seen */
 	int probes_attached, retprobes_attached;

@@ -328,12 +328,8 @@ static int use_counted(struct nl_app *a, struct nl_app_target *t, const struct n
 		n = nl_runs_take(&t->runs, c, &proto, &lost);
 	else
 		lost = c->flush_count; /* a process we never saw start */
-	if (lost) {
-		/* its first launch was lost in the ring: the loss is at its place already */
-		a->counted_lost += lost;
-		if (a->engine)
-			nl_engine_lost(a->engine, c->pid, lost, c->ts_ns);
-	}
+	if (lost && a->engine) /* the run's first record was lost in the ring */
+		nl_engine_lost(a->engine, c->pid, lost, c->ts_ns);
 	a->counted_launches += n;
 	for (uint64_t i = 0; i < n; i++)
 		if ((rc = use_call(a, t, &proto)))
