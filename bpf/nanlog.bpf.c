@@ -172,45 +172,72 @@ static __always_inline void fill_entry(struct nl_rec_call *rec, struct pt_regs *
 #define VOLATILE_READ(x) (*(volatile __typeof__(x) *)&(x))
 
 /*
- * Ends the process's open counted run; *flush and *flush_ts: what the next
- * record must carry, 0 when no launch was counted in it. The plain read
- * first keeps the atomic off the common path (no run open).
+ * Ends the process's open counted run and opens `next` (0: none); *flush
+ * and *flush_ts: what the next record must carry, 0 when no launch was
+ * counted in the run. Without a run to open, the plain read first keeps the
+ * atomic off the common path (no run open).
  */
-static __always_inline void end_run(struct nl_target *tgt, __u64 *flush, __u64 *flush_ts)
+static __always_inline void end_run(struct nl_target *tgt, __u64 next, __u64 *flush,
+				    __u64 *flush_ts)
 {
-	__u64 old;
+	__u64 old = 0;
 
 	*flush = 0;
 	*flush_ts = 0;
-	if (!VOLATILE_READ(tgt->run))
-		return;
-	old = __sync_lock_test_and_set(&tgt->run, 0);
+	if (next || VOLATILE_READ(tgt->run))
+		old = __sync_lock_test_and_set(&tgt->run, next);
 	if (NL_RUN_COUNT(old)) {
 		*flush = old;
 		*flush_ts = VOLATILE_READ(tgt->run_ts);
 	}
 }
 
-/* An entry-only record: reserved in the ring and filled in place. */
-static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_desc *d,
-				       __u64 api, __u64 id, __u8 coll_depth, __u64 run,
-				       __u64 flush, __u64 flush_ts)
+/* A slot in the ring, or NULL with the loss counted. */
+static __always_inline struct nl_rec_call *reserve(__u64 *pend)
 {
-	__u64 *pend = pending();
 	struct nl_rec_call *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
 
-	if (!rec) {
+	if (!rec)
 		lost(NL_STAT_LOST_RINGBUF, pend);
-		return;
-	}
-	fill_entry(rec, ctx, d, api, id, coll_depth);
-	rec->run = run;
-	rec->flush = flush;
-	rec->flush_ts = flush_ts;
+	return rec;
+}
+
+/* The record goes out, telling the losses of this CPU before it. */
+static __always_inline void submit(struct nl_rec_call *rec, __u64 *pend)
+{
 	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
 	if (pend)
 		*pend = 0; /* told, in this record */
 	bpf_ringbuf_submit(rec, wake_flags());
+}
+
+/*
+ * An entry-only record: reserved in the ring and filled in place. run: the
+ * counted run this launch starts (0: none), whose stream the starting
+ * thread's state `starter` takes from the record.
+ */
+static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_desc *d,
+				       __u64 api, __u64 id, __u8 coll_depth, __u64 *pend,
+				       __u64 run, __u64 flush, __u64 flush_ts,
+				       struct tstate *starter)
+{
+	struct nl_rec_call *rec = reserve(pend);
+	__u32 slot;
+
+	if (!rec)
+		return;
+	fill_entry(rec, ctx, d, api, id, coll_depth);
+	rec->run = run;
+	rec->flush = flush;
+	rec->flush_ts = flush_ts;
+	if (run && starter && !(rec->flags & NL_RF_STACK_ERR)) {
+		slot = d->stream;
+		barrier_var(slot);
+		starter->run_token = NL_RUN_TOKEN(run);
+		starter->run_stream = rec->args[slot & (NL_NARGS - 1)];
+		starter->run_api = api;
+	}
+	submit(rec, pend);
 }
 
 /*
@@ -267,11 +294,9 @@ static __always_inline int launch_stream(struct pt_regs *ctx, __u32 slot, __u64 
  */
 static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_api_desc *d,
 					 __u64 api, __u64 id, struct nl_target *tgt,
-					 struct tstate *t)
+					 struct tstate *t, __u64 *pend)
 {
-	__u64 stream, old, token, *pend = pending();
-	struct nl_rec_call *rec;
-	__u32 slot;
+	__u64 stream, old, token, flush, flush_ts;
 
 	old = VOLATILE_READ(tgt->run);
 	if (t->run_token && (!pend || !*pend) && NL_RUN_TOKEN(old) == t->run_token &&
@@ -282,47 +307,22 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 		tgt->run_ts = bpf_ktime_get_ns();
 		return;
 	}
-	/* A new run; the exchange ends the one open before it, whoever owned it. */
+	/* A new run; opening it ends the one open before, whoever owned it. */
 	token = (__sync_fetch_and_add(&tgt->next_token, 1) + 1) & NL_RUN_TOKEN_MASK;
 	if (!token)
 		token = 1;
 	t->run_token = 0; /* until this launch's record says its stream */
-	old = __sync_lock_test_and_set(&tgt->run, NL_RUN_WORD(token, 0));
-
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		lost(NL_STAT_LOST_RINGBUF, pend);
-		return;
-	}
-	fill_entry(rec, ctx, d, api, id, 0);
-	rec->run = NL_RUN_WORD(token, 0);
-	if (NL_RUN_COUNT(old)) {
-		rec->flush = old;
-		rec->flush_ts = VOLATILE_READ(tgt->run_ts);
-	}
-	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
-	if (pend)
-		*pend = 0;
-	if (!(rec->flags & NL_RF_STACK_ERR)) {
-		slot = d->stream;
-		barrier_var(slot);
-		t->run_token = token;
-		t->run_stream = rec->args[slot & (NL_NARGS - 1)];
-		t->run_api = api;
-	}
-	bpf_ringbuf_submit(rec, wake_flags());
+	end_run(tgt, NL_RUN_WORD(token, 0), &flush, &flush_ts);
+	emit_entry(ctx, d, api, id, 0, pend, NL_RUN_WORD(token, 0), flush, flush_ts, t);
 }
 
 /* A record of only the end of a counted run, for a call that is sent later. */
-static __always_inline void emit_run_end(__u64 id, __u64 flush, __u64 flush_ts)
+static __always_inline void emit_run_end(__u64 id, __u64 *pend, __u64 flush, __u64 flush_ts)
 {
-	__u64 *pend = pending();
-	struct nl_rec_call *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	struct nl_rec_call *rec = reserve(pend);
 
-	if (!rec) {
-		lost(NL_STAT_LOST_RINGBUF, pend);
+	if (!rec)
 		return;
-	}
 	__builtin_memset(rec, 0, sizeof(*rec));
 	rec->type = NL_REC_RUN;
 	rec->pid = id >> 32;
@@ -330,10 +330,7 @@ static __always_inline void emit_run_end(__u64 id, __u64 flush, __u64 flush_ts)
 	rec->ts_ns = bpf_ktime_get_ns();
 	rec->flush = flush;
 	rec->flush_ts = flush_ts;
-	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
-	if (pend)
-		*pend = 0;
-	bpf_ringbuf_submit(rec, wake_flags());
+	submit(rec, pend);
 }
 
 SEC("uprobe")
@@ -342,7 +339,7 @@ int nl_entry(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	const struct nl_api_desc *d;
 	struct nl_target *tgt;
-	__u64 api, flush, flush_ts;
+	__u64 api, flush, flush_ts, *pend;
 	struct tstate *t;
 	__u32 lib, level;
 	bool noret, countable;
@@ -359,9 +356,7 @@ int nl_entry(struct pt_regs *ctx)
 	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
 				 (countable || (!noret && (d->flags & (NL_AF_NESTS | NL_AF_RET)))) ?
 					 BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (noret) {
-		/* nothing */
-	} else if (d->flags & NL_AF_NESTS) {
+	if (!noret && (d->flags & NL_AF_NESTS)) {
 		if (!t) {
 			lost(NL_STAT_LOST_STASH, pending()); /* no memory for the thread's state */
 			return 0;
@@ -372,29 +367,30 @@ int nl_entry(struct pt_regs *ctx)
 			stat_inc(NL_STAT_NESTED);
 			return 0;
 		}
-	} else if (t && t->depth[lib] > 0) {
+	} else if (!noret && t && t->depth[lib] > 0) {
 		/* a leaf export called by another export of the same library */
 		stat_inc(NL_STAT_NESTED);
 		return 0;
 	}
 
+	pend = pending();
 	/* Launches RCCL makes inside a collective stand for it (engine_ops.c): never counted. */
 	if (countable && t && (noret || !t->depth[NL_LIB_RCCL])) {
-		count_launch(ctx, d, api, id, tgt, t);
+		count_launch(ctx, d, api, id, tgt, t, pend);
 		return 0;
 	}
 
-	end_run(tgt, &flush, &flush_ts);
+	end_run(tgt, 0, &flush, &flush_ts);
 	if (noret || !(d->flags & NL_AF_RET)) {
-		emit_entry(ctx, d, api, id, (!noret && t) ? t->depth[NL_LIB_RCCL] : 0, 0, flush,
-			   flush_ts);
+		emit_entry(ctx, d, api, id, (!noret && t) ? t->depth[NL_LIB_RCCL] : 0, pend, 0,
+			   flush, flush_ts, NULL);
 	} else {
 		/* The record waits in the stash for the return probe; the run's end cannot. */
 		if (flush)
-			emit_run_end(id, flush, flush_ts);
+			emit_run_end(id, pend, flush, flush_ts);
 		level = total_depth(t);
 		if (!t || level >= NL_STASH_LEVELS)
-			lost(NL_STAT_LOST_STASH, pending());
+			lost(NL_STAT_LOST_STASH, pend);
 		else
 			fill_entry(&t->stash[level & (NL_STASH_LEVELS - 1)], ctx, d, api, id,
 				   t->depth[NL_LIB_RCCL]);
