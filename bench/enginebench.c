@@ -85,11 +85,14 @@ static void feed_chunk(struct feeder *f)
 	f->n = 0;
 }
 
-static void feed_push(struct feeder *f, const struct nl_call *c)
+static int feed_push(void *ctx, const struct nl_call *c)
 {
+	struct feeder *f = ctx;
+
 	f->calls[f->n++] = *c;
 	if (f->n == CHUNK)
 		feed_chunk(f);
+	return 0;
 }
 
 static void on_batch(void *ctx, const struct nl_batch_audit *a)
@@ -135,15 +138,9 @@ int main(int argc, char **argv)
 		rc = nl_recording_next(r, it, err, sizeof(err));
 		if (rc == NL_RECORDING_ITEM && it->kind == NL_RI_RECORD &&
 		    nl_decode(it->rec.data.bytes, it->rec.size, &c) == 0) {
-			struct nl_call proto;
-			uint64_t lost, k = nl_runs_take(&runs, &c, &proto, &lost);
+			uint64_t counted;
 
-			while (k--)
-				feed_push(&f, &proto);
-			if (!(c.fields & NL_F_RUN_END)) {
-				feed_push(&f, &c);
-				nl_runs_note(&runs, &c);
-			}
+			nl_runs_feed(&runs, &c, feed_push, NULL, &f, &counted);
 			if (c.ts_ns > last_ts)
 				last_ts = c.ts_ns;
 			continue;

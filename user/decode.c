@@ -29,12 +29,13 @@ void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
 	c->coll_depth = r->coll_depth;
 	c->ts_ns = r->ts_ns;
 	c->lost_before = r->args[NL_ARG_LOST_BEFORE];
-	if (!(r->flags & NL_RF_RET))
+	if (!(r->flags & NL_RF_RET)) { /* the words of a return carry a counted run's instead */
 		c->run_token = NL_RUN_TOKEN(r->run);
-	if (!(r->flags & NL_RF_RET) && NL_RUN_COUNT(r->flush)) {
-		c->flush_token = NL_RUN_TOKEN(r->flush);
-		c->flush_count = NL_RUN_COUNT(r->flush);
-		c->flush_ts = r->flush_ts;
+		if (NL_RUN_COUNT(r->flush)) {
+			c->flush_token = NL_RUN_TOKEN(r->flush);
+			c->flush_count = NL_RUN_COUNT(r->flush);
+			c->flush_ts = r->flush_ts;
+		}
 	}
 	if (r->type == NL_REC_RUN) {
 		c->api = 0;

@@ -571,7 +571,7 @@ static void untrace(struct nl_loader *l, pid_t pid)
 	bool had = bpf_map_lookup_elem(fd, &key, &tv) == 0;
 
 	bpf_map_delete_elem(fd, &key);
-	ring_buffer__consume(l->rb);
+	nl_loader_drain(l);
 	if (!had || !NL_RUN_COUNT(tv.run))
 		return;
 	memset(&rec, 0, sizeof(rec));

@@ -300,12 +300,20 @@ static void replay_target(struct nl_app *a, const struct nl_recording_target *rt
 	nl_app_target_added(a, rt->pid, rt->ts_ns, rt->mid_run, buf, cid, pod);
 }
 
-/* One call to the raw writer, the trace and the engine. */
-static int use_call(struct nl_app *a, const struct nl_app_target *t, const struct nl_call *c)
+/* One call to the raw writer, the trace and the engine (a use of nl_runs_feed). */
+struct use_ctx {
+	struct nl_app *a;
+	const struct nl_app_target *t;
+};
+
+static int use_call(void *ctx, const struct nl_call *c)
 {
+	struct use_ctx *u = ctx;
+	struct nl_app *a = u->a;
+
 	if (a->o.raw && !a->write_err) {
-		if (nl_raw_write_labeled(a->out, c, t ? t->container_id : NULL,
-					 t ? t->pod_uid : NULL)) {
+		if (nl_raw_write_labeled(a->out, c, u->t ? u->t->container_id : NULL,
+					 u->t ? u->t->pod_uid : NULL)) {
 			a->write_err = errno ? -errno : -EIO;
 			a->diag(0, "cannot write output: %s", strerror(-a->write_err));
 			return a->write_err; /* stops the poll */
@@ -317,29 +325,20 @@ static int use_call(struct nl_app *a, const struct nl_app_target *t, const struc
 	return 0;
 }
 
-/* The launches a counted run stood for (user/runs.h), before the record that ended it. */
-static int use_counted(struct nl_app *a, struct nl_app_target *t, const struct nl_call *c)
+/* The launches of a run whose first record was lost in the ring: lost too. */
+static void lost_launches(void *ctx, const struct nl_call *c, uint64_t n)
 {
-	struct nl_call proto;
-	uint64_t lost = 0, n = 0;
-	int rc;
+	struct use_ctx *u = ctx;
 
-	if (t)
-		n = nl_runs_take(&t->runs, c, &proto, &lost);
-	else
-		lost = c->flush_count; /* a process we never saw start */
-	if (lost && a->engine) /* the run's first record was lost in the ring */
-		nl_engine_lost(a->engine, c->pid, lost, c->ts_ns);
-	a->counted_launches += n;
-	for (uint64_t i = 0; i < n; i++)
-		if ((rc = use_call(a, t, &proto)))
-			return rc;
-	return 0;
+	if (u->a->engine)
+		nl_engine_lost(u->a->engine, c->pid, n, c->ts_ns);
 }
 
 int nl_app_record(struct nl_app *a, const void *data, size_t size)
 {
 	struct nl_app_target *t;
+	struct use_ctx u;
+	uint64_t counted;
 	struct nl_call c;
 	int rc;
 
@@ -362,14 +361,14 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 	if ((c.fields & NL_F_RC) && c.ret_ns > a->last_ts_ns)
 		a->last_ts_ns = c.ret_ns;
 	t = target_of(a, c.pid);
-	if ((rc = use_counted(a, t, &c)))
+	u.a = a;
+	u.t = t;
+	/* a process never seen start has no run to repeat: what it counted is lost */
+	rc = nl_runs_feed(t ? &t->runs : &(struct nl_runs){ 0 }, &c, use_call, lost_launches, &u,
+			  &counted);
+	a->counted_launches += counted;
+	if (rc)
 		return rc;
-	if (!(c.fields & NL_F_RUN_END)) {
-		if ((rc = use_call(a, t, &c)))
-			return rc;
-		if (t)
-			nl_runs_note(&t->runs, &c);
-	}
 	if (ferror(a->out) && !a->write_err) {
 		a->write_err = errno ? -errno : -EIO;
 		a->diag(0, "cannot write output: %s", strerror(-a->write_err));
@@ -481,10 +480,9 @@ static void poll_lost(struct nl_app *a)
 
 static void target_gone(struct nl_app *a, struct nl_app_target *t)
 {
-	/* records the target wrote before it died are still in the ring */
-	nl_loader_drain(a->l);
 	t->alive = false;
 	a->ntargets_alive--;
+	/* drains the records the target wrote before it died, then its open run */
 	nl_loader_remove_target(a->l, t->pid);
 	nl_app_exited(a, (uint32_t)t->pid, now_ns());
 	if (a->metrics)

@@ -46,3 +46,26 @@ void nl_runs_note(struct nl_runs *r, const struct nl_call *c)
 	r->first.flush_count = 0;
 	r->first.flush_ts = 0;
 }
+
+int nl_runs_feed(struct nl_runs *r, const struct nl_call *c,
+		 int (*use)(void *ctx, const struct nl_call *c),
+		 void (*lost)(void *ctx, const struct nl_call *c, uint64_t n), void *ctx,
+		 uint64_t *counted)
+{
+	struct nl_call proto;
+	uint64_t nlost, n = nl_runs_take(r, c, &proto, &nlost);
+	int rc;
+
+	*counted = n;
+	if (nlost && lost)
+		lost(ctx, c, nlost);
+	for (uint64_t i = 0; i < n; i++)
+		if ((rc = use(ctx, &proto)))
+			return rc;
+	if (c->fields & NL_F_RUN_END)
+		return 0;
+	if ((rc = use(ctx, c)))
+		return rc;
+	nl_runs_note(r, c);
+	return 0;
+}

@@ -32,4 +32,16 @@ uint64_t nl_runs_take(struct nl_runs *r, const struct nl_call *c, struct nl_call
 /* After c is used: remembered when it starts a run. */
 void nl_runs_note(struct nl_runs *r, const struct nl_call *c);
 
+/*
+ * The whole of it for one decoded record: use() for each launch c's end of a
+ * run stands for, or lost() (may be NULL) for the launches of a run whose
+ * first record was lost, then use() for c itself unless it is only a run's
+ * end, then c noted. *counted: the launches repeated. Returns the first
+ * non-zero use() result, which stops it.
+ */
+int nl_runs_feed(struct nl_runs *r, const struct nl_call *c,
+		 int (*use)(void *ctx, const struct nl_call *c),
+		 void (*lost)(void *ctx, const struct nl_call *c, uint64_t n), void *ctx,
+		 uint64_t *counted);
+
 #endif

@@ -265,6 +265,60 @@ static void test_policy(void **state)
 	assert_false(nl_retprobes_allowed(NL_RET_NEVER, false, 0, &why));
 }
 
+/* nl_runs_feed's uses, in order: 'L' a launch, 'C' a counted one, 'E' an event record, 'x' a loss */
+static char feed_log[16];
+static size_t feed_n;
+
+static void feed_put(char ch)
+{
+	if (feed_n + 1 < sizeof(feed_log))
+		feed_log[feed_n++] = ch;
+}
+
+static int feed_use(void *ctx, const struct nl_call *c)
+{
+	(void)ctx;
+	feed_put((c->fields & NL_F_COUNTED) ? 'C' : c->kind == NL_K_LAUNCH ? 'L' : 'E');
+	return 0;
+}
+
+static void feed_lost(void *ctx, const struct nl_call *c, uint64_t n)
+{
+	(void)ctx;
+	(void)c;
+	while (n--)
+		feed_put('x');
+}
+
+static void test_runs_feed(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_LAUNCH_KERNEL);
+	struct nl_runs runs = { 0 };
+	struct nl_call c;
+	uint64_t counted;
+
+	(void)state;
+	r.run = NL_RUN_WORD(4, 0);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(nl_runs_feed(&runs, &c, feed_use, feed_lost, NULL, &counted), 0);
+	assert_int_equal(counted, 0);
+	/* the run's end: its two launches, then the event record that ended it */
+	r = rec(NL_API_EVENT_RECORD);
+	r.flush = NL_RUN_WORD(4, 2);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(nl_runs_feed(&runs, &c, feed_use, feed_lost, NULL, &counted), 0);
+	assert_int_equal(counted, 2);
+	/* a run-end record of a run never seen: the loss, and no call */
+	r = rec(NL_API_EVENT_RECORD);
+	r.type = NL_REC_RUN;
+	r.api = 0;
+	r.flush = NL_RUN_WORD(5, 1);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(nl_runs_feed(&runs, &c, feed_use, feed_lost, NULL, &counted), 0);
+	assert_int_equal(counted, 0);
+	assert_string_equal(feed_log, "LCCEx");
+}
+
 /* Counted launch runs: the fields, what is refused, and the repeats (user/runs.c). */
 static void test_decode_runs(void **state)
 {
@@ -365,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_table_is_consistent), cmocka_unit_test(test_decode_copy),
 		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
 		cmocka_unit_test(test_decode_config_stream), cmocka_unit_test(test_decode_runs),
+		cmocka_unit_test(test_runs_feed),
 		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line),
 		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
 	};
