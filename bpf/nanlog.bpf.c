@@ -17,7 +17,9 @@ static const struct nl_api_desc apis[NL_API_COUNT] = {
 		  af, pr, fn, peer, cnt, out_, osz)                                        \
 	[NL_API_##id] = { .flags = (flags_), .lib = (lib_), .nstack = (nst), .out = (out_), \
 			  .out_size = (osz),                                                \
-			  .stream = NL_API_COUNTABLE(kind, flags_, st, ev, ev2) ? (st) : NL_NA },
+			  .stream = NL_API_COUNTABLE(kind, flags_, st, ev, ev2) ? (st) : NL_NA, \
+			  .nargs = NL_API_NARGS(st, ev, ev2, dst, src, by, ka, af, pr, fn, peer,   \
+						cnt, out_) },
 	NL_API_TABLE(NL_X_DESC)
 #undef NL_X_DESC
 };
@@ -41,7 +43,10 @@ struct {
  * library (nested calls are folded into the outer one); stash[] holds the
  * entry record of a call that waits for its return probe, one slot per
  * nesting level (the total depth when the call began). run_* say which
- * counted run the thread started last (nanlog_rec.h).
+ * counted run the thread started last (nanlog_rec.h). rec is where an
+ * entry-only record is written before it is copied to the ring at its
+ * compact size: the thread's own, so a probe preempted on this CPU cannot
+ * have it overwritten, and warm in the cache of the thread's CPU.
  */
 #define NL_STASH_LEVELS 8 /* a power of two; deeper calls are lost (NL_STAT_LOST_STASH) */
 
@@ -49,7 +54,8 @@ struct tstate {
 	__u8 depth[NL_NLIBS];
 	__u8 pad[6];
 	__u64 run_token, run_stream, run_api;
-	struct nl_rec_call stash[NL_STASH_LEVELS];
+	struct nl_wire rec;
+	struct nl_wire stash[NL_STASH_LEVELS];
 };
 
 struct {
@@ -112,16 +118,38 @@ static __always_inline __u64 *pending(void)
 	return bpf_map_lookup_elem(&pending_lost, &zero);
 }
 
-/* A record completed in the stash is copied out. */
-static __always_inline void output(struct nl_rec_call *rec)
+/*
+ * The record goes out at its compact size (nanlog_rec.h, struct nl_wire):
+ * its argument slots, the three words when NL_WW_TRIPLE, and this CPU's
+ * losses since its previous record, when there are any.
+ */
+static __always_inline void send(struct nl_wire *r, __u64 *pend)
 {
-	__u64 *pend = pending();
+	__u32 n = r->nargs & (NL_NARGS - 1);
 
-	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
-	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), wake_flags()))
+	if (r->words & NL_WW_TRIPLE)
+		n += 3;
+	if (pend && *pend) {
+		r->w[n & (NL_WIRE_WORDS - 1)] = *pend;
+		r->words |= NL_WW_LOST;
+		n++;
+	}
+	n &= NL_WIRE_WORDS - 1;
+	if (bpf_ringbuf_output(&events, r, NL_WIRE_HEAD + 8 * n, wake_flags()))
 		lost(NL_STAT_LOST_RINGBUF, pend);
 	else if (pend)
-		*pend = 0;
+		*pend = 0; /* told, in this record */
+}
+
+/* The three words after the argument slots (NL_WW_TRIPLE). */
+static __always_inline void put_triple(struct nl_wire *r, __u64 a, __u64 b, __u64 c)
+{
+	__u32 n = r->nargs & (NL_NARGS - 1);
+
+	r->w[n] = a;
+	r->w[n + 1] = b;
+	r->w[n + 2] = c;
+	r->words |= NL_WW_TRIPLE;
 }
 
 static __always_inline __u32 total_depth(const struct tstate *t)
@@ -129,44 +157,48 @@ static __always_inline __u32 total_depth(const struct tstate *t)
 	return t ? (__u32)t->depth[NL_LIB_HIP] + t->depth[NL_LIB_RCCL] : 0;
 }
 
-/* Everything an entry probe knows, written to rec; every byte is set. */
-static __always_inline void fill_entry(struct nl_rec_call *rec, struct pt_regs *ctx,
+/*
+ * Everything an entry probe knows, written to r: every byte that goes out is
+ * set (the argument slots up to d->nargs; the table names no stack slot past
+ * those read, test_decode checks).
+ */
+static __always_inline void fill_entry(struct nl_wire *r, struct pt_regs *ctx,
 				       const struct nl_api_desc *d, __u64 api, __u64 id,
 				       __u8 coll_depth)
 {
 	__u8 flags = 0;
 
-	rec->type = NL_REC_CALL;
-	rec->api = api;
-	rec->coll_depth = coll_depth;
-	rec->pid = id >> 32;
-	rec->tid = (__u32)id;
-	rec->ts_ns = bpf_ktime_get_ns();
-	rec->ret_ns = 0; /* and run, flush, flush_ts: the same words */
-	rec->rc = 0;
-	rec->out = 0;
-	rec->args[0] = PT_REGS_PARM1(ctx);
-	rec->args[1] = PT_REGS_PARM2(ctx);
-	rec->args[2] = PT_REGS_PARM3(ctx);
-	rec->args[3] = PT_REGS_PARM4(ctx);
-	rec->args[4] = PT_REGS_PARM5(ctx);
-	rec->args[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	__builtin_memset(&rec->args[6], 0, (NL_NARGS - 6) * sizeof(__u64));
+	r->type = NL_WIRE_CALL;
+	r->api = api;
+	r->coll_depth = coll_depth;
+	r->nargs = d->nargs;
+	r->words = 0;
+	r->pad = 0;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->ts_ns = bpf_ktime_get_ns();
+	r->w[0] = PT_REGS_PARM1(ctx);
+	r->w[1] = PT_REGS_PARM2(ctx);
+	r->w[2] = PT_REGS_PARM3(ctx);
+	r->w[3] = PT_REGS_PARM4(ctx);
+	r->w[4] = PT_REGS_PARM5(ctx);
+	r->w[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
 	if (d->nstack) {
 		__u32 n = d->nstack > NL_MAX_STACK ? NL_MAX_STACK : d->nstack;
 
 		/* [rsp] is the return address; stack arguments start at [rsp+8] */
-		if (bpf_probe_read_user(&rec->args[6], n * sizeof(__u64),
+		if (bpf_probe_read_user(&r->w[NL_S1], n * sizeof(__u64),
 					(void *)(PT_REGS_SP(ctx) + 8)))
 			flags |= NL_RF_STACK_ERR;
 	}
 	if (d->flags & NL_AF_CFG_STREAM) {
 		/* the stream lives in the launch configuration, not in a register */
-		if (bpf_probe_read_user(&rec->args[NL_D0], sizeof(__u64),
-					(void *)(rec->args[0] + NL_CFG_STREAM_OFFSET)))
+		__builtin_memset(&r->w[NL_S1], 0, (NL_D0 - NL_S1) * sizeof(__u64));
+		if (bpf_probe_read_user(&r->w[NL_D0], sizeof(__u64),
+					(void *)(r->w[0] + NL_CFG_STREAM_OFFSET)))
 			flags |= NL_RF_STACK_ERR;
 	}
-	rec->flags = flags;
+	r->flags = flags;
 }
 
 #define VOLATILE_READ(x) (*(volatile __typeof__(x) *)&(x))
@@ -192,52 +224,29 @@ static __always_inline void end_run(struct nl_target *tgt, __u64 next, __u64 *fl
 	}
 }
 
-/* A slot in the ring, or NULL with the loss counted. */
-static __always_inline struct nl_rec_call *reserve(__u64 *pend)
-{
-	struct nl_rec_call *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-
-	if (!rec)
-		lost(NL_STAT_LOST_RINGBUF, pend);
-	return rec;
-}
-
-/* The record goes out, telling the losses of this CPU before it. */
-static __always_inline void submit(struct nl_rec_call *rec, __u64 *pend)
-{
-	rec->args[NL_ARG_LOST_BEFORE] = pend ? *pend : 0;
-	if (pend)
-		*pend = 0; /* told, in this record */
-	bpf_ringbuf_submit(rec, wake_flags());
-}
-
 /*
- * An entry-only record: reserved in the ring and filled in place. run: the
- * counted run this launch starts (0: none), whose stream the starting
- * thread's state `starter` takes from the record.
+ * An entry-only record, written in the thread's state t and sent. run: the
+ * counted run this launch starts (0: none), whose stream t takes from the
+ * record; flush, flush_ts: the run this record ends (0: none).
  */
 static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_desc *d,
 				       __u64 api, __u64 id, __u8 coll_depth, __u64 *pend,
-				       __u64 run, __u64 flush, __u64 flush_ts,
-				       struct tstate *starter)
+				       __u64 run, __u64 flush, __u64 flush_ts, struct tstate *t)
 {
-	struct nl_rec_call *rec = reserve(pend);
+	struct nl_wire *r = &t->rec;
 	__u32 slot;
 
-	if (!rec)
-		return;
-	fill_entry(rec, ctx, d, api, id, coll_depth);
-	rec->run = run;
-	rec->flush = flush;
-	rec->flush_ts = flush_ts;
-	if (run && starter && !(rec->flags & NL_RF_STACK_ERR)) {
+	fill_entry(r, ctx, d, api, id, coll_depth);
+	if (run || flush)
+		put_triple(r, run, flush, flush_ts);
+	if (run && !(r->flags & NL_RF_STACK_ERR)) {
 		slot = d->stream;
 		barrier_var(slot);
-		starter->run_token = NL_RUN_TOKEN(run);
-		starter->run_stream = rec->args[slot & (NL_NARGS - 1)];
-		starter->run_api = api;
+		t->run_token = NL_RUN_TOKEN(run);
+		t->run_stream = r->w[slot & (NL_NARGS - 1)];
+		t->run_api = api;
 	}
-	submit(rec, pend);
+	send(r, pend);
 }
 
 /*
@@ -317,20 +326,18 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 }
 
 /* A record of only the end of a counted run, for a call that is sent later. */
-static __always_inline void emit_run_end(__u64 id, __u64 *pend, __u64 flush, __u64 flush_ts)
+static __always_inline void emit_run_end(struct tstate *t, __u64 id, __u64 *pend, __u64 flush,
+					 __u64 flush_ts)
 {
-	struct nl_rec_call *rec = reserve(pend);
+	struct nl_wire *r = &t->rec;
 
-	if (!rec)
-		return;
-	__builtin_memset(rec, 0, sizeof(*rec));
-	rec->type = NL_REC_RUN;
-	rec->pid = id >> 32;
-	rec->tid = (__u32)id;
-	rec->ts_ns = bpf_ktime_get_ns();
-	rec->flush = flush;
-	rec->flush_ts = flush_ts;
-	submit(rec, pend);
+	__builtin_memset(r, 0, NL_WIRE_HEAD);
+	r->type = NL_WIRE_RUN;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->ts_ns = bpf_ktime_get_ns();
+	put_triple(r, 0, flush, flush_ts);
+	send(r, pend);
 }
 
 SEC("uprobe")
@@ -352,50 +359,44 @@ int nl_entry(struct pt_regs *ctx)
 	noret = tgt->flags & NL_TGT_NORET;
 	countable = d->stream <= NL_S8 && !(tgt->flags & NL_TGT_EVERY_LAUNCH);
 
-	/* Only calls that open a level, wait for their return or may be counted need state. */
+	/* Every call needs the thread's state: its record is written there. */
 	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
-				 (countable || (!noret && (d->flags & (NL_AF_NESTS | NL_AF_RET)))) ?
-					 BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (!noret && (d->flags & NL_AF_NESTS)) {
-		if (!t) {
-			lost(NL_STAT_LOST_STASH, pending()); /* no memory for the thread's state */
-			return 0;
-		}
-		if (t->depth[lib] > 0) {
-			/* an export called by another export of the same library */
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
+		lost(NL_STAT_LOST_STASH, pending()); /* no memory for the thread's state */
+		return 0;
+	}
+	if (!noret && t->depth[lib] > 0) {
+		/* an export called by another export of the same library */
+		if (d->flags & NL_AF_NESTS)
 			t->depth[lib]++;
-			stat_inc(NL_STAT_NESTED);
-			return 0;
-		}
-	} else if (!noret && t && t->depth[lib] > 0) {
-		/* a leaf export called by another export of the same library */
 		stat_inc(NL_STAT_NESTED);
 		return 0;
 	}
 
 	pend = pending();
 	/* Launches RCCL makes inside a collective stand for it (engine_ops.c): never counted. */
-	if (countable && t && (noret || !t->depth[NL_LIB_RCCL])) {
+	if (countable && (noret || !t->depth[NL_LIB_RCCL])) {
 		count_launch(ctx, d, api, id, tgt, t, pend);
 		return 0;
 	}
 
 	end_run(tgt, 0, &flush, &flush_ts);
 	if (noret || !(d->flags & NL_AF_RET)) {
-		emit_entry(ctx, d, api, id, (!noret && t) ? t->depth[NL_LIB_RCCL] : 0, pend, 0,
-			   flush, flush_ts, NULL);
+		emit_entry(ctx, d, api, id, noret ? 0 : t->depth[NL_LIB_RCCL], pend, 0, flush,
+			   flush_ts, t);
 	} else {
 		/* The record waits in the stash for the return probe; the run's end cannot. */
 		if (flush)
-			emit_run_end(id, pend, flush, flush_ts);
+			emit_run_end(t, id, pend, flush, flush_ts);
 		level = total_depth(t);
-		if (!t || level >= NL_STASH_LEVELS)
+		if (level >= NL_STASH_LEVELS)
 			lost(NL_STAT_LOST_STASH, pend);
 		else
 			fill_entry(&t->stash[level & (NL_STASH_LEVELS - 1)], ctx, d, api, id,
 				   t->depth[NL_LIB_RCCL]);
 	}
-	if (!noret && (d->flags & NL_AF_NESTS) && t)
+	if (!noret && (d->flags & NL_AF_NESTS))
 		t->depth[lib]++;
 	return 0;
 }
@@ -406,10 +407,11 @@ int nl_return(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	const struct nl_api_desc *d;
 	struct nl_target *tgt;
-	struct nl_rec_call *rec;
+	struct nl_wire *rec;
 	struct tstate *t;
 	__u32 lib, level;
-	__u64 api;
+	__u64 api, ret_ns, out = 0;
+	__s64 rc;
 
 	d = hit_api(ctx, id >> 32, &api, &tgt);
 	if (!d)
@@ -432,35 +434,35 @@ int nl_return(struct pt_regs *ctx)
 	if (level >= NL_STASH_LEVELS)
 		return 0;
 	rec = &t->stash[level & (NL_STASH_LEVELS - 1)];
-	if (rec->type != NL_REC_CALL || rec->api != api || rec->tid != (__u32)id)
+	if (rec->type != NL_WIRE_CALL || rec->api != api || rec->tid != (__u32)id)
 		return 0; /* entry happened before the probes were attached */
 
-	rec->ret_ns = bpf_ktime_get_ns();
-	rec->rc = (__s64)PT_REGS_RC(ctx);
+	ret_ns = bpf_ktime_get_ns();
+	rc = (__s64)PT_REGS_RC(ctx);
 	if (d->lib == NL_LIB_HIP || d->lib == NL_LIB_RCCL)
-		rec->rc = (__s32)rec->rc; /* hipError_t and ncclResult_t are C enums */
+		rc = (__s32)rc; /* hipError_t and ncclResult_t are C enums */
 	rec->flags |= NL_RF_RET;
 	if (d->out < NL_NARGS && d->out_size) {
 		__u32 slot = d->out;
-		__u64 v = 0, ptr;
+		__u64 ptr;
 
 		/* keep the mask: clang drops it after the check above, the verifier needs it */
 		barrier_var(slot);
-		ptr = rec->args[slot & (NL_NARGS - 1)];
+		ptr = rec->w[slot & (NL_NARGS - 1)];
 
 		if (d->out_size == 4) {
 			__u32 v4 = 0;
 
 			if (!bpf_probe_read_user(&v4, sizeof(v4), (void *)ptr)) {
-				v = v4;
+				out = v4;
 				rec->flags |= NL_RF_OUT;
 			}
-		} else if (!bpf_probe_read_user(&v, sizeof(v), (void *)ptr)) {
+		} else if (!bpf_probe_read_user(&out, sizeof(out), (void *)ptr)) {
 			rec->flags |= NL_RF_OUT;
 		}
-		rec->out = v;
 	}
-	output(rec);
+	put_triple(rec, ret_ns, rc, out);
+	send(rec, pending());
 	rec->type = 0; /* the slot is free */
 	return 0;
 }

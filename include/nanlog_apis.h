@@ -87,6 +87,21 @@
 	((kind) == NL_K_LAUNCH && (ev) == NL_NA && (ev2) == NL_NA &&                     \
 	 !((flags) & NL_AF_CFG_STREAM) && (st) <= NL_S8)
 
+/*
+ * Argument slots a record of an API carries (include/nanlog_rec.h, struct
+ * nl_wire): up to its highest named slot, stack and derived slots included.
+ */
+#define NL_SLOT_END(s) ((s) == NL_NA ? 0 : (s) + 1)
+#define NL_MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define NL_API_NARGS(st, ev, ev2, dst, src, by, ka, af, pr, fn, peer, cnt, out)                 \
+	NL_MAX2(NL_MAX2(NL_MAX2(NL_MAX2(NL_SLOT_END(st), NL_SLOT_END(ev)),                     \
+			    NL_MAX2(NL_SLOT_END(ev2), NL_SLOT_END(dst))),                      \
+		    NL_MAX2(NL_MAX2(NL_SLOT_END(src), NL_SLOT_END(by)),                        \
+			    NL_MAX2(NL_SLOT_END(ka), NL_SLOT_END(af)))),                       \
+		NL_MAX2(NL_MAX2(NL_MAX2(NL_SLOT_END(pr), NL_SLOT_END(fn)),                     \
+				NL_MAX2(NL_SLOT_END(peer), NL_SLOT_END(cnt))),                 \
+			NL_SLOT_END(out)))
+
 enum nl_kind {
 	NL_K_COPY = 1,     /* async or stream-ordered copy */
 	NL_K_COPY_SYNC,    /* copy that also blocks the host until done */

@@ -65,6 +65,43 @@ struct nl_rec_call {
 #define NL_RUN_TOKEN(word) ((__u64)(word) >> NL_RUN_COUNT_BITS)
 #define NL_RUN_COUNT(word) ((__u64)(word) & NL_RUN_COUNT_MAX)
 
+/*
+ * What the ring buffer carries: struct nl_rec_call, compacted. Only the
+ * argument slots the API table names go out (args[0..nargs), the table's
+ * highest named slot and those before it), and the three words of a return
+ * or of a counted run and the loss count only when they say something:
+ * hipEventRecord's record is 40 bytes, hipLaunchKernel's 88, none over 168,
+ * instead of 176 each. Every byte the probed thread writes to the ring costs
+ * it time (docs/performance.md). User
+ * space expands each record back into a struct nl_rec_call (nl_wire_expand)
+ * before anything else sees it, so recordings, replay and the engine keep
+ * the full layout. The type tags differ from NL_REC_*: a compact record can
+ * never pass for a full one.
+ */
+#define NL_WIRE_CALL 0x81 /* NL_REC_CALL, compact */
+#define NL_WIRE_RUN 0x82  /* NL_REC_RUN, compact */
+
+/* nl_wire.words: what follows args[0..nargs), in this order */
+#define NL_WW_TRIPLE 0x1 /* three words: ret_ns, rc, out (NL_RF_RET), else run, flush, flush_ts */
+#define NL_WW_LOST 0x2   /* one word: args[NL_ARG_LOST_BEFORE] */
+
+#define NL_WIRE_HEAD 24  /* bytes before w[] */
+#define NL_WIRE_WORDS 32 /* room in w[]: a power of two, so BPF can mask word indexes */
+
+struct nl_wire {
+	__u8 type;       /* NL_WIRE_CALL / NL_WIRE_RUN */
+	__u8 flags;      /* NL_RF_* */
+	__u8 coll_depth;
+	__u8 nargs;      /* argument slots in w[0..nargs) */
+	__u16 api;
+	__u8 words;      /* NL_WW_* */
+	__u8 pad;
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;
+	__u64 w[NL_WIRE_WORDS]; /* a record is NL_WIRE_HEAD + 8 * (words used) bytes */
+};
+
 /* Value of the targets map: one per traced tgid. */
 struct nl_target {
 	__u64 run;        /* the open run: NL_RUN_WORD(token, count), 0 when none */
@@ -103,7 +140,8 @@ struct nl_api_desc {
 	__u8 out;     /* slot of the out pointer, NL_NA if none */
 	__u8 out_size;
 	__u8 stream;  /* slot of the stream when launches of this API can be counted, else NL_NA */
-	__u8 pad[2];
+	__u8 nargs;   /* argument slots a record carries: the highest slot the table names, plus one */
+	__u8 pad;
 };
 
 #endif /* NANLOG_REC_H */

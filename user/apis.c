@@ -14,6 +14,8 @@ const struct nl_api_info nl_api_info[NL_API_COUNT] = {
 			  .fixed_kind = fk, .slot_flags = af, .slot_prio = pr,           \
 			  .slot_fn = fn, .slot_peer = peer, .slot_count = cnt,           \
 			  .slot_out = out, .out_size = osz,                              \
+			  .nargs = NL_API_NARGS(st, ev, ev2, dst, src, by, ka, af, pr,  \
+						fn, peer, cnt, out),                     \
 			  .countable = NL_API_COUNTABLE(kind_, flags_, st, ev, ev2) },
 	NL_API_TABLE(NL_X_INFO)
 #undef NL_X_INFO

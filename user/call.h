@@ -70,6 +70,7 @@ struct nl_api_info {
 	int8_t slot_stream, slot_event, slot_event2, slot_dst, slot_src, slot_bytes,
 		slot_kind, fixed_kind, slot_flags, slot_prio, slot_fn, slot_peer,
 		slot_count, slot_out, out_size;
+	int nargs;      /* argument slots its ring records carry (nanlog_rec.h, struct nl_wire) */
 	bool countable; /* its launches may come as counted runs (nanlog_rec.h) */
 };
 

@@ -113,6 +113,40 @@ static bool rec_ok(const struct nl_rec_call *r)
 	return NL_RUN_COUNT(r->flush) ? NL_RUN_TOKEN(r->flush) != 0 : r->type != NL_REC_RUN;
 }
 
+int nl_wire_expand(const void *data, size_t size, struct nl_rec_call *r)
+{
+	struct nl_wire w;
+	size_t words;
+
+	if (!data || size < NL_WIRE_HEAD || size > sizeof(w) || size % sizeof(__u64))
+		return -EINVAL;
+	memcpy(&w, data, size); /* ring-buffer data is only 8-byte aligned */
+	words = (size - NL_WIRE_HEAD) / sizeof(__u64);
+	if ((w.type != NL_WIRE_CALL && w.type != NL_WIRE_RUN) || (w.words & ~(NL_WW_TRIPLE | NL_WW_LOST)) ||
+	    w.nargs > NL_ARG_LOST_BEFORE ||
+	    words != (size_t)w.nargs + ((w.words & NL_WW_TRIPLE) ? 3 : 0) + ((w.words & NL_WW_LOST) ? 1 : 0))
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->type = w.type == NL_WIRE_CALL ? NL_REC_CALL : NL_REC_RUN;
+	r->api = w.api;
+	r->flags = w.flags;
+	r->coll_depth = w.coll_depth;
+	r->pid = w.pid;
+	r->tid = w.tid;
+	r->ts_ns = w.ts_ns;
+	memcpy(r->args, w.w, w.nargs * sizeof(__u64));
+	words = w.nargs;
+	if (w.words & NL_WW_TRIPLE) {
+		r->ret_ns = w.w[words]; /* the same words as run, flush, flush_ts */
+		r->rc = (__s64)w.w[words + 1];
+		r->out = w.w[words + 2];
+		words += 3;
+	}
+	if (w.words & NL_WW_LOST)
+		r->args[NL_ARG_LOST_BEFORE] = w.w[words];
+	return 0;
+}
+
 int nl_decode(const void *data, size_t size, struct nl_call *out)
 {
 	struct nl_rec_call r;

@@ -14,6 +14,14 @@
  */
 int nl_decode(const void *data, size_t size, struct nl_call *out);
 
+/*
+ * The struct nl_rec_call a compact ring record (struct nl_wire) of `size`
+ * bytes stands for. Returns 0, or -EINVAL when the size does not match what
+ * the record says it holds, or the tag or the word flags are unknown. What
+ * the record says of the call is checked later, by nl_decode.
+ */
+int nl_wire_expand(const void *data, size_t size, struct nl_rec_call *r);
+
 /* Fill *out from a record already known to be well formed. */
 void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *out);
 

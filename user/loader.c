@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "call.h"
+#include "decode.h"
 #include "elfsym.h"
 #include "loader.h"
 #include "loader_caps.h"
@@ -101,11 +102,26 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A record in the full layout goes on to the application. */
+static int deliver(struct nl_loader *l, const void *data, size_t size)
+{
+	return l->cb.record ? l->cb.record(l->cb.ctx, data, size) : 0;
+}
+
+/*
+ * The ring carries compact records (include/nanlog_rec.h, struct nl_wire);
+ * everything after the loader sees struct nl_rec_call. One that does not
+ * expand goes on as it came, for the application to count as bad: its tag
+ * is none of a full record's.
+ */
 static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct nl_loader *l = ctx;
+	struct nl_rec_call rec;
 
-	return l->cb.record ? l->cb.record(l->cb.ctx, data, size) : 0;
+	if (nl_wire_expand(data, size, &rec))
+		return deliver(l, data, size);
+	return deliver(l, &rec, sizeof(rec));
 }
 
 int nl_loader_open(struct nl_loader **out, const struct nl_opts *o, const struct nl_loader_cb *cb)
@@ -581,7 +597,7 @@ static void untrace(struct nl_loader *l, pid_t pid)
 	rec.ts_ns = now_ns();
 	rec.flush = tv.run;
 	rec.flush_ts = tv.run_ts;
-	on_sample(l, &rec, sizeof(rec));
+	deliver(l, &rec, sizeof(rec));
 }
 
 void nl_loader_remove_target(struct nl_loader *l, pid_t pid)

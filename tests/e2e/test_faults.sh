@@ -97,15 +97,25 @@ fi
 check "PID reuse: the other target complete" \
 	jq -e -s "[.[] | select(.type==\"call\" and .pid==$LONG)] | length == 16" "$TMP/reuse.json"
 
-# --- a ring buffer far too small: losses counted, affected batches skipped, never wrongly judged
-workload_gated "$TMP/rb.out" --batches 40 --iter-sleep-ms 0
-"$TOOL" -p "$GATED_PID" --ringbuf-size 4096 -o "$TMP/rb.json" 2>/dev/null &
+# --- a ring buffer far too small: losses counted, affected batches skipped, never wrongly judged.
+# Records are compact (40 to 104 bytes for this workload's calls) and the reader is woken when a quarter of the ring is
+# full, so it can keep up with the workload on its own: it is stopped for a moment (a reader
+# that falls behind: a busy node) while the job keeps running. Dense layers make runs of
+# launches counted in the kernel on both sides of the losses.
+workload_gated "$TMP/rb.out" --batches 100 --iter-sleep-ms 0 --mlp-layers 24
+"$TOOL" -p "$GATED_PID" --ringbuf-size 4096 -o "$TMP/rb.json" 2>"$TMP/rb.err" &
 T=$!
-sleep 0.5
+wait_for '"type":"attach"' "$TMP/rb.json"
 kill -USR1 "$GATED_PID"
+sleep 0.05
+kill -STOP "$T"
+sleep 0.05
+kill -CONT "$T"
 wait "$T"
 check "tiny ring buffer: records lost and counted" \
 	jq -e -s '.[-1].lost_records > 0' "$TMP/rb.json"
+check "tiny ring buffer: launches counted in the kernel" \
+	grep -Eq 'and [1-9][0-9]* launches counted' "$TMP/rb.err"
 check "tiny ring buffer: batches skipped lost_records" \
 	jq -e -s '.[-1].skip_reasons.lost_records > 0' "$TMP/rb.json"
 check "tiny ring buffer: no batch called untrusted on a stream with holes" \

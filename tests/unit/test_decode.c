@@ -54,6 +54,12 @@ static void test_table_is_consistent(void **state)
 			}
 			assert_true(slots[k] >= 0 && slots[k] < 6 + a->nstack);
 		}
+		/* a ring record carries every named slot, and no slot the probe does not read */
+		for (size_t k = 0; k < sizeof(slots); k++)
+			if (slots[k] != NL_NA)
+				assert_true(slots[k] < a->nargs);
+		assert_true(a->nargs <= NL_ARG_LOST_BEFORE);
+		assert_true(a->nargs <= 6 + a->nstack || a->nargs == NL_D0 + 1);
 		if (a->flags & NL_AF_CFG_STREAM)
 			assert_int_equal(a->slot_stream, NL_D0);
 		/* an out parameter is only readable at return */
@@ -167,6 +173,139 @@ static void test_decode_return(void **state)
 	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
 	assert_true(c.fields & NL_F_MS);
 	assert_true(c.ms > 2.49 && c.ms < 2.51);
+}
+
+/* A compact ring record (struct nl_wire) as the BPF program sends it; returns its size. */
+static size_t wire(struct nl_wire *w, int type, int api, int flags, int nargs, const uint64_t *args,
+		   const uint64_t *triple, uint64_t lost)
+{
+	size_t n = 0;
+
+	memset(w, 0xee, sizeof(*w)); /* what is not sent must not be read */
+	w->type = (uint8_t)type;
+	w->api = (uint16_t)api;
+	w->flags = (uint8_t)flags;
+	w->coll_depth = 1;
+	w->nargs = (uint8_t)nargs;
+	w->words = 0;
+	w->pad = 0;
+	w->pid = 100;
+	w->tid = 101;
+	w->ts_ns = 5;
+	for (int i = 0; i < nargs; i++)
+		w->w[n++] = args[i];
+	if (triple) {
+		for (int i = 0; i < 3; i++)
+			w->w[n++] = triple[i];
+		w->words |= NL_WW_TRIPLE;
+	}
+	if (lost) {
+		w->w[n++] = lost;
+		w->words |= NL_WW_LOST;
+	}
+	return NL_WIRE_HEAD + n * sizeof(uint64_t);
+}
+
+static void test_wire_expand(void **state)
+{
+	const uint64_t launch[8] = { 0xf00, 1, 2, 3, 4, 5, 64, 0x5700 };
+	const uint64_t run[3] = { NL_RUN_WORD(7, 0), NL_RUN_WORD(6, 3), 44 };
+	const uint64_t ret[3] = { 9, (uint64_t)(int64_t)-600, 0 };
+	const uint64_t flush[3] = { 0, NL_RUN_WORD(7, 2), 50 };
+	const uint64_t ev[1] = { 0xe1 };
+	const uint64_t many[NL_NARGS] = { 0 };
+	struct nl_rec_call r;
+	struct nl_wire w;
+	struct nl_call c;
+	size_t n;
+
+	(void)state;
+	/* a launch: its eight slots, nothing else */
+	n = wire(&w, NL_WIRE_CALL, NL_API_LAUNCH_KERNEL, 0, 8, launch, NULL, 0);
+	assert_int_equal(n, 88);
+	assert_int_equal(nl_wire_expand(&w, n, &r), 0);
+	assert_int_equal(r.type, NL_REC_CALL);
+	assert_int_equal(r.api, NL_API_LAUNCH_KERNEL);
+	assert_int_equal(r.pid, 100);
+	assert_int_equal(r.tid, 101);
+	assert_int_equal(r.ts_ns, 5);
+	assert_int_equal(r.coll_depth, 1);
+	assert_memory_equal(r.args, launch, sizeof(launch));
+	for (int i = 8; i < NL_NARGS; i++)
+		assert_int_equal(r.args[i], 0);
+	assert_int_equal(r.run, 0);
+	assert_int_equal(r.flush, 0);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.fn, 0xf00);
+	assert_int_equal(c.stream, 0x5700);
+
+	/* a launch that starts a run and ends another, after three losses on its CPU */
+	n = wire(&w, NL_WIRE_CALL, NL_API_LAUNCH_KERNEL, 0, 8, launch, run, 3);
+	assert_int_equal(n, 120);
+	assert_int_equal(nl_wire_expand(&w, n, &r), 0);
+	assert_int_equal(r.run, NL_RUN_WORD(7, 0));
+	assert_int_equal(r.flush, NL_RUN_WORD(6, 3));
+	assert_int_equal(r.flush_ts, 44);
+	assert_int_equal(r.args[NL_ARG_LOST_BEFORE], 3);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.run_token, 7);
+	assert_int_equal(c.flush_count, 3);
+	assert_int_equal(c.lost_before, 3);
+
+	/* a query completed by its return probe */
+	n = wire(&w, NL_WIRE_CALL, NL_API_EVENT_QUERY, NL_RF_RET, 1, ev, ret, 0);
+	assert_int_equal(n, 56);
+	assert_int_equal(nl_wire_expand(&w, n, &r), 0);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_true(c.fields & NL_F_RC);
+	assert_int_equal(c.rc, -600);
+	assert_int_equal(c.ret_ns, 9);
+	assert_int_equal(c.event, 0xe1);
+
+	/* the longest: a launch whose stream was read through its config (slot NL_D0), all words */
+	{
+		uint64_t cfg[NL_D0 + 1] = { 0xc0f, 0xf00 };
+
+		cfg[NL_D0] = 0x5800;
+		n = wire(&w, NL_WIRE_CALL, NL_API_LAUNCH_KERNEL_EXC, 0, NL_D0 + 1, cfg, flush, 2);
+		assert_int_equal(n, sizeof(struct nl_rec_call));
+		assert_int_equal(nl_wire_expand(&w, n, &r), 0);
+		assert_int_equal(r.args[NL_ARG_LOST_BEFORE], 2);
+		assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+		assert_int_equal(c.stream, 0x5800);
+		assert_int_equal(c.fn, 0xf00);
+		assert_int_equal(c.flush_count, 2);
+	}
+
+	/* only the end of a run */
+	n = wire(&w, NL_WIRE_RUN, 0, 0, 0, NULL, flush, 0);
+	assert_int_equal(nl_wire_expand(&w, n, &r), 0);
+	assert_int_equal(r.type, NL_REC_RUN);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(c.fields, NL_F_RUN_END);
+	assert_int_equal(c.flush_token, 7);
+	assert_int_equal(c.flush_count, 2);
+
+	/* refused: sizes that disagree with the record, unknown tags and flags, too many slots */
+	n = wire(&w, NL_WIRE_CALL, NL_API_LAUNCH_KERNEL, 0, 8, launch, run, 3);
+	assert_int_equal(nl_wire_expand(&w, n - 8, &r), -EINVAL);
+	assert_int_equal(nl_wire_expand(&w, n + 8, &r), -EINVAL);
+	assert_int_equal(nl_wire_expand(&w, n - 1, &r), -EINVAL);
+	assert_int_equal(nl_wire_expand(&w, NL_WIRE_HEAD - 8, &r), -EINVAL);
+	assert_int_equal(nl_wire_expand(&w, sizeof(w) + 8, &r), -EINVAL);
+	assert_int_equal(nl_wire_expand(NULL, n, &r), -EINVAL);
+	w.words |= 0x4;
+	assert_int_equal(nl_wire_expand(&w, n, &r), -EINVAL);
+	n = wire(&w, NL_REC_CALL, NL_API_EVENT_QUERY, 0, 1, ev, NULL, 0);
+	assert_int_equal(nl_wire_expand(&w, n, &r), -EINVAL);
+	n = wire(&w, NL_WIRE_CALL, NL_API_EVENT_QUERY, 0, NL_ARG_LOST_BEFORE + 1, many, NULL, 0);
+	assert_int_equal(nl_wire_expand(&w, n, &r), -EINVAL);
+	/* a full record is not a compact one, nor the other way round */
+	r = rec(NL_API_EVENT_RECORD);
+	assert_int_equal(nl_wire_expand(&r, sizeof(r), &r), -EINVAL);
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, &w, sizeof(r));
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
 }
 
 static void test_decode_rejects(void **state)
@@ -419,7 +558,7 @@ int main(void)
 		cmocka_unit_test(test_table_is_consistent), cmocka_unit_test(test_decode_copy),
 		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
 		cmocka_unit_test(test_decode_config_stream), cmocka_unit_test(test_decode_runs),
-		cmocka_unit_test(test_runs_feed),
+		cmocka_unit_test(test_runs_feed),           cmocka_unit_test(test_wire_expand),
 		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line),
 		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
 	};

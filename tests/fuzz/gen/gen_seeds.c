@@ -4,8 +4,8 @@
  *   gen_seeds OUTDIR [LIB...]
  * OUTDIR/engine: call-op programs (callgen.h) of a prefetching loop, a
  * TorchRec-like pipeline with a sparse stage, two processes and a run with
- * losses and an exit; OUTDIR/decode: their records as the ring buffer
- * delivers them; OUTDIR/recording: recordings of them written by the writer
+ * losses and an exit; OUTDIR/decode: their records in the full layout and,
+ * one a file, in the ring's compact layout; OUTDIR/recording: recordings of them written by the writer
  * API (with a trailer, without, header only); OUTDIR/procmaps: this
  * process's /proc/self/maps after dlopen of each LIB (the simhip and simrccl
  * libraries: real mappings of libamdhip64.so.5 and librccl.so.1).
@@ -259,6 +259,58 @@ static void write_records(const char *name, const struct prog *p, size_t max)
 	free(recs);
 }
 
+/* One record in the ring's compact layout, as the BPF program sends it; its size. */
+static size_t compact(const struct nl_rec_call *r, struct nl_wire *w)
+{
+	int nargs = r->type == NL_REC_CALL ? nl_api_info[r->api].nargs : 0;
+	size_t n = 0;
+
+	memset(w, 0, sizeof(*w));
+	w->type = r->type == NL_REC_CALL ? NL_WIRE_CALL : NL_WIRE_RUN;
+	w->flags = r->flags;
+	w->coll_depth = r->coll_depth;
+	w->nargs = (uint8_t)nargs;
+	w->api = r->api;
+	w->pid = r->pid;
+	w->tid = r->tid;
+	w->ts_ns = r->ts_ns;
+	for (int i = 0; i < nargs; i++)
+		w->w[n++] = r->args[i];
+	if ((r->flags & NL_RF_RET) || r->run || r->flush || r->flush_ts) {
+		w->w[n++] = r->ret_ns;
+		w->w[n++] = (uint64_t)r->rc;
+		w->w[n++] = r->out;
+		w->words |= NL_WW_TRIPLE;
+	}
+	if (r->args[NL_ARG_LOST_BEFORE]) {
+		w->w[n++] = r->args[NL_ARG_LOST_BEFORE];
+		w->words |= NL_WW_LOST;
+	}
+	return NL_WIRE_HEAD + n * sizeof(uint64_t);
+}
+
+/* The first record of each API in the program, one compact record a file. */
+static void write_compact(const char *prefix, const struct prog *p)
+{
+	struct nl_rec_call *recs = calloc(MAX_OPS, sizeof(*recs));
+	bool seen[NL_API_COUNT] = { false };
+	char name[64];
+	struct nl_wire w;
+	size_t n;
+
+	if (!recs)
+		die("calloc");
+	n = records(p, recs);
+	for (size_t i = 0; i < n; i++) {
+		if (recs[i].api >= NL_API_COUNT || seen[recs[i].api])
+			continue;
+		seen[recs[i].api] = true;
+		snprintf(name, sizeof(name), "%s-%s.wire", prefix, nl_api_info[recs[i].api].name);
+		write_file("decode", name, &w, compact(&recs[i], &w));
+	}
+	free(recs);
+}
+
 static void write_maps(int nlibs, char **libs)
 {
 	char buf[1 << 16];
@@ -347,6 +399,7 @@ int main(int argc, char **argv)
 
 	write_records("torchrec.bin", &tr, 40);
 	write_records("prefetch-one.bin", &pf, 12);
+	write_compact("torchrec", &tr);
 	write_recording("torchrec.rec", &tr, true, true);
 	write_recording("no-trailer.rec", &pf, false, true);
 	write_recording("header-only.rec", &pf, true, false);
