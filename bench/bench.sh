@@ -106,6 +106,12 @@ micro_run() {
 		taskset -c 1 "$TOOL" -p "$mp" -o "$r/t.out" 2>"$r/t.err" &
 		tp=$!
 		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err" ;;
+	stalled)
+		# the reader stopped for the timed calls (a sidecar at its CPU limit)
+		taskset -c 1 "$TOOL" -p "$mp" --ringbuf-size "$STALL_RING" -o "$r/t.out" 2>"$r/t.err" &
+		tp=$!
+		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err"
+		kill -STOP "$tp" ;;
 	bpftrace)
 		bt_script "$mp" "$r/bt.ready" >"$r/m.bt"
 		taskset -c 1 bpftrace --unsafe -p "$mp" -o "$r/t.out" "$r/m.bt" >/dev/null 2>"$r/t.err" &
@@ -115,11 +121,13 @@ micro_run() {
 	pids="$pids $tp"
 	kill -USR1 "$mp"
 	wait "$mp" || die "micro failed under $m: $(cat "$r/micro.err")"
+	[ "$m" = stalled ] && kill -CONT "$tp"
 	if [ -n "$tp" ]; then
 		kill -INT "$tp" 2>/dev/null
 		wait "$tp"
 	fi
 	case $m in
+	stalled) cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out") ;;
 	nanlog)
 		cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out")
 		# the tool's own CPU time per record: ring, decoding, engine, audit
@@ -132,10 +140,18 @@ micro_run() {
 	awk -v m="$m" -v c="$cap" '/^calls/ {print m, $2, $4, c}' "$r/micro.out" >>"$W/micro.tsv"
 }
 
-echo "bench: 1/5 added cost per probed call ($REPS x 5 runs of $CALLS calls)"
+# the stalled reader's ring: the smallest power of two over 80 bytes a call, so
+# that it holds every record of the mix (about 70 bytes each with the ring's
+# header) and is past a quarter full after about a third of the calls
+STALL_RING=4096
+while [ "$STALL_RING" -lt $((CALLS * 80)) ]; do STALL_RING=$((STALL_RING * 2)); done
+MODES="none floor nanlog bpftrace floor_ss stalled"
+NMODES=6
+echo "bench: 1/5 added cost per probed call ($REPS x $NMODES runs of $CALLS calls)"
 : >"$W/micro.tsv"
 : >"$W/toolcpu.txt"
-set -- none floor nanlog bpftrace floor_ss
+# shellcheck disable=SC2086
+set -- $MODES
 for rep in $(seq 1 "$REPS"); do
 	# a different order each repetition, so drift does not favour one mode
 	for m in "$@"; do micro_run "$m"; done
@@ -145,18 +161,18 @@ for rep in $(seq 1 "$REPS"); do
 done
 # floor_ss: the floor once more, on the simhip whose probes are single-stepped
 # (its untraced calls cost what simhip's do: the prologue is a few instructions)
-for m in none floor nanlog bpftrace floor_ss; do
+for m in $MODES; do
 	col "$W/micro.tsv" $m 3 | median >"$W/med.$m"
 	col "$W/micro.tsv" $m 4 | median >"$W/cap.$m"
 done
 MCALLS=$(col "$W/micro.tsv" none 2 | head -1)
-# the ratios of each repetition alone (five consecutive lines, one per
+# the ratios of each repetition alone (NMODES consecutive lines, one per
 # variant), to show how far one run can stray from the medians: "min max"
 rep_ratios() { # NUMERATOR-MODE DENOMINATOR-MODE
-	awk -v n="$1" -v d="$2" '
+	awk -v n="$1" -v d="$2" -v k="$NMODES" '
 		{ v[$1] = $3 }
-		NR % 5 == 0 { r = (v[n] - v["none"]) / (v[d] - v["none"])
-			if (NR == 5 || r < lo) lo = r; if (NR == 5 || r > hi) hi = r }
+		NR % k == 0 { r = (v[n] - v["none"]) / (v[d] - v["none"])
+			if (NR == k || r < lo) lo = r; if (NR == k || r > hi) hi = r }
 		END { printf "[%.3f, %.3f]\n", lo, hi }' "$W/micro.tsv"
 }
 RANGE_FLOOR=$(rep_ratios nanlog floor)
@@ -347,6 +363,8 @@ jq -n \
 	--argjson a "$(cat "$W/med.none")" --argjson b "$(cat "$W/med.floor")" \
 	--argjson c "$(cat "$W/med.nanlog")" --argjson d "$(cat "$W/med.bpftrace")" \
 	--argjson e "$(cat "$W/med.floor_ss")" --argjson tool_cpu "$TOOL_CPU" \
+	--argjson f "$(cat "$W/med.stalled")" --argjson cap_f "$(cat "$W/cap.stalled")" \
+	--argjson stall_ring "$STALL_RING" \
 	--argjson range_floor "$RANGE_FLOOR" --argjson range_bt "$RANGE_BT" \
 	--argjson cap_c "$(cat "$W/cap.nanlog")" --argjson cap_d "$(cat "$W/cap.bpftrace")" \
 	--argjson batches "$BATCHES" --argjson wl_none "$WL_NONE" --argjson wl_nanlog "$WL_NANLOG" \
@@ -369,11 +387,14 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   method: {repetitions: $reps, interleaved: true, statistic: "median"},
   micro: {
     calls: $calls,
-    elapsed_ns: {untraced: $a, floor: $b, nanlog: $c, bpftrace: $d, floor_single_step: $e},
+    elapsed_ns: {untraced: $a, floor: $b, nanlog: $c, bpftrace: $d, floor_single_step: $e,
+                 nanlog_reader_stopped: $f},
     ns_per_call_untraced: ($a / $calls | r(1)),
     added_ns_per_call: {floor: (($b - $a) / $calls | r(1)), nanlog: (($c - $a) / $calls | r(1)),
                         bpftrace: (($d - $a) / $calls | r(1)),
-                        floor_single_step: (($e - $a) / $calls | r(1))},
+                        floor_single_step: (($e - $a) / $calls | r(1)),
+                        nanlog_reader_stopped: (($f - $a) / $calls | r(1))},
+    reader_stopped: {ring_bytes: $stall_ring, records_after_resume: $cap_f},
     single_step_vs_emulated: ((($e - $a) / ($b - $a)) | r(2)),
     records_captured: {nanlog: $cap_c, bpftrace: $cap_d},
     tool_cpu_ns_per_record: ($tool_cpu | round)
@@ -440,6 +461,7 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 "| added per call: nanlog-bpf (c) | \(.micro.added_ns_per_call.nanlog) ns | |",
 "| added per call: bpftrace, same fields to a file (d) | \(.micro.added_ns_per_call.bpftrace) ns | |",
 "| added per call: floor tracer, simhip with gcc default prologues, probes single-stepped | \(.micro.added_ns_per_call.floor_single_step) ns (\(.micro.single_step_vs_emulated) x (b)) | |",
+"| added per call: nanlog-bpf with its reader stopped during the calls (ring \(.micro.reader_stopped.ring_bytes / 1048576) MiB, past a quarter full for most of them) | \(.micro.added_ns_per_call.nanlog_reader_stopped) ns (\(.micro.reader_stopped.records_after_resume) records read after it resumed) | |",
 "| CPU time of nanlog-bpf itself per record (c), its start included | \(.micro.tool_cpu_ns_per_record) ns | |",
 "| `overhead_ratio_vs_floor` (c-a)/(b-a) | \(.overhead_ratio_vs_floor) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_floor[0])-\(.overhead_ratio_range_over_repetitions.vs_floor[1])) | <= 1.10, \($ok1) |",
 "| `overhead_ratio_vs_bpftrace` (c-a)/(d-a) | \(.overhead_ratio_vs_bpftrace) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_bpftrace[0])-\(.overhead_ratio_range_over_repetitions.vs_bpftrace[1])) | <= 0.50, \($ok2) |",
