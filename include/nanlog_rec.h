@@ -70,13 +70,12 @@ struct nl_rec_call {
  * argument slots the API table names go out (args[0..nargs), the table's
  * highest named slot and those before it), and the three words of a return
  * or of a counted run and the loss count only when they say something:
- * hipEventRecord's record is 40 bytes, hipLaunchKernel's 88, none over 168,
- * instead of 176 each. Every byte the probed thread writes to the ring costs
- * it time (docs/performance.md). User
- * space expands each record back into a struct nl_rec_call (nl_wire_expand)
- * before anything else sees it, so recordings, replay and the engine keep
- * the full layout. The type tags differ from NL_REC_*: a compact record can
- * never pass for a full one.
+ * hipEventRecord's record is 40 bytes and hipLaunchKernel's 88, where every
+ * record was 176. Every byte the probed thread writes to the ring costs it
+ * time (docs/performance.md). User space expands each record back into a
+ * struct nl_rec_call (nl_wire_expand) before anything else sees it, so
+ * recordings, replay and the engine keep the full layout. The type tags
+ * differ from NL_REC_*: a compact record never passes for a full one.
  */
 #define NL_WIRE_CALL 0x81 /* NL_REC_CALL, compact */
 #define NL_WIRE_RUN 0x82  /* NL_REC_RUN, compact */

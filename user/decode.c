@@ -122,9 +122,11 @@ int nl_wire_expand(const void *data, size_t size, struct nl_rec_call *r)
 		return -EINVAL;
 	memcpy(&w, data, size); /* ring-buffer data is only 8-byte aligned */
 	words = (size - NL_WIRE_HEAD) / sizeof(__u64);
-	if ((w.type != NL_WIRE_CALL && w.type != NL_WIRE_RUN) || (w.words & ~(NL_WW_TRIPLE | NL_WW_LOST)) ||
-	    w.nargs > NL_ARG_LOST_BEFORE ||
-	    words != (size_t)w.nargs + ((w.words & NL_WW_TRIPLE) ? 3 : 0) + ((w.words & NL_WW_LOST) ? 1 : 0))
+	if ((w.type != NL_WIRE_CALL && w.type != NL_WIRE_RUN) ||
+	    (w.words & ~(NL_WW_TRIPLE | NL_WW_LOST)) || w.nargs > NL_ARG_LOST_BEFORE)
+		return -EINVAL;
+	if (words != (size_t)w.nargs + ((w.words & NL_WW_TRIPLE) ? 3 : 0) +
+			     ((w.words & NL_WW_LOST) ? 1 : 0))
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	r->type = w.type == NL_WIRE_CALL ? NL_REC_CALL : NL_REC_RUN;

@@ -111,8 +111,9 @@ static int deliver(struct nl_loader *l, const void *data, size_t size)
 /*
  * The ring carries compact records (include/nanlog_rec.h, struct nl_wire);
  * everything after the loader sees struct nl_rec_call. One that does not
- * expand goes on as it came, for the application to count as bad: its tag
- * is none of a full record's.
+ * expand goes on as it came, and the application judges it as any record:
+ * nl_decode takes only a well-formed full record (which a compact tag never
+ * is) and the rest is counted bad, and recorded so that replay counts it too.
  */
 static int on_sample(void *ctx, void *data, size_t size)
 {
