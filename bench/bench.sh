@@ -127,13 +127,13 @@ micro_run() {
 		wait "$tp"
 	fi
 	case $m in
-	stalled) cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out") ;;
-	nanlog)
+	nanlog | stalled)
 		cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out")
 		# the tool's own CPU time per record: ring, decoding, engine, audit
 		# lines; its start (loading the BPF object, attaching) included
-		jq -s 'map(select(.type == "summary"))[0] | .cpu_ms * 1e6 / .records' "$r/t.out" \
-			>>"$W/toolcpu.txt" ;;
+		[ "$m" = nanlog ] &&
+			jq -s 'map(select(.type == "summary"))[0] | .cpu_ms * 1e6 / .records' "$r/t.out" \
+				>>"$W/toolcpu.txt" ;;
 	bpftrace) cap=$(grep -c "^u.*probe:.* $mp " "$r/t.out") ;;
 	*) cap=0 ;;
 	esac

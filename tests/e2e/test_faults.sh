@@ -98,10 +98,10 @@ check "PID reuse: the other target complete" \
 	jq -e -s "[.[] | select(.type==\"call\" and .pid==$LONG)] | length == 16" "$TMP/reuse.json"
 
 # --- a ring buffer far too small: losses counted, affected batches skipped, never wrongly judged.
-# Records are compact (40 to 104 bytes for this workload's calls) and the reader is woken when a quarter of the ring is
-# full, so it can keep up with the workload on its own: it is stopped for a moment (a reader
-# that falls behind: a busy node) while the job keeps running. Dense layers make runs of
-# launches counted in the kernel on both sides of the losses.
+# Records are compact (40 to 104 bytes for this workload's calls) and the reader is woken
+# when a quarter of the ring is full, so it can keep up with the workload on its own: it is
+# stopped for a moment (a reader that falls behind: a busy node) while the job keeps running.
+# Dense layers make runs of launches counted in the kernel on both sides of the losses.
 workload_gated "$TMP/rb.out" --batches 100 --iter-sleep-ms 0 --mlp-layers 24
 "$TOOL" -p "$GATED_PID" --ringbuf-size 4096 -o "$TMP/rb.json" 2>"$TMP/rb.err" &
 T=$!
