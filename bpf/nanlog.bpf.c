@@ -179,7 +179,7 @@ static __always_inline void put_triple(struct nl_wire *r, __u64 a, __u64 b, __u6
 
 static __always_inline __u32 total_depth(const struct tstate *t)
 {
-	return t ? (__u32)t->depth[NL_LIB_HIP] + t->depth[NL_LIB_RCCL] : 0;
+	return (__u32)t->depth[NL_LIB_HIP] + t->depth[NL_LIB_RCCL];
 }
 
 /*

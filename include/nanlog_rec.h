@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Records shared by the BPF programs and user space. Only fixed-width types
- * and fixed arrays; every record starts with a __u32 type tag. User space
- * checks the size it is handed against sizeof and _Static_asserts the layout.
+ * and fixed arrays. A full record (struct nl_rec_call, what user space and
+ * recordings hold) starts with a __u32 type tag, and user space checks the
+ * size it is handed against sizeof and _Static_asserts the layout; its
+ * compact form in the ring (struct nl_wire) starts with a __u8 tag, and its
+ * size must be what its head says it carries.
  */
 #ifndef NANLOG_REC_H
 #define NANLOG_REC_H
