@@ -15,6 +15,7 @@ pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sim_progress;
 double sim_time_scale = 1.0;
 double sim_bandwidth_mbps = 4000.0;
+bool sim_batch_workers;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static hipError_t init_status = hipSuccess;
@@ -43,6 +44,7 @@ static void init_once_fn(void)
 	pthread_condattr_destroy(&ca);
 	sim_time_scale = sim_env_double("SIMHIP_TIME_SCALE", 1.0);
 	sim_bandwidth_mbps = sim_env_double("SIMHIP_BANDWIDTH_MBPS", 4000.0);
+	sim_batch_workers = sim_env_double("SIMHIP_BATCH_WORKERS", 0) != 0;
 	init_status = sim_streams_init();
 }
 

@@ -136,6 +136,7 @@ extern pthread_mutex_t sim_lock;     /* guards every object above */
 extern pthread_cond_t sim_progress;  /* broadcast whenever any op completes */
 extern double sim_time_scale;        /* SIMHIP_TIME_SCALE */
 extern double sim_bandwidth_mbps;    /* SIMHIP_BANDWIDTH_MBPS, 0 = no delay */
+extern bool sim_batch_workers;       /* SIMHIP_BATCH_WORKERS: workers in SCHED_BATCH */
 
 /* Every exported entry point starts with sim_init (one-time initialisation)
  * and returns through sim_ret (sets the calling thread's last error). */

@@ -14,6 +14,7 @@
  * exits.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,11 @@ static void *worker(void *arg)
 	struct sim_stream *s = arg;
 	struct sim_op *op;
 
+	if (sim_batch_workers) {
+		struct sched_param sp = { 0 };
+
+		(void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+	}
 	pthread_mutex_lock(&sim_lock);
 	for (;;) {
 		while (!s->head)

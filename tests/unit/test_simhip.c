@@ -8,10 +8,12 @@
  * the old value. Bounds on measured times are deliberately loose.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,11 +44,17 @@ static void tid_fn(void **args)
 	*(pid_t *)args[0] = gettid();
 }
 
+static void policy_fn(void **args)
+{
+	*(int *)args[0] = sched_getscheduler(0);
+}
+
 SIMHIP_KERNEL(k_slow, "slow", NULL, SLOW_NS);
 SIMHIP_KERNEL(k_store, "store", store_fn, 0);
 SIMHIP_KERNEL(k_load, "load", load_fn, 0);
 SIMHIP_KERNEL(k_tid, "tid", tid_fn, 0);
 SIMHIP_KERNEL(k_30ms, "busy30", NULL, 30000000ull);
+SIMHIP_KERNEL(k_policy, "policy", policy_fn, 0);
 
 static double now_ms(void)
 {
@@ -762,8 +770,54 @@ static void test_concurrent_api_calls(void **state)
 	}
 }
 
-int main(void)
+/* The scheduling policy a stream worker runs under, printed (main's --worker-policy). */
+static int print_worker_policy(void)
 {
+	int policy = -1;
+	void *args[] = { &policy };
+	hipStream_t s;
+
+	if (hipStreamCreate(&s) != hipSuccess || launch(&k_policy, args, s) != hipSuccess ||
+	    hipStreamSynchronize(s) != hipSuccess)
+		return 1;
+	printf("%d\n", policy);
+	return 0;
+}
+
+/* The policy of a stream worker in a fresh process with SIMHIP_BATCH_WORKERS=value. */
+static int child_worker_policy(const char *value)
+{
+	char cmd[128];
+	int policy = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "SIMHIP_BATCH_WORKERS=%s /proc/%d/exe --worker-policy", value,
+		 (int)getpid());
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &policy), 1);
+	assert_int_equal(pclose(f), 0);
+	return policy;
+}
+
+/*
+ * SIMHIP_BATCH_WORKERS=1 puts the workers in SCHED_BATCH (the bench's
+ * microbenchmark: the simulated device must not preempt the host thread it
+ * measures); unset or 0 leaves them as they were created.
+ */
+static void test_batch_workers(void **state)
+{
+	(void)state;
+	assert_int_equal(child_worker_policy("1"), SCHED_BATCH);
+	assert_int_equal(child_worker_policy("0"), SCHED_OTHER);
+	assert_int_equal(child_worker_policy(""), SCHED_OTHER);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "--worker-policy"))
+		return print_worker_policy();
+
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_device_basics),
 		cmocka_unit_test(test_last_error),
@@ -793,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_device_sync_waits_all),
 		cmocka_unit_test(test_stream_destroy_drains),
 		cmocka_unit_test(test_concurrent_api_calls),
+		cmocka_unit_test(test_batch_workers),
 	};
 
 	/* fixed settings, whatever the caller's environment says */
