@@ -58,7 +58,11 @@ col() { awk -v m="$2" -v f="$3" '$1 == m {print $f}' "$1"; }
 
 # ---------------------------------------------------------------------------
 # 1. Added cost per probed call. The job (micro) runs on CPU 0, the tracer on
-#    CPU 1: a training process and the tool do not share a core.
+#    CPU 1: a training process and the tool do not share a core. simhip's
+#    stream workers (the simulated device) run under SCHED_BATCH: a real
+#    device does not take the host thread's CPU, and workers woken on CPU 0
+#    preempted the host thread more often the slower its calls were, which
+#    added some 2.5 times the probes' own cost to every figure.
 # ---------------------------------------------------------------------------
 # bpftrace: the same fields nanlog-bpf records (pid, tid, entry time, the six
 # register arguments, the stack arguments; at return the return time and rc),
@@ -92,7 +96,7 @@ micro_run() {
 	libdir=$B/sim lib=$LIB
 	[ "$m" = floor_ss ] && libdir=$B/bench/ss lib=$LIB_SS
 	env LD_LIBRARY_PATH="$libdir" SIMHIP_BANDWIDTH_MBPS=0 SIMHIP_TIME_SCALE=0 \
-		taskset -c 0 "$B/bench/micro" -g -n "$CALLS" >"$r/micro.out" 2>"$r/micro.err" &
+		SIMHIP_BATCH_WORKERS=1 taskset -c 0 "$B/bench/micro" -g -n "$CALLS" >"$r/micro.out" 2>"$r/micro.err" &
 	mp=$!
 	pids="$pids $mp"
 	wait_for '^ready' "$r/micro.out"
