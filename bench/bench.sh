@@ -96,7 +96,8 @@ micro_run() {
 	libdir=$B/sim lib=$LIB
 	[ "$m" = floor_ss ] && libdir=$B/bench/ss lib=$LIB_SS
 	env LD_LIBRARY_PATH="$libdir" SIMHIP_BANDWIDTH_MBPS=0 SIMHIP_TIME_SCALE=0 \
-		SIMHIP_BATCH_WORKERS=1 taskset -c 0 "$B/bench/micro" -g -n "$CALLS" >"$r/micro.out" 2>"$r/micro.err" &
+		SIMHIP_BATCH_WORKERS=1 taskset -c 0 "$B/bench/micro" -g -n "$CALLS" \
+		>"$r/micro.out" 2>"$r/micro.err" &
 	mp=$!
 	pids="$pids $mp"
 	wait_for '^ready' "$r/micro.out"
@@ -150,12 +151,12 @@ micro_run() {
 STALL_RING=4096
 while [ "$STALL_RING" -lt $((CALLS * 80)) ]; do STALL_RING=$((STALL_RING * 2)); done
 MODES="none floor nanlog bpftrace floor_ss stalled"
-NMODES=6
+# shellcheck disable=SC2086
+set -- $MODES
+NMODES=$#
 echo "bench: 1/5 added cost per probed call ($REPS x $NMODES runs of $CALLS calls)"
 : >"$W/micro.tsv"
 : >"$W/toolcpu.txt"
-# shellcheck disable=SC2086
-set -- $MODES
 for rep in $(seq 1 "$REPS"); do
 	# a different order each repetition, so drift does not favour one mode
 	for m in "$@"; do micro_run "$m"; done

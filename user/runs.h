@@ -23,7 +23,8 @@ struct nl_runs {
  * for; *proto is the call to use for each of them (the run's first launch,
  * marked NL_F_COUNTED, at the time of the run's last launch, its kernel
  * unknown). *lost: the launches of a run whose first record never arrived
- * (lost in the ring), 0 otherwise. Returns 0 when c ends no run, or ends one already repeated.
+ * (lost in the ring), 0 otherwise. Returns 0 when c ends no run, or ends
+ * one already repeated.
  */
 uint64_t nl_runs_take(struct nl_runs *r, const struct nl_call *c, struct nl_call *proto,
 		      uint64_t *lost);

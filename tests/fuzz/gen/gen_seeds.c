@@ -5,10 +5,11 @@
  * OUTDIR/engine: call-op programs (callgen.h) of a prefetching loop, a
  * TorchRec-like pipeline with a sparse stage, two processes and a run with
  * losses and an exit; OUTDIR/decode: their records in the full layout and,
- * one a file, in the ring's compact layout; OUTDIR/recording: recordings of them written by the writer
- * API (with a trailer, without, header only); OUTDIR/procmaps: this
- * process's /proc/self/maps after dlopen of each LIB (the simhip and simrccl
- * libraries: real mappings of libamdhip64.so.5 and librccl.so.1).
+ * one a file, in the ring's compact layout; OUTDIR/recording: recordings of
+ * them written by the writer API (with a trailer, without, header only);
+ * OUTDIR/procmaps: this process's /proc/self/maps after dlopen of each LIB
+ * (the simhip and simrccl libraries: real mappings of libamdhip64.so.5 and
+ * librccl.so.1).
  */
 #include <dlfcn.h>
 #include <errno.h>
