@@ -103,8 +103,10 @@ micro_run() {
 	wait_for '^ready' "$r/micro.out"
 	tp=
 	case $m in
-	floor | floor_ss)
-		taskset -c 1 "$B/bench/floor" -p "$mp" "$lib" >"$r/t.out" 2>"$r/t.err" &
+	floor | floor_ss | capture | ring)
+		fm=floor
+		[ "$m" = capture ] || [ "$m" = ring ] && fm=$m
+		taskset -c 1 "$B/bench/floor" -m $fm -p "$mp" "$lib" >"$r/t.out" 2>"$r/t.err" &
 		tp=$!
 		wait_for '^attached' "$r/t.out" 30 $tp "$r/t.err" ;;
 	nanlog)
@@ -140,6 +142,7 @@ micro_run() {
 			jq -s 'map(select(.type == "summary"))[0] | .cpu_ms * 1e6 / .records' "$r/t.out" \
 				>>"$W/toolcpu.txt" ;;
 	bpftrace) cap=$(grep -c "^u.*probe:.* $mp " "$r/t.out") ;;
+	ring) cap=$(awk '/^records/ {print $2}' "$r/t.out") ;;
 	*) cap=0 ;;
 	esac
 	awk -v m="$m" -v c="$cap" '/^calls/ {print m, $2, $4, c}' "$r/micro.out" >>"$W/micro.tsv"
@@ -150,7 +153,10 @@ micro_run() {
 # header) and is past a quarter full after about a third of the calls
 STALL_RING=4096
 while [ "$STALL_RING" -lt $((CALLS * 80)) ]; do STALL_RING=$((STALL_RING * 2)); done
-MODES="none floor nanlog bpftrace floor_ss stalled"
+# capture and ring: the floor tracer's other programs (bench/floor.bpf.c), the
+# least any tracer adds: the time, thread and registers of every hit kept in a
+# per-CPU buffer (g), and the same sent through a ring buffer (h)
+MODES="none floor nanlog bpftrace floor_ss stalled capture ring"
 # shellcheck disable=SC2086
 set -- $MODES
 NMODES=$#
@@ -182,6 +188,8 @@ rep_ratios() { # NUMERATOR-MODE DENOMINATOR-MODE
 }
 RANGE_FLOOR=$(rep_ratios nanlog floor)
 RANGE_BT=$(rep_ratios nanlog bpftrace)
+RANGE_CAPTURE=$(rep_ratios capture floor)
+RANGE_RING=$(rep_ratios ring floor)
 TOOL_CPU=$(median <"$W/toolcpu.txt")
 
 # ---------------------------------------------------------------------------
@@ -368,6 +376,9 @@ jq -n \
 	--argjson a "$(cat "$W/med.none")" --argjson b "$(cat "$W/med.floor")" \
 	--argjson c "$(cat "$W/med.nanlog")" --argjson d "$(cat "$W/med.bpftrace")" \
 	--argjson e "$(cat "$W/med.floor_ss")" --argjson tool_cpu "$TOOL_CPU" \
+	--argjson g "$(cat "$W/med.capture")" --argjson h "$(cat "$W/med.ring")" \
+	--argjson cap_h "$(cat "$W/cap.ring")" --argjson range_g "$RANGE_CAPTURE" \
+	--argjson range_h "$RANGE_RING" \
 	--argjson f "$(cat "$W/med.stalled")" --argjson cap_f "$(cat "$W/cap.stalled")" \
 	--argjson stall_ring "$STALL_RING" \
 	--argjson range_floor "$RANGE_FLOOR" --argjson range_bt "$RANGE_BT" \
@@ -393,20 +404,24 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   micro: {
     calls: $calls,
     elapsed_ns: {untraced: $a, floor: $b, nanlog: $c, bpftrace: $d, floor_single_step: $e,
-                 nanlog_reader_stopped: $f},
+                 nanlog_reader_stopped: $f, bound_capture: $g, bound_ring: $h},
     ns_per_call_untraced: ($a / $calls | r(1)),
     added_ns_per_call: {floor: (($b - $a) / $calls | r(1)), nanlog: (($c - $a) / $calls | r(1)),
                         bpftrace: (($d - $a) / $calls | r(1)),
                         floor_single_step: (($e - $a) / $calls | r(1)),
-                        nanlog_reader_stopped: (($f - $a) / $calls | r(1))},
+                        nanlog_reader_stopped: (($f - $a) / $calls | r(1)),
+                        bound_capture: (($g - $a) / $calls | r(1)),
+                        bound_ring: (($h - $a) / $calls | r(1))},
     reader_stopped: {ring_bytes: $stall_ring, records_after_resume: $cap_f},
     single_step_vs_emulated: ((($e - $a) / ($b - $a)) | r(2)),
-    records_captured: {nanlog: $cap_c, bpftrace: $cap_d},
+    records_captured: {nanlog: $cap_c, bpftrace: $cap_d, bound_ring: $cap_h},
     tool_cpu_ns_per_record: ($tool_cpu | round)
   },
   overhead_ratio_vs_floor: ((($c - $a) / ($b - $a)) | r(3)),
   overhead_ratio_vs_bpftrace: ((($c - $a) / ($d - $a)) | r(3)),
   overhead_ratio_range_over_repetitions: {vs_floor: $range_floor, vs_bpftrace: $range_bt},
+  bound_ratio_vs_floor: {capture: ((($g - $a) / ($b - $a)) | r(3)), ring: ((($h - $a) / ($b - $a)) | r(3)),
+                         range_over_repetitions: {capture: $range_g, ring: $range_h}},
   workload: {
     batches: $batches,
     iteration_ns_untraced: ($wl_none / $batches | round),
@@ -469,6 +484,8 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 "| added per call: nanlog-bpf with its reader stopped during the calls (ring \(.micro.reader_stopped.ring_bytes / 1048576) MiB, past a quarter full for most of them) | \(.micro.added_ns_per_call.nanlog_reader_stopped) ns (\(.micro.reader_stopped.records_after_resume) records read after it resumed) | |",
 "| CPU time of nanlog-bpf itself per record (c), its start included | \(.micro.tool_cpu_ns_per_record) ns | |",
 "| `overhead_ratio_vs_floor` (c-a)/(b-a) | \(.overhead_ratio_vs_floor) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_floor[0])-\(.overhead_ratio_range_over_repetitions.vs_floor[1])) | <= 1.10, \($ok1) |",
+"| the least a tracer adds: the floor'"'"'s probes taking the time, thread and registers, kept per CPU (g) / sent through a ring buffer, one record per hit (h) | \(.micro.added_ns_per_call.bound_capture) ns / \(.micro.added_ns_per_call.bound_ring) ns (\(.micro.records_captured.bound_ring) records read) | |",
+"| the same as ratios to the floor, (g-a)/(b-a) / (h-a)/(b-a) | \(.bound_ratio_vs_floor.capture) / \(.bound_ratio_vs_floor.ring) (single repetitions: \(.bound_ratio_vs_floor.range_over_repetitions.capture[0])-\(.bound_ratio_vs_floor.range_over_repetitions.capture[1]) / \(.bound_ratio_vs_floor.range_over_repetitions.ring[0])-\(.bound_ratio_vs_floor.range_over_repetitions.ring[1])) | |",
 "| `overhead_ratio_vs_bpftrace` (c-a)/(d-a) | \(.overhead_ratio_vs_bpftrace) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_bpftrace[0])-\(.overhead_ratio_range_over_repetitions.vs_bpftrace[1])) | <= 0.50, \($ok2) |",
 "| workload iteration, untraced / traced | \(.workload.iteration_ns_untraced / 1e3 | floor) us / \(.workload.iteration_ns_traced / 1e3 | floor) us | |",
 "| `iteration_slowdown` | \(.iteration_slowdown) | |",

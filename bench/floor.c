@@ -3,14 +3,17 @@
  * The floor tracer of `make bench`: the probes nanlog-bpf would place, no
  * more, on the same symbols of the API table (include/nanlog_apis.h), entry
  * probes on every one and return probes where NL_AF_RET says, one
- * uprobe_multi link per library and direction, for one process; programs
- * that return at once (bench/floor.bpf.c).
+ * uprobe_multi link per library and direction, for one process. The
+ * programs (bench/floor.bpf.c) return at once, or, with -m, do the least a
+ * tracer must do: capture (time, thread, registers, kept per CPU) or ring
+ * (the same, sent through a ring buffer that this process reads every 10 ms).
  *
- *   floor -p PID LIB...
+ *   floor [-m floor|capture|ring] -p PID LIB...
  *
  * LIB: libamdhip64.so* or librccl.so* paths. Prints "attached N entry M
  * return" on stdout once the probes are in place, then waits until PID is
- * gone or a SIGINT/SIGTERM comes; prints the detach time on the way out.
+ * gone or a SIGINT/SIGTERM comes; prints the detach time on the way out, and
+ * with -m ring "records N" on stdout, the records it read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +35,16 @@
 #define MAX_LIBS 4
 
 static volatile sig_atomic_t stop;
+static unsigned long long nread;
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	nread++;
+	return 0;
+}
 
 static void on_signal(int sig)
 {
@@ -48,8 +61,8 @@ static double mono_ms(void)
 }
 
 /* Both links of one library; returns 0 or -errno and counts the probes. */
-static int attach_lib(struct floor_bpf *skel, const char *path, pid_t pid, int fds[2],
-		      unsigned *nentry, unsigned *nret)
+static int attach_lib(const struct bpf_program *progs[2], const char *path, pid_t pid,
+		      int fds[2], unsigned *nentry, unsigned *nret)
 {
 	const char *names[2 * NL_API_COUNT];
 	uint64_t offs[2 * NL_API_COUNT];
@@ -84,14 +97,14 @@ static int attach_lib(struct floor_bpf *skel, const char *path, pid_t pid, int f
 		}
 	}
 	if (ne) {
-		fds[0] = nl_uprobe_multi_link(bpf_program__fd(skel->progs.floor_entry), path, eo, ec,
-					      ne, false, pid);
+		fds[0] = nl_uprobe_multi_link(bpf_program__fd(progs[0]), path, eo, ec, ne, false,
+					      pid);
 		if (fds[0] < 0)
 			return fds[0];
 	}
 	if (nr) {
-		fds[1] = nl_uprobe_multi_link(bpf_program__fd(skel->progs.floor_return), path, ro,
-					      rc, nr, true, pid);
+		fds[1] = nl_uprobe_multi_link(bpf_program__fd(progs[1]), path, ro, rc, nr, true,
+					      pid);
 		if (fds[1] < 0)
 			return fds[1];
 	}
@@ -102,18 +115,28 @@ static int attach_lib(struct floor_bpf *skel, const char *path, pid_t pid, int f
 
 int main(int argc, char **argv)
 {
+	static const char *const modes[] = { "floor", "capture", "ring" };
 	struct sigaction sa = { .sa_handler = on_signal };
-	int fds[MAX_LIBS][2], nlibs = 0, err;
+	int fds[MAX_LIBS][2], nlibs = 0, err, mode = 0, argi = 1;
+	const struct bpf_program *progs[2];
+	struct ring_buffer *rb = NULL;
 	unsigned nentry = 0, nret = 0;
 	struct floor_bpf *skel;
 	double t0;
 	pid_t pid;
 
-	if (argc < 4 || strcmp(argv[1], "-p") != 0 || argc - 3 > MAX_LIBS) {
-		fprintf(stderr, "usage: floor -p PID LIB... (at most %d)\n", MAX_LIBS);
+	if (argc > 2 && strcmp(argv[1], "-m") == 0) {
+		for (mode = 0; mode < 3 && strcmp(argv[2], modes[mode]) != 0; mode++)
+			;
+		argi = 3;
+	}
+	if (mode == 3 || argc - argi < 3 || strcmp(argv[argi], "-p") != 0 ||
+	    argc - argi - 2 > MAX_LIBS) {
+		fprintf(stderr, "usage: floor [-m floor|capture|ring] -p PID LIB... (at most %d)\n",
+			MAX_LIBS);
 		return 2;
 	}
-	pid = (pid_t)atoi(argv[2]);
+	pid = (pid_t)atoi(argv[argi + 1]);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -126,16 +149,38 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor: cannot open the BPF object\n");
 		return 1;
 	}
-	bpf_program__set_expected_attach_type(skel->progs.floor_entry, NL_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(skel->progs.floor_return, NL_BPF_TRACE_UPROBE_MULTI);
+	{
+		struct bpf_program *all[3][2] = {
+			{ skel->progs.floor_entry, skel->progs.floor_return },
+			{ skel->progs.capture_entry, skel->progs.capture_return },
+			{ skel->progs.ring_entry, skel->progs.ring_return },
+		};
+
+		for (int m = 0; m < 3; m++)
+			for (int j = 0; j < 2; j++) {
+				bpf_program__set_expected_attach_type(all[m][j],
+								      NL_BPF_TRACE_UPROBE_MULTI);
+				bpf_program__set_autoload(all[m][j], m == mode);
+			}
+		progs[0] = all[mode][0];
+		progs[1] = all[mode][1];
+	}
 	err = floor_bpf__load(skel);
 	if (err) {
 		fprintf(stderr, "floor: cannot load the BPF programs: %s\n", strerror(-err));
 		floor_bpf__destroy(skel);
 		return 1;
 	}
-	for (int i = 3; i < argc; i++) {
-		err = attach_lib(skel, argv[i], pid, fds[nlibs], &nentry, &nret);
+	if (mode == 2) {
+		rb = ring_buffer__new(bpf_map__fd(skel->maps.ring), on_record, NULL, NULL);
+		if (!rb) {
+			fprintf(stderr, "floor: cannot map the ring buffer: %s\n", strerror(errno));
+			floor_bpf__destroy(skel);
+			return 1;
+		}
+	}
+	for (int i = argi + 2; i < argc; i++) {
+		err = attach_lib(progs, argv[i], pid, fds[nlibs], &nentry, &nret);
 		nlibs++;
 		if (err) {
 			fprintf(stderr, "floor: %s: %s\n", argv[i], strerror(-err));
@@ -147,13 +192,22 @@ int main(int argc, char **argv)
 		printf("attached %u entry %u return\n", nentry, nret);
 		fflush(stdout);
 	}
-	while (!stop && kill(pid, 0) == 0)
-		usleep(20000);
+	/* the ring, when there is one, is read every 10 ms: nothing wakes this process */
+	while (!stop && kill(pid, 0) == 0) {
+		usleep(rb ? 10000 : 20000);
+		if (rb)
+			ring_buffer__consume(rb);
+	}
 	t0 = mono_ms();
 	for (int i = 0; i < nlibs; i++)
 		for (int j = 0; j < 2; j++)
 			if (fds[i][j] >= 0)
 				close(fds[i][j]);
+	if (rb) {
+		ring_buffer__consume(rb);
+		printf("records %llu\n", nread);
+		ring_buffer__free(rb);
+	}
 	floor_bpf__destroy(skel);
 	fprintf(stderr, "floor: detached in %.1f ms\n", mono_ms() - t0);
 	return stop == 2;
