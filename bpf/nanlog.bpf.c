@@ -29,10 +29,10 @@ struct {
 	__uint(max_entries, 1 << 22); /* resized by the loader (--ringbuf-size) */
 } events SEC(".maps");
 
-/* tgids being traced; the loader fills it. */
+/* The processes being traced, by the slot in the attach cookie; the loader fills it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NL_MAX_TARGETS);
 	__type(key, __u32);
 	__type(value, struct nl_target);
 } targets SEC(".maps");
@@ -275,16 +275,21 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
 }
 
 /*
- * The API a probe hit is for, from the attach cookie; NULL when the process
- * is not traced (or the cookie is out of range). *tgt: the target's entry.
+ * The API a probe hit is for and its process's entry (*tgt), both from the
+ * attach cookie; NULL when the process is no longer traced (or the cookie is
+ * out of range). The links are made for one process each, so the kernel has
+ * filtered the hit by process already.
  */
-static __always_inline const struct nl_api_desc *hit_api(struct pt_regs *ctx, __u32 pid,
-							 __u64 *api, struct nl_target **tgt)
+static __always_inline const struct nl_api_desc *hit_api(struct pt_regs *ctx, __u64 *api,
+							 struct nl_target **tgt)
 {
-	*tgt = bpf_map_lookup_elem(&targets, &pid);
-	if (!*tgt)
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = NL_COOKIE_SLOT(cookie);
+
+	*tgt = bpf_map_lookup_elem(&targets, &slot);
+	if (!*tgt || !((*tgt)->flags & NL_TGT_TRACE))
 		return NULL;
-	*api = bpf_get_attach_cookie(ctx);
+	*api = NL_COOKIE_API(cookie);
 	return *api < NL_API_COUNT ? &apis[*api] : NULL;
 }
 
@@ -376,7 +381,7 @@ int nl_entry(struct pt_regs *ctx)
 	__u32 lib, level;
 	bool noret, countable;
 
-	d = hit_api(ctx, id >> 32, &api, &tgt);
+	d = hit_api(ctx, &api, &tgt);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
@@ -438,7 +443,7 @@ int nl_return(struct pt_regs *ctx)
 	__u64 api, ret_ns, out = 0;
 	__s64 rc;
 
-	d = hit_api(ctx, id >> 32, &api, &tgt);
+	d = hit_api(ctx, &api, &tgt);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */

@@ -104,7 +104,18 @@ struct nl_wire {
 	__u64 w[NL_WIRE_WORDS]; /* a record is NL_WIRE_HEAD + 8 * (words used) bytes */
 };
 
-/* Value of the targets map: one per traced tgid. */
+/*
+ * The targets map is an array of slots, one per traced process; a probe's
+ * attach cookie carries the API id (low 16 bits) and its process's slot, so
+ * the program finds the process's entry without a lookup by pid. A slot is
+ * given back only once the process's links are closed.
+ */
+#define NL_MAX_TARGETS 4096
+#define NL_COOKIE(api, slot) (((__u64)(slot) << 16) | (__u64)(api))
+#define NL_COOKIE_API(c) ((__u64)(c) & 0xffff)
+#define NL_COOKIE_SLOT(c) ((__u32)((__u64)(c) >> 16))
+
+/* Value of the targets map: one per traced process, by slot. */
 struct nl_target {
 	__u64 run;        /* the open run: NL_RUN_WORD(token, count), 0 when none */
 	__u64 run_ts;     /* time of the last launch counted in it */
@@ -122,7 +133,7 @@ struct nl_target {
 #define NL_ARG_LOST_BEFORE 15
 
 /* Value flags of the targets map. */
-#define NL_TGT_TRACE 0x1 /* trace this tgid */
+#define NL_TGT_TRACE 0x1 /* trace this process (0: a free slot, or a process let go) */
 #define NL_TGT_NORET 0x2 /* no return probes on this target: emit at entry, no nesting */
 #define NL_TGT_EVERY_LAUNCH 0x4 /* no counted launch runs: a record per launch */
 

@@ -43,6 +43,7 @@ struct libent {
 
 struct target {
 	pid_t pid;
+	__u32 slot; /* its entry in the targets map, carried in its probes' cookies */
 	bool retprobes;
 	bool rescan_failed; /* said once, not every poll */
 	const char *why;
@@ -57,6 +58,7 @@ struct nl_loader {
 	const struct nl_opts *o;
 	struct target *targets;
 	int ntargets, cap_targets;
+	uint64_t slot_used[NL_MAX_TARGETS / 64]; /* targets-map slots held by a target */
 	int ncpus;
 	bool kernel_risk;
 	bool multi; /* uprobe_multi links (Linux 6.6) instead of one perf link per symbol */
@@ -253,9 +255,9 @@ static int open_in_root(pid_t pid, const char *path)
 }
 
 static int attach_perf(struct nl_loader *l, struct libent *e, pid_t pid, const char *file,
-		       int api, bool ret, uint64_t off)
+		       uint64_t cookie, bool ret, uint64_t off)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = (__u64)api, .retprobe = ret);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = ret);
 	struct bpf_program *prog = ret ? l->skel->progs.nl_return : l->skel->progs.nl_entry;
 	struct bpf_link *link, **nl;
 
@@ -315,10 +317,10 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 			continue;
 		}
 		eo[ne] = off;
-		ec[ne++] = (uint64_t)api;
+		ec[ne++] = NL_COOKIE(api, t->slot);
 		if ((a->flags & NL_AF_RET) && t->retprobes) {
 			ro[nr] = off;
-			rc[nr++] = (uint64_t)api;
+			rc[nr++] = NL_COOKIE(api, t->slot);
 		}
 		logf_(l, 2, "pid %d: %s at file offset 0x%llx%s", (int)t->pid, a->name,
 		      (unsigned long long)off,
@@ -346,9 +348,9 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 		err = err < 0 ? err : 0;
 	} else {
 		for (unsigned i = 0; i < nr && !err; i++)
-			err = attach_perf(l, e, t->pid, file, (int)rc[i], true, ro[i]);
+			err = attach_perf(l, e, t->pid, file, rc[i], true, ro[i]);
 		for (unsigned i = 0; i < ne && !err; i++)
-			err = attach_perf(l, e, t->pid, file, (int)ec[i], false, eo[i]);
+			err = attach_perf(l, e, t->pid, file, ec[i], false, eo[i]);
 	}
 	if (err) {
 		logf_(l, 0, "pid %d: cannot attach probes to %s: %s", (int)t->pid, e->path,
@@ -508,15 +510,42 @@ static void target_policy(struct nl_loader *l, struct target *t)
 	logf_(l, 1, "pid %d: seccomp mode %d; %s", (int)t->pid, mode, t->why);
 }
 
+_Static_assert(NL_API_COUNT <= 0xffff, "the attach cookie keeps the API id in 16 bits");
+
+/* The lowest free slot of the targets map, now held; -ENOSPC when none is left. */
+static int take_slot(struct nl_loader *l)
+{
+	for (unsigned w = 0; w < NL_MAX_TARGETS / 64; w++) {
+		if (l->slot_used[w] == ~0ull)
+			continue;
+		for (unsigned b = 0; b < 64; b++)
+			if (!(l->slot_used[w] & (1ull << b))) {
+				l->slot_used[w] |= 1ull << b;
+				return (int)(w * 64 + b);
+			}
+	}
+	return -ENOSPC;
+}
+
+static void give_slot(struct nl_loader *l, __u32 slot)
+{
+	l->slot_used[slot / 64] &= ~(1ull << (slot % 64));
+}
+
 int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *paths, int npaths,
 			 bool require_hip)
 {
 	struct nl_target tv = { 0 };
 	struct target *t;
-	int err, nhip = 0;
+	int err, nhip = 0, slot;
 
 	if (find_target(l, pid))
 		return -EEXIST;
+	if (l->ntargets >= NL_MAX_TARGETS) {
+		logf_(l, 0, "pid %d: already tracing %d processes, the most one run can", (int)pid,
+		      l->ntargets);
+		return -ENOSPC;
+	}
 	if (l->ntargets == l->cap_targets) {
 		int nc = l->cap_targets ? l->cap_targets * 2 : 8;
 		struct target *nt = realloc(l->targets, sizeof(*nt) * (size_t)nc);
@@ -526,17 +555,24 @@ int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *path
 		l->targets = nt;
 		l->cap_targets = nc;
 	}
+	slot = take_slot(l);
+	if (slot < 0)
+		return slot;
 	t = &l->targets[l->ntargets];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
+	t->slot = (__u32)slot;
 	target_policy(l, t);
 	tv.flags = NL_TGT_TRACE | (t->retprobes ? 0 : NL_TGT_NORET) |
 		   (l->o->every_launch ? NL_TGT_EVERY_LAUNCH : 0);
-	/* filter entry first: probes that fire during attach are already wanted */
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &(__u32){ (__u32)pid }, &tv,
-				BPF_ANY))
-		return -errno;
+	/* the entry first: probes that fire during attach are already wanted */
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &t->slot, &tv, BPF_ANY)) {
+		err = -errno;
+		give_slot(l, t->slot);
+		return err;
+	}
 	l->ntargets++;
+	logf_(l, 1, "pid %d: slot %u of the targets map", (int)pid, t->slot);
 
 	for (int i = 0; i < npaths; i++) {
 		int lib = nl_lib_of_path(paths[i]);
@@ -574,27 +610,27 @@ fail:
 }
 
 /*
- * The target's entry leaves the map, so its calls are no longer traced; the
- * launches still counted in its open run (include/nanlog_rec.h) are told
- * last, after what the ring holds, in the run-end record the process would
- * have sent with its next call.
+ * The target's entry in the map is cleared, so its calls are no longer
+ * traced; the launches still counted in its open run (include/nanlog_rec.h)
+ * are told last, after what the ring holds, in the run-end record the
+ * process would have sent with its next call. The slot stays the target's
+ * until its links are closed.
  */
-static void untrace(struct nl_loader *l, pid_t pid)
+static void untrace(struct nl_loader *l, const struct target *t)
 {
 	int fd = bpf_map__fd(l->skel->maps.targets);
-	__u32 key = (__u32)pid;
-	struct nl_target tv;
+	struct nl_target tv, none = { 0 };
 	struct nl_rec_call rec;
-	bool had = bpf_map_lookup_elem(fd, &key, &tv) == 0;
+	bool had = bpf_map_lookup_elem(fd, &t->slot, &tv) == 0 && (tv.flags & NL_TGT_TRACE);
 
-	bpf_map_delete_elem(fd, &key);
+	bpf_map_update_elem(fd, &t->slot, &none, BPF_ANY);
 	nl_loader_drain(l);
 	if (!had || !NL_RUN_COUNT(tv.run))
 		return;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = NL_REC_RUN;
-	rec.pid = (__u32)pid;
-	rec.tid = (__u32)pid;
+	rec.pid = (__u32)t->pid;
+	rec.tid = (__u32)t->pid;
 	rec.ts_ns = now_ns();
 	rec.flush = tv.run;
 	rec.flush_ts = tv.run_ts;
@@ -607,15 +643,16 @@ void nl_loader_remove_target(struct nl_loader *l, pid_t pid)
 
 	if (!t)
 		return;
-	untrace(l, pid);
+	untrace(l, t);
 	detach_target(t);
+	give_slot(l, t->slot);
 	*t = l->targets[--l->ntargets];
 }
 
 void nl_loader_untrace_all(struct nl_loader *l)
 {
 	for (int i = 0; i < l->ntargets; i++)
-		untrace(l, l->targets[i].pid);
+		untrace(l, &l->targets[i]);
 }
 
 int nl_loader_rescan(struct nl_loader *l)

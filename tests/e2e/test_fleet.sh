@@ -60,7 +60,13 @@ host_workload "$TMP/host.out" --batches 60 --iter-sleep-ms 40
 sleep 1
 MEMBERS=$(cat "$CG/cgroup.procs" | tr '\n' ' ')
 wait "$POD_SH"
+HOST1=$HOST_WL
 wait "$HOST_WL"
+sleep 0.6
+# one more, after the first two are gone: it is traced in a slot they gave back
+host_workload "$TMP/host2.out" --batches 40 --iter-sleep-ms 20
+HOST2=$HOST_WL
+wait "$HOST2"
 sleep 0.6
 check "--all: the agent keeps running after its targets exit" kill -0 "$agent"
 kill -INT "$agent"
@@ -76,7 +82,14 @@ check "--all: the pod's batches carry container_id and pod_uid" \
 	sh -c "batches_of() { jq -s \"[.[] | select(.type==\\\"batch\\\" and .pid==\$2)]\" \"\$1\"; }; \
 		batches_of '$TMP/all.json' $PODPID | jq -e 'length >= 30 and all(.container_id==\"$CID\" and .pod_uid==\"$POD\")'"
 check "--all: the host workload attributed to its own pid, without container" \
-	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$HOST_WL)] | length >= 30 and all(has(\"container_id\") | not)' '$TMP/all.json'"
+	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$HOST1)] | length >= 30 and all(has(\"container_id\") | not)' '$TMP/all.json'"
+slot_of() { sed -n "s/^.*pid $1: slot \([0-9]*\) of the targets map$/\1/p" "$TMP/all.err"; }
+S2=$(slot_of "$HOST2")
+check "--all: a process that came after the others exited took a slot one of them held" \
+	sh -c "[ -n '$S2' ] && { [ '$S2' = '$(slot_of "$HOST1")' ] || [ '$S2' = '$(slot_of "$PODPID")' ]; }"
+check "--all: that process audited, every batch trusted" \
+	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$HOST2)] | length >= 20 and all(.verdict==\"trusted\")' '$TMP/all.json' && \
+		jq -e -s '[.[] | select(.type==\"call\" and .pid==$HOST2)] | length > 0' '$TMP/all.json'"
 check "--all: the pod's batches trusted" \
 	sh -c "jq -e -s '[.[] | select(.type==\"batch\" and .pid==$PODPID and .verdict != \"trusted\")] | length <= 2' '$TMP/all.json'"
 
