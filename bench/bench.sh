@@ -70,19 +70,20 @@ col() { awk -v m="$2" -v f="$3" '$1 == m {print $f}' "$1"; }
 # predicate is needed besides -p: bpftrace 0.17 places library uprobes for
 # every process. Its output to a file is block-buffered, so readiness is a
 # file that BEGIN (run once every probe is in place) creates: --unsafe.
-bt_script() {
+bt_script() { # PID READY-FILE LIB
+	L=$3
 	cat <<EOF
 BEGIN { system("touch $2"); }
-uprobe:$LIB:hipEventRecord, uprobe:$LIB:hipStreamWaitEvent, uprobe:$LIB:hipMemcpyAsync
+uprobe:$L:hipEventRecord, uprobe:$L:hipStreamWaitEvent, uprobe:$L:hipMemcpyAsync
 /pid == $1/
 { printf("%s %d %d %llu %lx %lx %lx %lx %lx %lx\\n", probe, pid, tid, nsecs, arg0, arg1, arg2, arg3, arg4, arg5); }
-uprobe:$LIB:hipLaunchKernel
+uprobe:$L:hipLaunchKernel
 /pid == $1/
 { printf("%s %d %d %llu %lx %lx %lx %lx %lx %lx %lx %lx\\n", probe, pid, tid, nsecs, arg0, arg1, arg2, arg3, arg4, arg5, *(uint64 *)(reg("sp") + 8), *(uint64 *)(reg("sp") + 16)); }
-uprobe:$LIB:hipEventQuery, uprobe:$LIB:hipStreamSynchronize
+uprobe:$L:hipEventQuery, uprobe:$L:hipStreamSynchronize
 /pid == $1/
 { @s[tid] = (nsecs, arg0, arg1, arg2, arg3, arg4, arg5); }
-uretprobe:$LIB:hipEventQuery, uretprobe:$LIB:hipStreamSynchronize
+uretprobe:$L:hipEventQuery, uretprobe:$L:hipStreamSynchronize
 /pid == $1 && @s[tid].0/
 { \$e = @s[tid]; printf("%s %d %d %llu %llu %d %lx %lx %lx %lx %lx %lx\\n", probe, pid, tid, \$e.0, nsecs, (int32)retval, \$e.1, \$e.2, \$e.3, \$e.4, \$e.5, \$e.6); delete(@s[tid]); }
 END { clear(@s); }
@@ -94,7 +95,7 @@ micro_run() {
 	m=$1 r=$W/run
 	rm -rf "$r" && mkdir "$r"
 	libdir=$B/sim lib=$LIB
-	[ "$m" = floor_ss ] && libdir=$B/bench/ss lib=$LIB_SS
+	case $m in *_ss) libdir=$B/bench/ss lib=$LIB_SS ;; esac
 	env LD_LIBRARY_PATH="$libdir" SIMHIP_BANDWIDTH_MBPS=0 SIMHIP_TIME_SCALE=0 \
 		SIMHIP_BATCH_WORKERS=1 taskset -c 0 "$B/bench/micro" -g -n "$CALLS" \
 		>"$r/micro.out" 2>"$r/micro.err" &
@@ -109,7 +110,7 @@ micro_run() {
 		taskset -c 1 "$B/bench/floor" -m $fm -p "$mp" "$lib" >"$r/t.out" 2>"$r/t.err" &
 		tp=$!
 		wait_for '^attached' "$r/t.out" 30 $tp "$r/t.err" ;;
-	nanlog)
+	nanlog | nanlog_ss)
 		taskset -c 1 "$TOOL" -p "$mp" -o "$r/t.out" 2>"$r/t.err" &
 		tp=$!
 		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err" ;;
@@ -119,8 +120,8 @@ micro_run() {
 		tp=$!
 		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err"
 		kill -STOP "$tp" ;;
-	bpftrace)
-		bt_script "$mp" "$r/bt.ready" >"$r/m.bt"
+	bpftrace | bpftrace_ss)
+		bt_script "$mp" "$r/bt.ready" "$lib" >"$r/m.bt"
 		taskset -c 1 bpftrace --unsafe -p "$mp" -o "$r/t.out" "$r/m.bt" >/dev/null 2>"$r/t.err" &
 		tp=$!
 		wait_for '' "$r/bt.ready" 120 $tp "$r/t.err" ;;
@@ -134,14 +135,14 @@ micro_run() {
 		wait "$tp"
 	fi
 	case $m in
-	nanlog | stalled)
+	nanlog | stalled | nanlog_ss)
 		cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out")
 		# the tool's own CPU time per record: ring, decoding, engine, audit
 		# lines; its start (loading the BPF object, attaching) included
 		[ "$m" = nanlog ] &&
 			jq -s 'map(select(.type == "summary"))[0] | .cpu_ms * 1e6 / .records' "$r/t.out" \
 				>>"$W/toolcpu.txt" ;;
-	bpftrace) cap=$(grep -c "^u.*probe:.* $mp " "$r/t.out") ;;
+	bpftrace | bpftrace_ss) cap=$(grep -c "^u.*probe:.* $mp " "$r/t.out") ;;
 	ring) cap=$(awk '/^records/ {print $2}' "$r/t.out") ;;
 	*) cap=0 ;;
 	esac
@@ -156,7 +157,9 @@ while [ "$STALL_RING" -lt $((CALLS * 80)) ]; do STALL_RING=$((STALL_RING * 2)); 
 # capture and ring: the floor tracer's other programs (bench/floor.bpf.c), the
 # least any tracer adds: the time, thread and registers of every hit kept in a
 # per-CPU buffer (g), and the same sent through a ring buffer (h)
-MODES="none floor nanlog bpftrace floor_ss stalled capture ring"
+# nanlog_ss and bpftrace_ss: the tools again on the single-stepped simhip, the
+# two ratios where the trap is dear (floor_ss is their floor)
+MODES="none floor nanlog bpftrace floor_ss stalled capture ring nanlog_ss bpftrace_ss"
 # shellcheck disable=SC2086
 set -- $MODES
 NMODES=$#
@@ -190,6 +193,7 @@ RANGE_FLOOR=$(rep_ratios nanlog floor)
 RANGE_BT=$(rep_ratios nanlog bpftrace)
 RANGE_CAPTURE=$(rep_ratios capture floor)
 RANGE_RING=$(rep_ratios ring floor)
+RANGE_SS=$(rep_ratios nanlog_ss floor_ss)
 TOOL_CPU=$(median <"$W/toolcpu.txt")
 
 # ---------------------------------------------------------------------------
@@ -379,6 +383,9 @@ jq -n \
 	--argjson g "$(cat "$W/med.capture")" --argjson h "$(cat "$W/med.ring")" \
 	--argjson cap_h "$(cat "$W/cap.ring")" --argjson range_g "$RANGE_CAPTURE" \
 	--argjson range_h "$RANGE_RING" \
+	--argjson c_ss "$(cat "$W/med.nanlog_ss")" --argjson d_ss "$(cat "$W/med.bpftrace_ss")" \
+	--argjson cap_c_ss "$(cat "$W/cap.nanlog_ss")" --argjson cap_d_ss "$(cat "$W/cap.bpftrace_ss")" \
+	--argjson range_ss "$RANGE_SS" \
 	--argjson f "$(cat "$W/med.stalled")" --argjson cap_f "$(cat "$W/cap.stalled")" \
 	--argjson stall_ring "$STALL_RING" \
 	--argjson range_floor "$RANGE_FLOOR" --argjson range_bt "$RANGE_BT" \
@@ -404,17 +411,21 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   micro: {
     calls: $calls,
     elapsed_ns: {untraced: $a, floor: $b, nanlog: $c, bpftrace: $d, floor_single_step: $e,
-                 nanlog_reader_stopped: $f, bound_capture: $g, bound_ring: $h},
+                 nanlog_reader_stopped: $f, bound_capture: $g, bound_ring: $h,
+                 nanlog_single_step: $c_ss, bpftrace_single_step: $d_ss},
     ns_per_call_untraced: ($a / $calls | r(1)),
     added_ns_per_call: {floor: (($b - $a) / $calls | r(1)), nanlog: (($c - $a) / $calls | r(1)),
                         bpftrace: (($d - $a) / $calls | r(1)),
                         floor_single_step: (($e - $a) / $calls | r(1)),
                         nanlog_reader_stopped: (($f - $a) / $calls | r(1)),
                         bound_capture: (($g - $a) / $calls | r(1)),
-                        bound_ring: (($h - $a) / $calls | r(1))},
+                        bound_ring: (($h - $a) / $calls | r(1)),
+                        nanlog_single_step: (($c_ss - $a) / $calls | r(1)),
+                        bpftrace_single_step: (($d_ss - $a) / $calls | r(1))},
     reader_stopped: {ring_bytes: $stall_ring, records_after_resume: $cap_f},
     single_step_vs_emulated: ((($e - $a) / ($b - $a)) | r(2)),
-    records_captured: {nanlog: $cap_c, bpftrace: $cap_d, bound_ring: $cap_h},
+    records_captured: {nanlog: $cap_c, bpftrace: $cap_d, bound_ring: $cap_h,
+                       nanlog_single_step: $cap_c_ss, bpftrace_single_step: $cap_d_ss},
     tool_cpu_ns_per_record: ($tool_cpu | round)
   },
   overhead_ratio_vs_floor: ((($c - $a) / ($b - $a)) | r(3)),
@@ -422,6 +433,10 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   overhead_ratio_range_over_repetitions: {vs_floor: $range_floor, vs_bpftrace: $range_bt},
   bound_ratio_vs_floor: {capture: ((($g - $a) / ($b - $a)) | r(3)), ring: ((($h - $a) / ($b - $a)) | r(3)),
                          range_over_repetitions: {capture: $range_g, ring: $range_h}},
+  single_step: {overhead_ratio_vs_floor: ((($c_ss - $a) / ($e - $a)) | r(3)),
+                overhead_ratio_vs_bpftrace: ((($c_ss - $a) / ($d_ss - $a)) | r(3)),
+                bpftrace_vs_floor: ((($d_ss - $a) / ($e - $a)) | r(2)),
+                overhead_ratio_vs_floor_range_over_repetitions: $range_ss},
   workload: {
     batches: $batches,
     iteration_ns_untraced: ($wl_none / $batches | round),
@@ -486,6 +501,8 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 "| `overhead_ratio_vs_floor` (c-a)/(b-a) | \(.overhead_ratio_vs_floor) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_floor[0])-\(.overhead_ratio_range_over_repetitions.vs_floor[1])) | <= 1.10, \($ok1) |",
 "| the least a tracer adds: the floor'"'"'s probes taking the time, thread and registers, kept per CPU (g) / sent through a ring buffer, one record per hit (h) | \(.micro.added_ns_per_call.bound_capture) ns / \(.micro.added_ns_per_call.bound_ring) ns (\(.micro.records_captured.bound_ring) records read) | |",
 "| the same as ratios to the floor, (g-a)/(b-a) / (h-a)/(b-a) | \(.bound_ratio_vs_floor.capture) / \(.bound_ratio_vs_floor.ring) (single repetitions: \(.bound_ratio_vs_floor.range_over_repetitions.capture[0])-\(.bound_ratio_vs_floor.range_over_repetitions.capture[1]) / \(.bound_ratio_vs_floor.range_over_repetitions.ring[0])-\(.bound_ratio_vs_floor.range_over_repetitions.ring[1])) | |",
+"| on the single-stepped simhip (e): added per call by nanlog-bpf / by bpftrace | \(.micro.added_ns_per_call.nanlog_single_step) ns / \(.micro.added_ns_per_call.bpftrace_single_step) ns (bpftrace \(.single_step.bpftrace_vs_floor) x (e)) | |",
+"| the same: nanlog-bpf'"'"'s ratios to the floor (e) / to bpftrace | \(.single_step.overhead_ratio_vs_floor) (single repetitions: \(.single_step.overhead_ratio_vs_floor_range_over_repetitions[0])-\(.single_step.overhead_ratio_vs_floor_range_over_repetitions[1])) / \(.single_step.overhead_ratio_vs_bpftrace) | |",
 "| `overhead_ratio_vs_bpftrace` (c-a)/(d-a) | \(.overhead_ratio_vs_bpftrace) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_bpftrace[0])-\(.overhead_ratio_range_over_repetitions.vs_bpftrace[1])) | <= 0.50, \($ok2) |",
 "| workload iteration, untraced / traced | \(.workload.iteration_ns_untraced / 1e3 | floor) us / \(.workload.iteration_ns_traced / 1e3 | floor) us | |",
 "| `iteration_slowdown` | \(.iteration_slowdown) | |",
