@@ -29,6 +29,14 @@ struct {
 	__uint(max_entries, 1 << 22); /* resized by the loader (--ringbuf-size) */
 } events SEC(".maps");
 
+/*
+ * The tool's PID namespace when it is not the initial one (a sidecar sharing
+ * its pod's namespace): records then carry the ids the tool, and its user,
+ * see. Set by the loader; 0 leaves the namespace code out of the programs.
+ */
+const volatile __u64 pidns_dev = 0;
+const volatile __u64 pidns_ino = 0;
+
 /* The processes being traced, by the slot in the attach cookie; the loader fills it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -275,19 +283,44 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
 }
 
 /*
- * The API a probe hit is for and its process's entry (*tgt), both from the
- * attach cookie; NULL when the process is no longer traced (or the cookie is
- * out of range). The links are made for one process each, so the kernel has
- * filtered the hit by process already.
+ * The hit's process and thread ids as the tool numbers them, process in the
+ * upper half (bpf_get_current_pid_tgid's layout); false when the hit is not
+ * the target's process. The links are made for one process each, so the
+ * kernel has filtered the hit already: this checks it once more, and in a
+ * PID namespace of the tool's own renumbers it. A thread of a process in a
+ * namespace below the tool's has no id there: it keeps its kernel-wide one.
+ */
+static __always_inline bool hit_ids(const struct nl_target *tgt, __u64 *id)
+{
+	__u64 host = bpf_get_current_pid_tgid();
+	struct bpf_pidns_info ns;
+
+	if (pidns_ino) {
+		if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) == 0) {
+			*id = ((__u64)ns.tgid << 32) | ns.pid;
+			return ns.tgid == tgt->pid;
+		}
+		*id = ((__u64)tgt->pid << 32) | (__u32)host;
+		return true;
+	}
+	*id = host;
+	return host >> 32 == tgt->pid;
+}
+
+/*
+ * The API a probe hit is for, its process's entry (*tgt), both from the
+ * attach cookie, and the ids of the hit (*id, hit_ids()); NULL when the
+ * process is no longer traced, the cookie is out of range or the hit is not
+ * the process's.
  */
 static __always_inline const struct nl_api_desc *hit_api(struct pt_regs *ctx, __u64 *api,
-							 struct nl_target **tgt)
+							 struct nl_target **tgt, __u64 *id)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 slot = NL_COOKIE_SLOT(cookie);
 
 	*tgt = bpf_map_lookup_elem(&targets, &slot);
-	if (!*tgt || !((*tgt)->flags & NL_TGT_TRACE))
+	if (!*tgt || !((*tgt)->flags & NL_TGT_TRACE) || !hit_ids(*tgt, id))
 		return NULL;
 	*api = NL_COOKIE_API(cookie);
 	return *api < NL_API_COUNT ? &apis[*api] : NULL;
@@ -373,7 +406,7 @@ static __always_inline void emit_run_end(struct tstate *t, __u64 id, __u64 *pend
 SEC("uprobe")
 int nl_entry(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id;
 	const struct nl_api_desc *d;
 	struct nl_target *tgt;
 	__u64 api, flush, flush_ts, *pend;
@@ -381,7 +414,7 @@ int nl_entry(struct pt_regs *ctx)
 	__u32 lib, level;
 	bool noret, countable;
 
-	d = hit_api(ctx, &api, &tgt);
+	d = hit_api(ctx, &api, &tgt, &id);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
@@ -434,7 +467,7 @@ int nl_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int nl_return(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id;
 	const struct nl_api_desc *d;
 	struct nl_target *tgt;
 	struct nl_wire *rec;
@@ -443,7 +476,7 @@ int nl_return(struct pt_regs *ctx)
 	__u64 api, ret_ns, out = 0;
 	__s64 rc;
 
-	d = hit_api(ctx, &api, &tgt);
+	d = hit_api(ctx, &api, &tgt, &id);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */

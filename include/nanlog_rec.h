@@ -120,8 +120,9 @@ struct nl_target {
 	__u64 run;        /* the open run: NL_RUN_WORD(token, count), 0 when none */
 	__u64 run_ts;     /* time of the last launch counted in it */
 	__u64 next_token; /* tokens handed out so far */
+	__u32 pid;        /* the process, as the tool numbers it (its PID namespace) */
 	__u8 flags;       /* NL_TGT_* */
-	__u8 pad[7];
+	__u8 pad[3];
 };
 
 /*

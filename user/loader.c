@@ -127,6 +127,30 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return deliver(l, &rec, sizeof(rec));
 }
 
+/*
+ * In a PID namespace of its own (a sidecar sharing its pod's), the tool
+ * knows its targets by the pids of that namespace, and so must the records:
+ * the programs are told the namespace. The initial one has a fixed inode
+ * number (PROC_PID_INIT_INO); there the kernel's ids are the tool's.
+ */
+#define NL_PID_INIT_INO 0xEFFFFFFCu
+
+static void pid_namespace(struct nl_loader *l)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) != 0) {
+		logf_(l, 1, "cannot tell the PID namespace (%s): taking the kernel's ids",
+		      strerror(errno));
+		return;
+	}
+	if (st.st_ino == NL_PID_INIT_INO)
+		return;
+	l->skel->rodata->pidns_dev = (__u64)st.st_dev;
+	l->skel->rodata->pidns_ino = (__u64)st.st_ino;
+	logf_(l, 1, "in PID namespace %llu: records carry its ids", (unsigned long long)st.st_ino);
+}
+
 int nl_loader_open(struct nl_loader **out, const struct nl_opts *o, const struct nl_loader_cb *cb)
 {
 	struct nl_loader *l;
@@ -165,6 +189,7 @@ int nl_loader_open(struct nl_loader **out, const struct nl_opts *o, const struct
 	err = bpf_map__set_max_entries(l->skel->maps.events, (__u32)o->ringbuf_size);
 	if (err)
 		goto fail;
+	pid_namespace(l);
 	l->multi = nl_uprobe_multi_supported();
 	if (l->multi) {
 		bpf_program__set_expected_attach_type(l->skel->progs.nl_entry,
@@ -535,7 +560,7 @@ static void give_slot(struct nl_loader *l, __u32 slot)
 int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *paths, int npaths,
 			 bool require_hip)
 {
-	struct nl_target tv = { 0 };
+	struct nl_target tv = { .pid = (__u32)pid };
 	struct target *t;
 	int err, nhip = 0, slot;
 
