@@ -287,8 +287,10 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
  * upper half (bpf_get_current_pid_tgid's layout); false when the hit is not
  * the target's process. The links are made for one process each, so the
  * kernel has filtered the hit already: this checks it once more, and in a
- * PID namespace of the tool's own renumbers it. A thread of a process in a
- * namespace below the tool's has no id there: it keeps its kernel-wide one.
+ * PID namespace of the tool's own renumbers it. The helper answers only for
+ * a thread whose own namespace is the tool's: a thread of a process in a
+ * namespace below it keeps its kernel-wide thread id (the process id is the
+ * target's, from its entry).
  */
 static __always_inline bool hit_ids(const struct nl_target *tgt, __u64 *id)
 {
