@@ -131,16 +131,17 @@ check "bad selections: usage errors" sh -c "
 	'$TOOL' --all -p 1 2>/dev/null; d=\$?
 	test \$a = 2 -a \$b = 2 -a \$c = 2 -a \$d = 2"
 
-# --- a sidecar: the tool in the workload's PID namespace (shareProcessNamespace),
-# not the initial one: it knows the workload by that namespace's pid, and so
-# must the records
+# --- a sidecar as deploy/kubernetes/sidecar.yaml runs it: --comm, started
+# first, in the workload's PID namespace (shareProcessNamespace), not the
+# initial one: it knows the workload by that namespace's pid, and so must
+# the records
 unshare --pid --fork --mount-proc sh -c "
+	'$TOOL' -v --raw --comm pipeline -o '$TMP/sc.json' 2>'$TMP/sc.err' &
+	tp=\$!
 	LD_LIBRARY_PATH='$SIM' '$SIM/pipeline' --batches 30 --iter-sleep-ms 20 --gate-signal \
 		>'$TMP/sc.wl' 2>&1 &
 	wp=\$!
 	echo \$wp >'$TMP/sc.pid'
-	'$TOOL' -v --raw -p \$wp -o '$TMP/sc.json' 2>'$TMP/sc.err' &
-	tp=\$!
 	n=0
 	until grep -q 'libamdhip64.so.5: .*symbols attached' '$TMP/sc.err' || [ \$n -ge 300 ]; do
 		sleep 0.05; n=\$((n + 1))
@@ -153,7 +154,7 @@ unshare --pid --fork --mount-proc sh -c "
 SCPID=$(cat "$TMP/sc.pid" 2>/dev/null || echo none)
 check "sidecar: the tool says it runs in a PID namespace of its own" \
 	grep -q "in PID namespace [0-9]*: records carry its ids" "$TMP/sc.err"
-check "sidecar: the workload audited under the pid the tool was given, every batch trusted" \
+check "sidecar: the workload audited under its pid in the namespace, every batch trusted" \
 	sh -c "jq -e -s '[.[] | select(.type==\"batch\")] | length >= 25 and all(.pid==$SCPID and .verdict==\"trusted\")' '$TMP/sc.json'"
 check "sidecar: calls carry the namespace's ids (the main thread's tid is the pid)" \
 	sh -c "jq -e -s '[.[] | select(.type==\"call\")] | length > 0 and all(.pid==$SCPID) and any(.tid==$SCPID)' '$TMP/sc.json'"
