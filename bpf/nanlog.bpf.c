@@ -51,7 +51,8 @@ struct {
  * library (nested calls are folded into the outer one); stash[] holds the
  * entry record of a call that waits for its return probe, one slot per
  * nesting level (the total depth when the call began). run_* say which
- * counted run the thread started last (nanlog_rec.h). rec is where an
+ * counted run the thread started last (nanlog_rec.h). ns_id: the thread's
+ * ids in the tool's PID namespace, once read (thread_ids()). rec is where an
  * entry-only record is written before it is copied to the ring at its
  * compact size: the thread's own, so a probe preempted on this CPU cannot
  * have it overwritten, and warm in the cache of the thread's CPU.
@@ -62,6 +63,7 @@ struct tstate {
 	__u8 depth[NL_NLIBS];
 	__u8 pad[6];
 	__u64 run_token, run_stream, run_api;
+	__u64 ns_id;
 	struct nl_wire rec;
 	struct nl_wire stash[NL_STASH_LEVELS];
 };
@@ -286,27 +288,37 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
  * The hit's process and thread ids as the tool numbers them, process in the
  * upper half (bpf_get_current_pid_tgid's layout); false when the hit is not
  * the target's process. The links are made for one process each, so the
- * kernel has filtered the hit already: this checks it once more, and in a
- * PID namespace of the tool's own renumbers it. The helper answers only for
- * a thread whose own namespace is the tool's: a thread of a process in a
- * namespace below it keeps its kernel-wide thread id (the process id is the
- * target's, from its entry).
+ * kernel has filtered the hit already: this checks it once more. In a PID
+ * namespace of the tool's own, thread_ids() does both, once the thread's
+ * state is at hand.
  */
 static __always_inline bool hit_ids(const struct nl_target *tgt, __u64 *id)
 {
-	__u64 host = bpf_get_current_pid_tgid();
+	*id = bpf_get_current_pid_tgid();
+	return pidns_ino || *id >> 32 == tgt->pid;
+}
+
+/*
+ * The same in a PID namespace of the tool's own: the thread's ids there,
+ * read once per thread and kept in its state. The helper answers only for a
+ * thread whose own namespace is the tool's: a thread of a process in a
+ * namespace below it keeps its kernel-wide thread id (the process id is the
+ * target's, from its entry).
+ */
+static __always_inline bool thread_ids(const struct nl_target *tgt, struct tstate *t, __u64 *id)
+{
 	struct bpf_pidns_info ns;
 
-	if (pidns_ino) {
-		if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) == 0) {
-			*id = ((__u64)ns.tgid << 32) | ns.pid;
-			return ns.tgid == tgt->pid;
-		}
-		*id = ((__u64)tgt->pid << 32) | (__u32)host;
-		return true;
+	if (!pidns_ino)
+		return true; /* hit_ids() did it */
+	if (!t->ns_id) {
+		if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) == 0)
+			t->ns_id = ((__u64)ns.tgid << 32) | ns.pid;
+		else
+			t->ns_id = ((__u64)tgt->pid << 32) | (__u32)*id;
 	}
-	*id = host;
-	return host >> 32 == tgt->pid;
+	*id = t->ns_id;
+	return *id >> 32 == tgt->pid;
 }
 
 /*
@@ -431,6 +443,8 @@ int nl_entry(struct pt_regs *ctx)
 		lost(NL_STAT_LOST_STASH, pending()); /* no memory for the thread's state */
 		return 0;
 	}
+	if (!thread_ids(tgt, t, &id))
+		return 0;
 	if (!noret && t->depth[lib] > 0) {
 		/* an export called by another export of the same library */
 		if (d->flags & NL_AF_NESTS)
@@ -484,8 +498,8 @@ int nl_return(struct pt_regs *ctx)
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
 
 	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
-	if (!t)
-		return 0; /* entry was before attach */
+	if (!t || !thread_ids(tgt, t, &id))
+		return 0; /* entry was before attach, or not the target's */
 	if (d->flags & NL_AF_NESTS) {
 		if (t->depth[lib] == 0)
 			return 0; /* entry was before attach */
