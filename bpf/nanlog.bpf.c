@@ -285,56 +285,47 @@ static __always_inline void emit_entry(struct pt_regs *ctx, const struct nl_api_
 }
 
 /*
- * The hit's process and thread ids as the tool numbers them, process in the
- * upper half (bpf_get_current_pid_tgid's layout); false when the hit is not
- * the target's process. The links are made for one process each, so the
+ * The thread's process and thread ids as the tool numbers them, process in
+ * the upper half (bpf_get_current_pid_tgid's layout); false when the hit is
+ * not the target's process. The links are made for one process each, so the
  * kernel has filtered the hit already: this checks it once more. In a PID
- * namespace of the tool's own, thread_ids() does both, once the thread's
- * state is at hand.
- */
-static __always_inline bool hit_ids(const struct nl_target *tgt, __u64 *id)
-{
-	*id = bpf_get_current_pid_tgid();
-	return pidns_ino || *id >> 32 == tgt->pid;
-}
-
-/*
- * The same in a PID namespace of the tool's own: the thread's ids there,
- * read once per thread and kept in its state. The helper answers only for a
- * thread whose own namespace is the tool's: a thread of a process in a
- * namespace below it keeps its kernel-wide thread id (the process id is the
- * target's, from its entry).
+ * namespace of the tool's own, the ids there are read at the thread's first
+ * hit and kept in its state. The helper answers only for a thread whose own
+ * namespace is the tool's: a thread of a process in a namespace below it
+ * keeps its kernel-wide thread id (the process id is the target's, from its
+ * entry).
  */
 static __always_inline bool thread_ids(const struct nl_target *tgt, struct tstate *t, __u64 *id)
 {
 	struct bpf_pidns_info ns;
 
-	if (!pidns_ino)
-		return true; /* hit_ids() did it */
+	if (!pidns_ino) {
+		*id = bpf_get_current_pid_tgid();
+		return *id >> 32 == tgt->pid;
+	}
 	if (!t->ns_id) {
 		if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)) == 0)
 			t->ns_id = ((__u64)ns.tgid << 32) | ns.pid;
 		else
-			t->ns_id = ((__u64)tgt->pid << 32) | (__u32)*id;
+			t->ns_id = ((__u64)tgt->pid << 32) | (__u32)bpf_get_current_pid_tgid();
 	}
 	*id = t->ns_id;
 	return *id >> 32 == tgt->pid;
 }
 
 /*
- * The API a probe hit is for, its process's entry (*tgt), both from the
- * attach cookie, and the ids of the hit (*id, hit_ids()); NULL when the
- * process is no longer traced, the cookie is out of range or the hit is not
- * the process's.
+ * The API a probe hit is for and its process's entry (*tgt), both from the
+ * attach cookie; NULL when the process is no longer traced (or the cookie is
+ * out of range).
  */
 static __always_inline const struct nl_api_desc *hit_api(struct pt_regs *ctx, __u64 *api,
-							 struct nl_target **tgt, __u64 *id)
+							 struct nl_target **tgt)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 slot = NL_COOKIE_SLOT(cookie);
 
 	*tgt = bpf_map_lookup_elem(&targets, &slot);
-	if (!*tgt || !((*tgt)->flags & NL_TGT_TRACE) || !hit_ids(*tgt, id))
+	if (!*tgt || !((*tgt)->flags & NL_TGT_TRACE))
 		return NULL;
 	*api = NL_COOKIE_API(cookie);
 	return *api < NL_API_COUNT ? &apis[*api] : NULL;
@@ -428,7 +419,7 @@ int nl_entry(struct pt_regs *ctx)
 	__u32 lib, level;
 	bool noret, countable;
 
-	d = hit_api(ctx, &api, &tgt, &id);
+	d = hit_api(ctx, &api, &tgt);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
@@ -492,7 +483,7 @@ int nl_return(struct pt_regs *ctx)
 	__u64 api, ret_ns, out = 0;
 	__s64 rc;
 
-	d = hit_api(ctx, &api, &tgt, &id);
+	d = hit_api(ctx, &api, &tgt);
 	if (!d)
 		return 0;
 	lib = d->lib & (NL_NLIBS - 1); /* a mask the verifier can see; NL_NLIBS is a power of two */
