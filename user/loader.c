@@ -566,23 +566,23 @@ int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *path
 
 	if (find_target(l, pid))
 		return -EEXIST;
-	if (l->ntargets >= NL_MAX_TARGETS) {
+	slot = take_slot(l);
+	if (slot < 0) {
 		logf_(l, 0, "pid %d: already tracing %d processes, the most one run can", (int)pid,
 		      l->ntargets);
-		return -ENOSPC;
+		return slot;
 	}
 	if (l->ntargets == l->cap_targets) {
 		int nc = l->cap_targets ? l->cap_targets * 2 : 8;
 		struct target *nt = realloc(l->targets, sizeof(*nt) * (size_t)nc);
 
-		if (!nt)
+		if (!nt) {
+			give_slot(l, (__u32)slot);
 			return -ENOMEM;
+		}
 		l->targets = nt;
 		l->cap_targets = nc;
 	}
-	slot = take_slot(l);
-	if (slot < 0)
-		return slot;
 	t = &l->targets[l->ntargets];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
