@@ -230,6 +230,10 @@ static void take_first(struct nl_proc *p, struct nl_stream *s)
 {
 	const struct nl_stream *m = p->copy_slot >= 0 ? &p->s[p->copy_slot] : NULL;
 
+	/* After an attach in the middle of a run the stream's token may come
+	 * from an edge made before we looked. */
+	if (p->mid_run)
+		return;
 	if (m && m->seg_open && m->token != NL_NO_TOKEN && m->token == p->oldest &&
 	    nl_batch_of(p, m->token))
 		take_token(p, s, m->token);

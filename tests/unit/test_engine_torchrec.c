@@ -327,13 +327,17 @@ static void exit_in_first_forward(void **state)
 enum { ORD_TORCHREC2, ORD_TORCHREC1, ORD_FWD_FIRST, NORD };
 enum { DROP_A, DROP_B, DROP_D, NDROP };
 
-static struct tr_opts order_opts(int ord, bool reuse, int batches)
+static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
 
+	/* 2: PyTorch's wait_stream with a loader thread and autograd on its
+	 * own per-thread stream */
+	o.loader = o.bwd_spt = reuse == 2;
+
 	o.depth = ord == ORD_TORCHREC2 ? 2 : 1;
 	o.fwd_first = ord == ORD_FWD_FIRST;
-	o.reuse_events = reuse;
+	o.reuse_events = reuse == 1;
 	return o;
 }
 
@@ -344,7 +348,7 @@ static void one_fault_one_accusation(void **state)
 
 	(void)state;
 	for (int ord = 0; ord < NORD; ord++)
-		for (int reuse = 0; reuse < 2; reuse++) {
+		for (int reuse = 0; reuse < 3; reuse++) {
 			struct tr_opts o = order_opts(ord, reuse, B);
 			struct tr_run r;
 			struct tb *t = tr_bench(NULL, &o, &r);

@@ -26,6 +26,8 @@
 #define TB_MAIN 1000u
 #define TB_AUTOGRAD 1001u
 #define TB_WATCHDOG 1002u
+#define TB_LOADER 1003u
+#define TB_PER_THREAD 2ull /* hipStreamPerThread */
 
 struct tb {
 	struct nl_engine *e;
@@ -377,6 +379,8 @@ struct tr_opts {
 	bool simple;
 	bool fwd_first;   /* depth 1, forward(i) enqueued before copy(i+1) and sparse(i+1) */
 	bool reuse_events; /* one event per edge, re-recorded every iteration */
+	bool loader;      /* copies issued by a loader thread */
+	bool bwd_spt;     /* backward on the autograd thread's hipStreamPerThread */
 	int depth;        /* 1 or 2 (torchrec) */
 	int batches;
 	int drop_a, drop_b, drop_d, drop_simple; /* batch whose wait is dropped, -1 none */
@@ -441,8 +445,11 @@ static inline void tr_work_wait(struct tr_run *r, struct tr_work *w, uint64_t to
 
 static inline void tr_copy_batch(struct tr_run *r)
 {
+	if (r->o->loader)
+		r->t->tid = TB_LOADER;
 	for (int i = 0; i < 3; i++)
 		tb_copy(r->t, r->M, 1, 4096);
+	r->t->tid = TB_MAIN;
 }
 
 static inline void tr_free_staging(struct tr_run *r)
@@ -492,6 +499,27 @@ static inline void tr_backward(struct tr_run *r)
 	struct tb *t = r->t;
 
 	t->tid = TB_AUTOGRAD;
+	if (r->o->bwd_spt) {
+		/* autograd's own stream: it waits on the forward's, and the
+		 * optimizer's stream waits on it */
+		tb_wait_stream(t, TB_PER_THREAD, r->C);
+		for (int i = 0; i < 3; i++)
+			tb_kernel(t, TB_PER_THREAD, K_BWD_EMB + (uint64_t)i);
+		t->tid = TB_MAIN;
+		/* hipStreamPerThread names the calling thread's stream: the
+		 * record is made on the autograd thread */
+		{
+			uint64_t ev = tb_event_create(t);
+
+			t->tid = TB_AUTOGRAD;
+			tb_record(t, ev, TB_PER_THREAD);
+			t->tid = TB_MAIN;
+			tb_wait(t, r->C, ev);
+			tb_event_destroy(t, ev);
+		}
+		tb_kernel(t, r->C, K_OPTIMIZER);
+		return;
+	}
 	for (int i = 0; i < 3; i++)
 		tb_kernel(t, r->C, K_BWD_EMB + (uint64_t)i);
 	if (r->o->bwd_a2a) {
