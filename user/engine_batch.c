@@ -491,6 +491,45 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		producer_op(p, b, s, bs, &op, st, work);
 }
 
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved)
+{
+	const struct nl_stream *s = &p->s[slot];
+	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	struct nl_stage_acc *acc;
+
+	for (int i = 0; i < b->nbs; i++) {
+		struct nl_bstream *bs = &b->bs[i];
+		const struct nl_ring_op *last = NULL;
+
+		if (bs->slot != slot || bs->stage == NL_STAGE_FORWARD)
+			continue;
+		for (uint32_t k = start; k < s->nring; k++) {
+			const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+			if (r->work && r->token == b->token && r->clock <= cut)
+				last = r;
+		}
+		if (bs->has_up && bs->last_up.clock > cut) {
+			bs->has_up = last != NULL;
+			bs->pending = false;
+			if (last)
+				bs->last_up = (struct nl_opi){ true, slot, last->clock, last->api,
+							       last->tid, last->ts, 0 };
+		}
+		if (bs->has_work && bs->last_work.clock > cut) {
+			bs->has_work = last != NULL;
+			if (last)
+				bs->last_work = (struct nl_opi){ true, slot, last->clock, last->api,
+								 last->tid, last->ts, 0 };
+		}
+		if (bs->last_clock > cut)
+			bs->last_clock = cut;
+		bs->ops = bs->ops > moved ? bs->ops - moved : 0;
+		acc = &b->st[bs->stage];
+		acc->ops = acc->ops > moved ? acc->ops - moved : 0;
+	}
+}
+
 /* ---- evidence ------------------------------------------------------------------ */
 
 void nl_evidence_done(struct nl_proc *p, const uint32_t *vc, int only_slot, uint64_t ts_limit,

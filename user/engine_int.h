@@ -71,6 +71,7 @@ struct nl_stream {
 	 * not by an edge (docs/engine.md, "Hand-off") */
 	bool handed, adopted;
 	int64_t handed_tok;
+	uint32_t wait_clock;  /* clock of its last wait */
 	uint64_t joins;       /* how often vc took another stream's clock */
 	uint64_t ops, lru, last_join_ts;
 	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
@@ -339,6 +340,9 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		uint32_t clock, int64_t token, bool work, bool is_coll);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
+/* Batch b's ops on stream slot end at clock `cut`: its later ones were
+ * handed to the next batch (engine_batch.c). */
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
 /* The copy stream's open segment ends (engine_ops.c). */
 void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);

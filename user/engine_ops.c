@@ -115,7 +115,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->clock = clock;
 	ev->gate = s->gate;
 	ev->token = s->token;
-	ev->adopted = s->adopted;
+	ev->adopted = s->role != NL_ROLE_COPY && s->adopted;
 	ev->rec_ts = c->ts_ns;
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	nl_ring_push(s, clock, c, s->token, false);
@@ -124,6 +124,62 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		p->seen_copy_record = true;
 		if (s->seg_open)
 			nl_close_segment(p, s);
+	}
+}
+
+static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
+
+/* The hand-off rule, for work the producer enqueued between the record
+ * compute now takes and this take, with no wait on it since: if a newer
+ * batch had been copied by then, that work (and the events recorded after
+ * it) is the newer batch's, as it would be had it come after the take. */
+static void take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev)
+{
+	int slot = ev->slot;
+	struct nl_stream *s = &p->s[slot];
+	int64_t tok = ev->token, next = tok + 1;
+	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
+	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	uint64_t moved = 0;
+	bool any = false;
+
+	if (!bt || !bn || s->wait_clock > ev->clock || s->vc[slot] <= ev->clock ||
+	    (start > 0 && s->ring[start % NL_RING].clock > ev->clock + 1))
+		return;
+	for (uint32_t k = start; k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
+			any = true;
+	}
+	if (!any)
+		return;
+	take_token(p, s, next);
+	for (uint32_t k = start; k < s->nring; k++) {
+		struct nl_ring_op *r = &s->ring[k % NL_RING];
+		struct nl_call c;
+
+		if (r->clock <= ev->clock || r->token != tok)
+			continue;
+		r->token = next;
+		memset(&c, 0, sizeof(c));
+		c.pid = p->pid;
+		c.tid = r->tid;
+		c.api = r->api;
+		c.kind = (uint8_t)nl_api_info[r->api].kind;
+		c.ts_ns = r->ts;
+		nl_account(e, p, slot, &c, r->clock, next, r->work, false);
+		moved++;
+	}
+	nl_batch_cut(p, bt, slot, ev->clock, moved);
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->clock > ev->clock &&
+		    o->token == tok) {
+			o->token = next;
+			o->adopted = true;
+		}
 	}
 }
 
@@ -169,17 +225,20 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (ev->token != NL_NO_TOKEN) {
 			/* a batch reached the stream: the hand-off rule ends */
 			s->handed = false;
-			s->adopted = ev->adopted;
+			/* the copy stream mints its own tokens: nothing to carry */
+			s->adopted = s->role != NL_ROLE_COPY && ev->adopted;
 		}
 		if (slot == p->compute_slot && from && ev->slot != slot &&
 		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN &&
 		    from->token == ev->token) {
 			p->s[ev->slot].handed = true;
 			p->s[ev->slot].handed_tok = ev->token;
+			take_after_record(e, p, ev);
 		}
 	}
 	/* created but not recorded in this generation: HIP makes the wait a no-op */
 	clock = ++s->vc[slot];
+	s->wait_clock = clock;
 	s->gate = clock;
 	nl_ring_push(s, clock, c, s->token, false);
 	nl_account(e, p, slot, c, clock, s->token, false, false);
