@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * make fuzz-audit: random pipeline programs through the engine, compared with
+ * their truth (docs/engine.md, "Model-based random testing").
+ *
+ *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l]
+ *   fuzz_audit -w SEED -o DIR      write one program (minimized) as DIR/seed-SEED.{rec,json}
+ *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
+ *
+ * Prints the programs run and the disagreements by class with a first seed;
+ * with -o, each new class's first program is shrunk and written there as a
+ * --record file and its truth. -k: seeds and classes listed there are known
+ * (not counted as new); -l prints the disagreements as a known list.
+ * Exits 1 when a disagreement not in the known list was found.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "randprog.h"
+
+#define MAX_CLASSES 512
+
+struct cls {
+	char name[RP_CLASS_LEN];
+	uint64_t count, programs, first_seed;
+};
+
+static struct cls classes[MAX_CLASSES];
+static int nclasses;
+
+struct known {
+	uint64_t seed;
+	char cls[RP_CLASS_LEN];
+};
+
+static struct known *known;
+static int nknown;
+
+static int load_known(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+
+	if (!f) {
+		fprintf(stderr, "fuzz_audit: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *sp, *nl;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if ((nl = strchr(line, '\n')))
+			*nl = '\0';
+		sp = strchr(line, ' ');
+		if (!sp)
+			continue;
+		known = realloc(known, (size_t)(nknown + 1) * sizeof(*known));
+		if (!known) {
+			fclose(f);
+			return -ENOMEM;
+		}
+		known[nknown].seed = strtoull(line, NULL, 10);
+		snprintf(known[nknown].cls, sizeof(known[nknown].cls), "%s", sp + 1);
+		nknown++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static bool is_known(uint64_t seed, const char *cls)
+{
+	for (int i = 0; i < nknown; i++)
+		if (known[i].seed == seed && !strcmp(known[i].cls, cls))
+			return true;
+	return false;
+}
+
+static struct cls *class_of(const char *name, bool *fresh)
+{
+	*fresh = false;
+	for (int i = 0; i < nclasses; i++)
+		if (!strcmp(classes[i].name, name))
+			return &classes[i];
+	if (nclasses == MAX_CLASSES)
+		return NULL;
+	*fresh = true;
+	snprintf(classes[nclasses].name, RP_CLASS_LEN, "%s", name);
+	return &classes[nclasses++];
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Shrink the program of seed while cls stays, and write it under dir. */
+static int write_fixture(uint64_t seed, const char *cls, const char *dir)
+{
+	struct rp_spec s;
+	struct rp_prog p;
+	struct rp_result r;
+	char path[1024], desc[512];
+	FILE *f;
+	int rc;
+
+	rp_spec_random(&s, seed);
+	if (cls)
+		rp_minimize(&s, cls);
+	rc = rp_build(&p, &s);
+	if (rc)
+		return rc;
+	rp_run(&p, &r);
+	snprintf(path, sizeof(path), "%s/seed-%llu.rec", dir, (unsigned long long)seed);
+	rc = rp_write_recording(&p, path);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/seed-%llu.json", dir, (unsigned long long)seed);
+		f = fopen(path, "w");
+		if (!f)
+			rc = -errno;
+		else {
+			rc = rp_write_truth(&p, &r, f);
+			if (fclose(f) && !rc)
+				rc = -EIO;
+		}
+	}
+	rp_spec_describe(&s, desc, sizeof(desc));
+	printf("  wrote %s/seed-%llu: %d calls, %s\n", dir, (unsigned long long)seed, p.n, desc);
+	rp_free(&p);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 0, t0;
+	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
+		 oversync = 0, decided = 0;
+	const char *dir = NULL, *known_path = NULL;
+	bool list = false;
+	long long write_seed = -1, print_seed = -1;
+	const char *print_cls = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-l")) {
+			list = true;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "fuzz_audit: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "-s"))
+			seconds = strtod(v, NULL);
+		else if (!strcmp(a, "-n"))
+			count = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "-f"))
+			first = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "-o"))
+			dir = v;
+		else if (!strcmp(a, "-k"))
+			known_path = v;
+		else if (!strcmp(a, "-w"))
+			write_seed = strtoll(v, NULL, 10);
+		else if (!strcmp(a, "-p"))
+			print_seed = strtoll(v, NULL, 10);
+		else if (!strcmp(a, "-c"))
+			print_cls = v;
+		else {
+			fprintf(stderr, "fuzz_audit: unknown option %s\n", a);
+			return 2;
+		}
+	}
+	if (known_path && load_known(known_path))
+		return 2;
+	if (dir && mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "fuzz_audit: %s: %s\n", dir, strerror(errno));
+		return 2;
+	}
+	if (print_seed >= 0) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+		char desc[512], cls[RP_CLASS_LEN] = "";
+
+		rp_spec_random(&s, (uint64_t)print_seed);
+		if (rp_build(&p, &s))
+			return 2;
+		rp_run(&p, &r);
+		if (print_cls)
+			snprintf(cls, sizeof(cls), "%s", print_cls);
+		else if (r.ndiffs)
+			snprintf(cls, sizeof(cls), "%s", r.diffs[0]);
+		rp_free(&p);
+		if (cls[0])
+			rp_minimize(&s, cls);
+		if (rp_build(&p, &s))
+			return 2;
+		rp_run(&p, &r);
+		rp_spec_describe(&s, desc, sizeof(desc));
+		printf("seed %lld class \"%s\"\nspec: %s\n", print_seed, cls, desc);
+		rp_print(&p, &r, stdout);
+		rp_free(&p);
+		return 0;
+	}
+	if (write_seed >= 0) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+		const char *cls = NULL;
+
+		if (!dir) {
+			fprintf(stderr, "fuzz_audit: -w needs -o DIR\n");
+			return 2;
+		}
+		rp_spec_random(&s, (uint64_t)write_seed);
+		if (rp_build(&p, &s))
+			return 2;
+		rp_run(&p, &r);
+		if (r.ndiffs)
+			cls = r.diffs[0];
+		printf("seed %lld: %s\n", write_seed, cls ? cls : "agrees");
+		rp_free(&p);
+		return write_fixture((uint64_t)write_seed, cls, dir) ? 2 : 0;
+	}
+	if (!seconds && !count)
+		count = 1000;
+	t0 = now_s();
+	for (uint64_t seed = first; (!count || n < count) && (!seconds || now_s() - t0 < seconds);
+	     seed++, n++) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+
+		rp_spec_random(&s, seed);
+		if (rp_build(&p, &s)) {
+			fprintf(stderr, "fuzz_audit: seed %llu: out of memory\n", (unsigned long long)seed);
+			return 2;
+		}
+		rp_run(&p, &r);
+		if (p.undecidable) {
+			undecided[p.undecidable]++;
+			rp_free(&p);
+			continue;
+		}
+		decided++;
+		oversync += p.oversync;
+		if (r.ndiffs)
+			disagree++;
+		for (int i = 0; i < r.ndiffs; i++) {
+			bool fresh, dup = false;
+			struct cls *c;
+
+			for (int j = 0; j < i; j++)
+				dup |= !strcmp(r.diffs[j], r.diffs[i]);
+			c = class_of(r.diffs[i], &fresh);
+			if (!c)
+				continue;
+			c->count++;
+			if (!dup)
+				c->programs++;
+			if (fresh)
+				c->first_seed = seed;
+			if (dup)
+				continue;
+			if (list)
+				printf("%llu %s\n", (unsigned long long)seed, r.diffs[i]);
+			if (!is_known(seed, r.diffs[i])) {
+				unknown++;
+				if (known_path)
+					fprintf(stderr, "NEW seed %llu: %s\n", (unsigned long long)seed,
+						r.diffs[i]);
+			}
+			if (fresh && dir)
+				write_fixture(seed, r.diffs[i], dir);
+		}
+		rp_free(&p);
+	}
+	if (list)
+		return 0;
+	printf("programs %llu (seeds %llu..%llu) in %.1f s: decided %llu (oversync %llu), "
+	       "undecidable: pretrace_blocking %llu, few_handoffs %llu\n",
+	       (unsigned long long)n, (unsigned long long)first,
+	       (unsigned long long)(first + n - 1), now_s() - t0, (unsigned long long)decided,
+	       (unsigned long long)oversync, (unsigned long long)undecided[RP_U_PRETRACE_BLOCKING],
+	       (unsigned long long)undecided[RP_U_FEW_HANDOFFS]);
+	printf("programs with a disagreement: %llu; classes: %d\n", (unsigned long long)disagree,
+	       nclasses);
+	for (int i = 0; i < nclasses; i++)
+		printf("  %6llu programs %6llu batches  %s  (first seed %llu)\n",
+		       (unsigned long long)classes[i].programs, (unsigned long long)classes[i].count,
+		       classes[i].name, (unsigned long long)classes[i].first_seed);
+	if (known_path)
+		printf("not in the known list: %llu\n", (unsigned long long)unknown);
+	free(known);
+	return known_path && unknown ? 1 : 0;
+}
