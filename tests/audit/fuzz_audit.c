@@ -4,14 +4,15 @@
  * their truth (docs/engine.md, "Model-based random testing").
  *
  *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l]
- *   fuzz_audit -w SEED -o DIR      write one program (minimized) as DIR/seed-SEED.{rec,json}
+ *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
+ *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
  *
  * Prints the programs run and the disagreements by class with a first seed;
  * with -o, each new class's first program is shrunk and written there as a
  * --record file and its truth. -k: seeds and classes listed there are known
  * (not counted as new); -l prints the disagreements as a known list.
- * Exits 1 when a disagreement not in the known list was found.
+ * Exits 1 when a disagreement was found (with -k: one not in the known list).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,6 +40,32 @@ struct known {
 
 static struct known *known;
 static int nknown;
+/* -l: the disagreements found, printed grouped by class at the end */
+static struct known *found;
+static int nfound;
+
+static int by_class(const void *a, const void *b)
+{
+	const struct known *x = a, *y = b;
+	int c = strcmp(x->cls, y->cls);
+
+	return c ? c : (x->seed > y->seed) - (x->seed < y->seed);
+}
+
+static void print_list(void)
+{
+	qsort(found, (size_t)nfound, sizeof(*found), by_class);
+	for (int i = 0; i < nfound; i++) {
+		if (!i || strcmp(found[i].cls, found[i - 1].cls)) {
+			int n = 0;
+
+			for (int j = i; j < nfound && !strcmp(found[j].cls, found[i].cls); j++)
+				n++;
+			printf("## %s (%d)\n", found[i].cls, n);
+		}
+		printf("%llu %s\n", (unsigned long long)found[i].seed, found[i].cls);
+	}
+}
 
 static int load_known(const char *path)
 {
@@ -126,7 +153,7 @@ static int write_fixture(uint64_t seed, const char *cls, const char *dir)
 		if (!f)
 			rc = -errno;
 		else {
-			rc = rp_write_truth(&p, &r, f);
+			rc = rp_write_truth(&p, &r, seed, f);
 			if (fclose(f) && !rc)
 				rc = -EIO;
 		}
@@ -226,7 +253,9 @@ int main(int argc, char **argv)
 		if (rp_build(&p, &s))
 			return 2;
 		rp_run(&p, &r);
-		if (r.ndiffs)
+		if (print_cls)
+			cls = print_cls;
+		else if (r.ndiffs)
 			cls = r.diffs[0];
 		printf("seed %lld: %s\n", write_seed, cls ? cls : "agrees");
 		rp_free(&p);
@@ -272,8 +301,16 @@ int main(int argc, char **argv)
 				c->first_seed = seed;
 			if (dup)
 				continue;
-			if (list)
-				printf("%llu %s\n", (unsigned long long)seed, r.diffs[i]);
+			if (list) {
+				struct known *nf = realloc(found, (size_t)(nfound + 1) * sizeof(*found));
+
+				if (!nf)
+					return 2;
+				found = nf;
+				found[nfound].seed = seed;
+				snprintf(found[nfound].cls, sizeof(found[nfound].cls), "%s", r.diffs[i]);
+				nfound++;
+			}
 			if (!is_known(seed, r.diffs[i])) {
 				unknown++;
 				if (known_path)
@@ -285,8 +322,11 @@ int main(int argc, char **argv)
 		}
 		rp_free(&p);
 	}
-	if (list)
+	if (list) {
+		print_list();
+		free(found);
 		return 0;
+	}
 	printf("programs %llu (seeds %llu..%llu) in %.1f s: decided %llu (oversync %llu), "
 	       "undecidable: pretrace_blocking %llu, few_handoffs %llu\n",
 	       (unsigned long long)n, (unsigned long long)first,
@@ -302,5 +342,5 @@ int main(int argc, char **argv)
 	if (known_path)
 		printf("not in the known list: %llu\n", (unsigned long long)unknown);
 	free(known);
-	return known_path && unknown ? 1 : 0;
+	return (known_path ? unknown : disagree) ? 1 : 0;
 }

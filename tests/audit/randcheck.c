@@ -139,7 +139,7 @@ static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const 
 		return;
 	if (T >= 0)
 		context(p, T, ctx, sizeof(ctx));
-	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s %s%s", what, ctx,
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s", what, ctx[0] ? " " : "", ctx,
 		 p->oversync ? " [oversync]" : "");
 	r->diff_batch[r->ndiffs++] = T;
 }
@@ -265,15 +265,22 @@ int rp_write_recording(const struct rp_prog *p, const char *path)
 	return rc ? rc : rc2;
 }
 
-int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, FILE *f)
+int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, uint64_t from_seed,
+		   FILE *f)
 {
-	char desc[512], a[40];
+	char desc[512];
 
 	rp_spec_describe(&p->spec, desc, sizeof(desc));
-	fprintf(f, "{\"seed\":%llu,\"spec\":\"%s\",\"undecidable\":\"%s\",\"oversync\":%s,",
-		(unsigned long long)p->spec.seed, desc, rp_undecidable_name(p->undecidable),
+	fprintf(f, "{\"from_seed\":%llu,\"detail_seed\":\"%llu\",\"spec\":\"%s\",\"undecidable\":\"%s\","
+		   "\"oversync\":%s,",
+		(unsigned long long)from_seed, (unsigned long long)p->spec.seed, desc, rp_undecidable_name(p->undecidable),
 		p->oversync ? "true" : "false");
-	fprintf(f, "\"class\":\"%s\",\"batches\":[", r && r->ndiffs ? r->diffs[0] : "");
+	fprintf(f, "\"class\":\"%s\",\"streams\":[", r && r->ndiffs ? r->diffs[0] : "");
+	for (int k = 0; k < p->nstreams; k++)
+		fprintf(f, "%s{\"stream\":\"0x%llx\",\"tid\":%u,\"name\":\"%c\",\"role\":\"%s\"}",
+			k ? "," : "", (unsigned long long)p->stream_handle[k], p->stream_owner[k],
+			p->stream_name[k], nl_role_name(expected_role(p->stream_name[k])));
+	fprintf(f, "],\"batches\":[");
 	for (int T = 0; T < p->spec.nb; T++) {
 		const struct rp_truth *t = &p->truth[T];
 
@@ -292,7 +299,6 @@ int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 		}
 	}
 	fprintf(f, "]}\n");
-	(void)a;
 	return ferror(f) ? -EIO : 0;
 }
 

@@ -164,7 +164,9 @@ int rp_run(const struct rp_prog *p, struct rp_result *r);
 
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */
 int rp_write_recording(const struct rp_prog *p, const char *path);
-int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, FILE *f);
+/* from_seed: the seed the program was drawn from (before shrinking). */
+int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, uint64_t from_seed,
+		   FILE *f);
 
 /* The program's calls, one a line, with the streams named and what each op is. */
 void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f);
