@@ -30,8 +30,8 @@ struct cls {
 	uint64_t count, programs, first_seed;
 };
 
-static struct cls classes[MAX_CLASSES];
-static int nclasses;
+static struct cls classes[MAX_CLASSES], groups[MAX_CLASSES];
+static int nclasses, ngroups;
 
 struct known {
 	uint64_t seed;
@@ -107,17 +107,46 @@ static bool is_known(uint64_t seed, const char *cls)
 	return false;
 }
 
-static struct cls *class_of(const char *name, bool *fresh)
+static struct cls *find(struct cls *v, int *n, const char *name, bool *fresh)
 {
 	*fresh = false;
-	for (int i = 0; i < nclasses; i++)
-		if (!strcmp(classes[i].name, name))
-			return &classes[i];
-	if (nclasses == MAX_CLASSES)
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	if (*n == MAX_CLASSES)
 		return NULL;
 	*fresh = true;
-	snprintf(classes[nclasses].name, RP_CLASS_LEN, "%s", name);
-	return &classes[nclasses++];
+	snprintf(v[*n].name, RP_CLASS_LEN, "%s", name);
+	return &v[(*n)++];
+}
+
+/* A class's group: its kind, where it stands to the drops (at the dropped
+ * batch, near it, far, none) and the oversync tag, without the wait's name. */
+static void group_name(const char *cls, char *out, size_t len)
+{
+	const char *sp = strchr(cls, ' ');
+	const char *where = "";
+	int kind = sp ? (int)(sp - cls) : (int)strlen(cls);
+
+	if (!strncmp(cls, "roles:", 6))
+		kind = 5;
+	if (sp && !strncmp(sp + 1, "drop@T+0", 8))
+		where = " at-drop";
+	else if (sp && !strncmp(sp + 1, "drop@", 5))
+		where = " near-drop";
+	else if (sp && !strncmp(sp + 1, "drop-far", 8))
+		where = " far-from-drop";
+	else if (sp && !strncmp(sp + 1, "clean", 5))
+		where = " clean";
+	snprintf(out, len, "%.*s%s%s%s", kind, cls, where, strstr(cls, "[oversync]") ? " [oversync]" : "",
+		 strstr(cls, "[implicit]") ? " [implicit]" : "");
+}
+
+static int by_programs(const void *a, const void *b)
+{
+	const struct cls *x = a, *y = b;
+
+	return (x->programs < y->programs) - (x->programs > y->programs);
 }
 
 static double now_s(void)
@@ -291,7 +320,18 @@ int main(int argc, char **argv)
 
 			for (int j = 0; j < i; j++)
 				dup |= !strcmp(r.diffs[j], r.diffs[i]);
-			c = class_of(r.diffs[i], &fresh);
+			char gname[RP_CLASS_LEN];
+			bool gfresh;
+			struct cls *gr;
+
+			group_name(r.diffs[i], gname, sizeof(gname));
+			gr = find(groups, &ngroups, gname, &gfresh);
+			if (gr && !dup) {
+				gr->programs++;
+				if (gfresh)
+					gr->first_seed = seed;
+			}
+			c = find(classes, &nclasses, r.diffs[i], &fresh);
 			if (!c)
 				continue;
 			c->count++;
@@ -333,8 +373,15 @@ int main(int argc, char **argv)
 	       (unsigned long long)(first + n - 1), now_s() - t0, (unsigned long long)decided,
 	       (unsigned long long)oversync, (unsigned long long)undecided[RP_U_PRETRACE_BLOCKING],
 	       (unsigned long long)undecided[RP_U_FEW_HANDOFFS]);
-	printf("programs with a disagreement: %llu; classes: %d\n", (unsigned long long)disagree,
-	       nclasses);
+	printf("programs with a disagreement: %llu; groups: %d; classes: %d\n",
+	       (unsigned long long)disagree, ngroups, nclasses);
+	qsort(groups, (size_t)ngroups, sizeof(*groups), by_programs);
+	qsort(classes, (size_t)nclasses, sizeof(*classes), by_programs);
+	printf("groups (programs, first seed):\n");
+	for (int i = 0; i < ngroups; i++)
+		printf("  %6llu  %s  (first seed %llu)\n", (unsigned long long)groups[i].programs,
+		       groups[i].name, (unsigned long long)groups[i].first_seed);
+	printf("classes (programs, batches, first seed):\n");
 	for (int i = 0; i < nclasses; i++)
 		printf("  %6llu programs %6llu batches  %s  (first seed %llu)\n",
 		       (unsigned long long)classes[i].programs, (unsigned long long)classes[i].count,

@@ -139,8 +139,10 @@ static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const 
 		return;
 	if (T >= 0)
 		context(p, T, ctx, sizeof(ctx));
-	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s", what, ctx[0] ? " " : "", ctx,
-		 p->oversync ? " [oversync]" : "");
+	/* tags: a wait covered a newer batch; blocking streams ordered by the null stream */
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
+		 p->oversync ? " [oversync]" : "",
+		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "");
 	r->diff_batch[r->ndiffs++] = T;
 }
 

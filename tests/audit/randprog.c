@@ -475,7 +475,9 @@ static void wait(struct gen *g, int s, int e, uint32_t tid, int purpose, int bat
 		for (int k = 0; k < RP_MAX_STREAMS; k++)
 			if (g->ev[e].clock[k] > g->vc[s][k])
 				g->vc[s][k] = g->ev[e].clock[k];
-		if ((purpose == RP_W_CS || purpose == RP_W_SF || purpose == RP_W_ND) &&
+		/* the copy stream's batch never comes from a wait; any other stream
+		 * waiting on work of a newer batch than the one it is there for */
+		if (s != g->sM && purpose != RP_W_BWD_IN && purpose != RP_W_BWD_OUT &&
 		    g->ev[e].carry > batch)
 			g->p->oversync = true;
 		if (s != g->sM && g->ev[e].carry >= 0)
