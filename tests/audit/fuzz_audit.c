@@ -23,7 +23,7 @@
 
 #include "randprog.h"
 
-#define MAX_CLASSES 512
+#define MAX_CLASSES 4096
 
 struct cls {
 	char name[RP_CLASS_LEN];
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 {
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
-		 oversync = 0, decided = 0;
+		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false;
 	long long write_seed = -1, print_seed = -1;
@@ -314,6 +314,10 @@ int main(int argc, char **argv)
 		oversync += p.oversync;
 		if (r.ndiffs)
 			disagree++;
+		int tag = (p.oversync ? 1 : 0) | (s.blocking && s.compute == RP_C_NULL ? 2 : 0);
+
+		by_tag[tag][0]++;
+		by_tag[tag][1] += r.ndiffs > 0;
 		for (int i = 0; i < r.ndiffs; i++) {
 			bool fresh, dup = false;
 			struct cls *c;
@@ -375,6 +379,11 @@ int main(int argc, char **argv)
 	       (unsigned long long)undecided[RP_U_FEW_HANDOFFS]);
 	printf("programs with a disagreement: %llu; groups: %d; classes: %d\n",
 	       (unsigned long long)disagree, ngroups, nclasses);
+	static const char *const tags[4] = { "untagged", "[oversync]", "[implicit]",
+					     "[oversync] [implicit]" };
+	for (int t = 0; t < 4; t++)
+		printf("  %-22s %7llu decided, %7llu with a disagreement\n", tags[t],
+		       (unsigned long long)by_tag[t][0], (unsigned long long)by_tag[t][1]);
 	qsort(groups, (size_t)ngroups, sizeof(*groups), by_programs);
 	qsort(classes, (size_t)nclasses, sizeof(*classes), by_programs);
 	printf("groups (programs, first seed):\n");

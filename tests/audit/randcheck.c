@@ -477,7 +477,8 @@ void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 			fprintf(f, "; engine %s %s", nl_verdict_name(r->got[T].verdict),
 				r->got[T].verdict == NL_VERDICT_UNTRUSTED ? e : "");
 		} else if (r)
-			fprintf(f, "; engine: no audit");
+			fprintf(f, "; engine: %s", r->merged[T] ? "merged into an earlier batch's copies"
+								  : "no audit");
 		fprintf(f, "\n");
 	}
 }
