@@ -8,9 +8,9 @@
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
  *
- * Prints the programs run and the disagreements by class with a first seed;
- * with -o, each new class's first program is shrunk and written there as a
- * --record file and its truth. -k: seeds and classes listed there are known
+ * Prints the programs run and the disagreements by group and class with a
+ * first seed; with -o, each new group's first program is shrunk and written
+ * there as a --record file and its truth (groupNN-seed-SEED.rec, .json). -k: seeds and classes listed there are known
  * (not counted as new); -l prints the disagreements as a known list.
  * Exits 1 when a disagreement was found (with -k: one not in the known list).
  */
@@ -157,8 +157,9 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Shrink the program of seed while cls stays, and write it under dir. */
-static int write_fixture(uint64_t seed, const char *cls, const char *dir)
+/* Shrink the program of seed while cls stays, and write it under dir as
+ * PREFIXseed-SEED.rec and .json. */
+static int write_fixture(uint64_t seed, const char *cls, const char *dir, const char *prefix)
 {
 	struct rp_spec s;
 	struct rp_prog p;
@@ -174,10 +175,11 @@ static int write_fixture(uint64_t seed, const char *cls, const char *dir)
 	if (rc)
 		return rc;
 	rp_run(&p, &r);
-	snprintf(path, sizeof(path), "%s/seed-%llu.rec", dir, (unsigned long long)seed);
+	snprintf(path, sizeof(path), "%s/%sseed-%llu.rec", dir, prefix, (unsigned long long)seed);
 	rc = rp_write_recording(&p, path);
 	if (!rc) {
-		snprintf(path, sizeof(path), "%s/seed-%llu.json", dir, (unsigned long long)seed);
+		snprintf(path, sizeof(path), "%s/%sseed-%llu.json", dir, prefix,
+			 (unsigned long long)seed);
 		f = fopen(path, "w");
 		if (!f)
 			rc = -errno;
@@ -188,7 +190,8 @@ static int write_fixture(uint64_t seed, const char *cls, const char *dir)
 		}
 	}
 	rp_spec_describe(&s, desc, sizeof(desc));
-	printf("  wrote %s/seed-%llu: %d calls, %s\n", dir, (unsigned long long)seed, p.n, desc);
+	printf("  wrote %s/%sseed-%llu: %d calls, %s\n", dir, prefix, (unsigned long long)seed, p.n,
+	       desc);
 	rp_free(&p);
 	return rc;
 }
@@ -288,7 +291,7 @@ int main(int argc, char **argv)
 			cls = r.diffs[0];
 		printf("seed %lld: %s\n", write_seed, cls ? cls : "agrees");
 		rp_free(&p);
-		return write_fixture((uint64_t)write_seed, cls, dir) ? 2 : 0;
+		return write_fixture((uint64_t)write_seed, cls, dir, "") ? 2 : 0;
 	}
 	if (!seconds && !count)
 		count = 1000;
@@ -361,8 +364,14 @@ int main(int argc, char **argv)
 					fprintf(stderr, "NEW seed %llu: %s\n", (unsigned long long)seed,
 						r.diffs[i]);
 			}
-			if (fresh && dir)
-				write_fixture(seed, r.diffs[i], dir);
+			if (gfresh && dir) {
+				/* the first program of each group, shrunk while its class stays */
+				char prefix[32];
+
+				snprintf(prefix, sizeof(prefix), "group%02d-", ngroups);
+				printf("group %d: %s\n", ngroups, gname);
+				write_fixture(seed, r.diffs[i], dir, prefix);
+			}
 		}
 		rp_free(&p);
 	}
