@@ -150,8 +150,15 @@ static void compare(const struct rp_prog *p, struct rp_result *r)
 {
 	char what[64], a[40], b[40];
 
-	if (p->undecidable)
+	if (p->undecidable == RP_U_PRETRACE_NULL) {
+		/* the engine must skip, not guess: a verdict here is a disagreement */
+		for (int T = 0; T < p->spec.nb; T++)
+			if (r->have[T] && r->got[T].verdict != NL_VERDICT_SKIPPED) {
+				add_diff(p, r, -1, "guessed(pretrace_stream)");
+				break;
+			}
 		return;
+	}
 	if (r->naudits == 0 && p->handoffs < 4) {
 		/* roles cannot be learned from so few hand-offs: nothing audited is right */
 		((struct rp_prog *)p)->undecidable = RP_U_FEW_HANDOFFS;

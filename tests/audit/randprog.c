@@ -57,8 +57,8 @@ const char *rp_purpose_name(int purpose)
 const char *rp_undecidable_name(int u)
 {
 	switch (u) {
-	case RP_U_PRETRACE_BLOCKING:
-		return "pretrace_blocking";
+	case RP_U_PRETRACE_NULL:
+		return "pretrace_stream";
 	case RP_U_FEW_HANDOFFS:
 		return "few_handoffs";
 	default:
@@ -970,8 +970,8 @@ int rp_build(struct rp_prog *p, const struct rp_spec *s)
 	pool_queries(g);
 	emit(g, NL_API_DEVICE_SYNCHRONIZE, g->tid_main);
 	p->end_ns = g->now + 100000;
-	if (s->pretrace && s->blocking && s->compute == RP_C_NULL)
-		p->undecidable = RP_U_PRETRACE_BLOCKING;
+	if (s->pretrace && s->compute == RP_C_NULL)
+		p->undecidable = RP_U_PRETRACE_NULL;
 	err = g->err;
 	if (!err)
 		truth(g);

@@ -88,8 +88,9 @@ struct rp_spec {
 /* Why a program is outside what the audit can decide from calls alone. */
 enum rp_undecidable {
 	RP_U_NONE = 0,
-	RP_U_PRETRACE_BLOCKING, /* a blocking stream created before tracing: its implicit
-				 * edges with the null stream are not in the calls */
+	RP_U_PRETRACE_NULL,     /* a producer stream created before tracing, compute on the
+				 * null stream: whether the null stream orders it (a
+				 * blocking stream) is not in the calls */
 	RP_U_FEW_HANDOFFS,      /* fewer copy-stream hand-offs than role learning needs */
 };
 
