@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "options.h"
 #include "randprog.h"
 
 #define MAX_CLASSES 4096
@@ -91,7 +92,10 @@ static int load_known(const char *path)
 			fclose(f);
 			return -ENOMEM;
 		}
-		known[nknown].seed = strtoull(line, NULL, 10);
+		*sp = '\0';
+		/* "fixture NAME" lines name committed fixtures, not seeds: seed 0 */
+		if (nl_parse_u64(line, 0, UINT64_MAX, &known[nknown].seed))
+			known[nknown].seed = 0;
 		snprintf(known[nknown].cls, sizeof(known[nknown].cls), "%s", sp + 1);
 		nknown++;
 	}
@@ -218,24 +222,34 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		i++;
+		uint64_t u = 0;
+		int bad = 0;
+
 		if (!strcmp(a, "-s"))
-			seconds = strtod(v, NULL);
+			bad = nl_parse_seconds(v, 1e9, &seconds);
 		else if (!strcmp(a, "-n"))
-			count = strtoull(v, NULL, 10);
+			bad = nl_parse_u64(v, 1, UINT64_MAX, &count);
 		else if (!strcmp(a, "-f"))
-			first = strtoull(v, NULL, 10);
+			bad = nl_parse_u64(v, 0, UINT64_MAX / 2, &first);
 		else if (!strcmp(a, "-o"))
 			dir = v;
 		else if (!strcmp(a, "-k"))
 			known_path = v;
-		else if (!strcmp(a, "-w"))
-			write_seed = strtoll(v, NULL, 10);
-		else if (!strcmp(a, "-p"))
-			print_seed = strtoll(v, NULL, 10);
+		else if (!strcmp(a, "-w")) {
+			bad = nl_parse_u64(v, 0, INT64_MAX, &u);
+			write_seed = (long long)u;
+		} else if (!strcmp(a, "-p")) {
+			bad = nl_parse_u64(v, 0, INT64_MAX, &u);
+			print_seed = (long long)u;
+		}
 		else if (!strcmp(a, "-c"))
 			print_cls = v;
 		else {
 			fprintf(stderr, "fuzz_audit: unknown option %s\n", a);
+			return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "fuzz_audit: %s: not a valid number: %s\n", a, v);
 			return 2;
 		}
 	}
@@ -365,9 +379,9 @@ int main(int argc, char **argv)
 			}
 			if (!is_known(seed, r.diffs[i])) {
 				unknown++;
-				if (known_path)
-					fprintf(stderr, "NEW seed %llu: %s\n", (unsigned long long)seed,
-						r.diffs[i]);
+				if (known_path && unknown <= 20)
+					fprintf(stderr, "NEW seed %llu: %s%s\n", (unsigned long long)seed,
+						r.diffs[i], unknown == 20 ? " (and so on)" : "");
 			}
 			if (gfresh && dir) {
 				/* the first program of each group, shrunk while its class stays */
