@@ -96,6 +96,7 @@ FUZZ_AUDIT   := $(B)/audit/fuzz_audit
 FUZZ_AUDIT_SECONDS ?= 60
 FUZZ_AUDIT_COUNT ?=
 FUZZ_AUDIT_FIRST ?= 1
+FUZZ_AUDIT_OUT ?= $(B)/audit/found
 # --- valgrind: the core unit tests again, without ASan (it and valgrind exclude
 # each other); not test_sim*, see docs/fuzzing.md; not test_audit_random, whose
 # sample of random programs takes valgrind minutes (ASan runs it in make test)
@@ -301,10 +302,10 @@ fuzz-regress: $(FUZZ_BINS)
 
 # random pipeline programs through the engine for FUZZ_AUDIT_SECONDS (or
 # FUZZ_AUDIT_COUNT programs from seed FUZZ_AUDIT_FIRST); each new class of
-# disagreement is shrunk and written to $(B)/audit/found (docs/engine.md)
+# disagreement is shrunk and written to FUZZ_AUDIT_OUT (docs/engine.md)
 fuzz-audit: $(FUZZ_AUDIT)
 	$(Q)$(FUZZ_AUDIT) $(if $(FUZZ_AUDIT_COUNT),-n $(FUZZ_AUDIT_COUNT),-s $(FUZZ_AUDIT_SECONDS)) \
-		-f $(FUZZ_AUDIT_FIRST) -o $(B)/audit/found
+		-f $(FUZZ_AUDIT_FIRST) -o $(FUZZ_AUDIT_OUT)
 
 # test_concurrent_render spins a feeder thread against the renderer: valgrind
 # serializes threads and takes minutes over it (ASan runs it in `make test`)
