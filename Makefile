@@ -1,6 +1,7 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
-#          fuzz, fuzz-regress, valgrind (docs/fuzzing.md).
+#          fuzz, fuzz-regress, valgrind (docs/fuzzing.md);
+#          fuzz-audit (docs/engine.md, "Model-based random testing").
 
 ARCH := $(shell uname -m)
 ifneq ($(ARCH),x86_64)
@@ -87,12 +88,22 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
 FUZZ_BINS    := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_NAMES))
 CORE_FUZZ_OBJS := $(patsubst user/%.c,$(B)/fuzz/user/%.o,$(CORE_SRCS))
 FUZZ_LIB     := $(B)/fuzz/libnanlog-core-fuzz.a
+# --- model-based random testing of the audit (docs/engine.md): random pipeline
+# programs and their truth (tests/audit), the driver and the unit test's sample
+AUDIT_GEN_SRCS := tests/audit/randprog.c tests/audit/randcheck.c
+AUDIT_GEN_DEPS := $(AUDIT_GEN_SRCS) tests/audit/randprog.h
+FUZZ_AUDIT   := $(B)/audit/fuzz_audit
+FUZZ_AUDIT_SECONDS ?= 60
+FUZZ_AUDIT_COUNT ?=
+FUZZ_AUDIT_FIRST ?= 1
+FUZZ_AUDIT_OUT ?= $(B)/audit/found
 # --- valgrind: the core unit tests again, without ASan (it and valgrind exclude
-# each other); not test_sim*, see docs/fuzzing.md
+# each other); not test_sim*, see docs/fuzzing.md; not test_audit_random, whose
+# sample of random programs takes valgrind minutes (ASan runs it in make test)
 VG_CFLAGS    ?= -O1 -g
 CORE_VG_OBJS := $(patsubst user/%.c,$(B)/vg/user/%.o,$(CORE_SRCS))
 VG_LIB       := $(B)/vg/libnanlog-core-vg.a
-VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(CORE_UNIT_SRCS))
+VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(filter-out tests/unit/test_audit_random.c,$(CORE_UNIT_SRCS)))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
 BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench \
@@ -101,13 +112,13 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
+.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind fuzz-audit
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
 SAN_TOOL := $(B)/san/nanlog-bpf
 SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 
-all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
+all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS) $(FUZZ_AUDIT)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -190,6 +201,14 @@ $(B)/tests/test_sim%: tests/unit/test_sim%.c $(SIMHIP) $(SIMRCCL) | $(B)/tests
 $(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
+
+$(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $(CORE_SAN_OBJS) | $(B)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
+
+$(FUZZ_AUDIT): tests/audit/fuzz_audit.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a | $(B)/audit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit $(CFLAGS) -o $@ $< $(AUDIT_GEN_SRCS) $(B)/libnanlog-core.a -lelf -lz -lm
 
 $(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
 	$(call msg,CC,$@)
@@ -281,6 +300,13 @@ fuzz: $(FUZZ_BINS)
 fuzz-regress: $(FUZZ_BINS)
 	$(Q)B=$(B) ./tests/fuzz/run.sh regress $(FUZZ_NAMES)
 
+# random pipeline programs through the engine for FUZZ_AUDIT_SECONDS (or
+# FUZZ_AUDIT_COUNT programs from seed FUZZ_AUDIT_FIRST); each new class of
+# disagreement is shrunk and written to FUZZ_AUDIT_OUT (docs/engine.md)
+fuzz-audit: $(FUZZ_AUDIT)
+	$(Q)$(FUZZ_AUDIT) $(if $(FUZZ_AUDIT_COUNT),-n $(FUZZ_AUDIT_COUNT),-s $(FUZZ_AUDIT_SECONDS)) \
+		-f $(FUZZ_AUDIT_FIRST) -o $(FUZZ_AUDIT_OUT)
+
 # test_concurrent_render spins a feeder thread against the renderer: valgrind
 # serializes threads and takes minutes over it (ASan runs it in `make test`)
 VG_SKIP ?= test_concurrent_render
@@ -302,7 +328,7 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/bpf $(B)/bench $(B)/bench/ss $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/bench/ss $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
 $(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
 	$(Q)mkdir -p $@
 
