@@ -138,7 +138,7 @@ INSTALL_FILES := $(TOOL):$(SBINDIR)/nanlog-bpf:755 man/nanlog-bpf.8.in:$(MANDIR)
 	deploy/systemd/nanlog-bpf.logrotate:$(LOGROTATEDIR)/nanlog-bpf:644 \
 	$(foreach d,$(DOCS),$(d):$(DOCDIR)/$(notdir $(d)):644)
 DEB      := $(B)/deb/nanlog-bpf_$(VERSION)_amd64.deb
-PKGROOT  := $(B)/pkgroot/bookworm-minbase.tar
+PKGROOT  := $(B)/pkgroot/bookworm-minbase
 DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] bpf/*.[ch] include/*.h vmlinux/* \
 	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
 
