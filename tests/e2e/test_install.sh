@@ -2,7 +2,8 @@
 # and PREFIX, a prefix the user may not write refused before anything is
 # written, the bash completion, the systemd unit (systemd-analyze verify and
 # security) and the logrotate snippet. Root for the non-root user's run.
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2016
+# (SC2016: the jq programs and inner shell scripts are in single quotes on purpose)
 . tests/e2e/lib.sh
 
 if [ ! -x "$TOOL" ] || [ ! -f "$B/nanlog-bpf.8" ] || [ ! -f "$B/nanlog-bpf.service" ]; then

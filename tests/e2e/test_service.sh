@@ -9,7 +9,8 @@
 # does not stand in for: the unit's system call filter, address families,
 # MemoryDenyWriteExecute and the other kernel-level restrictions.
 # Real BPF, root.
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2016
+# (SC2016: the jq programs and inner shell scripts are in single quotes on purpose)
 . tests/e2e/lib.sh
 
 if why=$(bpf_unavailable); then
@@ -34,7 +35,7 @@ run=$(echo "$cmd" | sed -e "s|[^ ]*/sbin/nanlog-bpf |$(pwd)/$TOOL |" -e 's|127\.
 check "the unit's ExecStart is the node agent appending to /var/log/nanlog-bpf ($cmd)" sh -c \
 	"echo '$cmd' | grep -q '^exec [^ ]*/sbin/nanlog-bpf --all --metrics 127.0.0.1:9464 >>/var/log/nanlog-bpf/audit.jsonl\$' &&
 	 test '$run' != '$cmd'"
-caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$U" | tr 'A-Z' 'a-z' | sed -e 's/cap_/+/g' -e 's/ /,/g')
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$U" | tr '[:upper:]' '[:lower:]' | sed -e 's/cap_/+/g' -e 's/ /,/g')
 
 # the job, from a folder the service's /tmp hides
 mkdir -p "$TMP/job"
