@@ -68,7 +68,9 @@ check "its audits were appended: the line before them is kept" \
 check "the workload under the hidden /tmp was attached and audited (pid $wl, >= 20 batches)" \
 	jq -es --argjson p "$wl" '([.[] | select(.type == "attach" and .pid == $p)] | length > 0) and
 		([.[] | select(.type == "batch" and .pid == $p)] | length >= 20)' "$A"
-check "its batches are trusted (the workload orders every stage)" \
-	jq -es --argjson p "$wl" '[.[] | select(.type == "batch" and .pid == $p) | .verdict] | unique == ["trusted"]' "$A"
+# (a batch the agent joined half way, or one cut by --duration, is skipped)
+check "none of its batches is untrusted, 20 or more trusted (the workload orders every stage)" \
+	jq -es --argjson p "$wl" '[.[] | select(.type == "batch" and .pid == $p) | .verdict] |
+		(map(select(. == "untrusted")) | length == 0) and (map(select(. == "trusted")) | length >= 20)' "$A"
 check "the tool needed to write nowhere but its log folder" sh -c \
 	"! grep -qi 'read-only file system' '$TMP/svc.err'"
