@@ -74,3 +74,4 @@ check "none of its batches is untrusted, 20 or more trusted (the workload orders
 		(map(select(. == "untrusted")) | length == 0) and (map(select(. == "trusted")) | length >= 20)' "$A"
 check "the tool needed to write nowhere but its log folder" sh -c \
 	"! grep -qi 'read-only file system' '$TMP/svc.err'"
+echo "  verdicts of the workload's batches: $(jq -rs --argjson p "$wl" '[.[] | select(.type == "batch" and .pid == $p) | .verdict] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' "$A")"
