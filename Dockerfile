@@ -18,17 +18,26 @@ RUN ./scripts/ci-build.sh deps
 COPY . .
 RUN ./scripts/ci-build.sh build unit
 
+# The package stage builds the Debian package from the build stage's tree
+# with CI's own step (make deb, docs/packaging.md). That tree has no .git:
+# hand the version in, so that the image's is the tree's:
+#   --build-arg NANLOG_VERSION=$(scripts/version.sh)
+# (without it, the VERSION file's).
+FROM build AS package
+ARG NANLOG_VERSION
+RUN ./scripts/ci-build.sh deb
+
 FROM debian:bookworm-slim
-# the packages of the libraries build/nanlog-bpf links (readelf -d: NEEDED);
-# tests/e2e/test_deploy.sh compares the two lists
+# the package, installed with apt, which also installs the libraries it
+# depends on (its Depends, from the binary: ${shlibs:Depends}); its systemd
+# unit and logrotate snippet are inert in a container
+COPY --from=package /src/build/deb/ /tmp/deb/
 RUN apt-get update \
-	&& DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-		libbpf1 libelf1 zlib1g libcap2 libmicrohttpd12 \
-	&& rm -rf /var/lib/apt/lists/*
-COPY --from=build /src/build/nanlog-bpf /usr/local/bin/nanlog-bpf
+	&& DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends /tmp/deb/nanlog-bpf_*_amd64.deb \
+	&& rm -rf /var/lib/apt/lists/* /tmp/deb
 # Root with the capabilities the pod grants (deploy/kubernetes/*.yaml: BPF,
 # PERFMON, SYS_PTRACE and nothing else); the tool drops what it does not
 # keep after attaching and sets no_new_privs.
 USER 0:0
-ENTRYPOINT ["/usr/local/bin/nanlog-bpf"]
+ENTRYPOINT ["/usr/sbin/nanlog-bpf"]
 CMD ["--help"]

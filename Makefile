@@ -1,7 +1,8 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
 #          fuzz, fuzz-regress, valgrind (docs/fuzzing.md);
-#          fuzz-audit (docs/engine.md, "Model-based random testing").
+#          fuzz-audit (docs/engine.md, "Model-based random testing");
+#          tool, install, uninstall, deb, pkgroot (docs/packaging.md).
 
 ARCH := $(shell uname -m)
 ifneq ($(ARCH),x86_64)
@@ -112,13 +113,55 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind fuzz-audit
+# --- version, install, package (docs/packaging.md) -----------------------------
+# One version: scripts/version.sh (git describe, or the VERSION file). It goes
+# into the binary through $(B)/version.h, which is rewritten only when the
+# version changes, and into the man page, the unit and the package.
+# (The image's dependency layer holds the Makefile without the script:
+# make deps needs no version.)
+VERSION  := $(shell [ ! -e scripts/version.sh ] || ./scripts/version.sh)
+ifeq ($(VERSION)$(wildcard scripts/version.sh),scripts/version.sh)
+$(error scripts/version.sh gave no version)
+endif
+# the man page's date: the package build's SOURCE_DATE_EPOCH, else the commit's
+MAN_DATE := $(shell d=$${SOURCE_DATE_EPOCH:-$$(git -c safe.directory='*' log -1 --format=%ct 2>/dev/null)}; \
+	date -u -d @$${d:-$$(date +%s)} +%Y-%m-%d)
+PREFIX   ?= /usr/local
+SBINDIR  ?= $(PREFIX)/sbin
+MANDIR   ?= $(PREFIX)/share/man
+DOCDIR   ?= $(PREFIX)/share/doc/nanlog-bpf
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+# logrotate reads only /etc/logrotate.d, whatever the prefix
+LOGROTATEDIR ?= /etc/logrotate.d
+INSTALL  ?= install
+MAN      := $(B)/nanlog-bpf.8
+UNIT     := $(B)/nanlog-bpf.service
+DOCS     := README.md CHANGELOG.md $(wildcard docs/*.md)
+# the man page and the unit name the folders they are installed for: make
+# writes them to $(B) for the default folders, make install again for its own
+SUBST    := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@DATE@|$(MAN_DATE)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' \
+	-e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@UNITDIR@|$(UNITDIR)|g'
+# what install lays out: source:destination:mode (a .in source through SUBST)
+INSTALL_FILES := $(TOOL):$(SBINDIR)/nanlog-bpf:755 man/nanlog-bpf.8.in:$(MANDIR)/man8/nanlog-bpf.8:644 \
+	completions/nanlog-bpf:$(BASHCOMPDIR)/nanlog-bpf:644 \
+	deploy/systemd/nanlog-bpf.service.in:$(UNITDIR)/nanlog-bpf.service:644 \
+	deploy/systemd/nanlog-bpf.logrotate:$(LOGROTATEDIR)/nanlog-bpf:644 \
+	$(foreach d,$(DOCS),$(d):$(DOCDIR)/$(notdir $(d)):644)
+DEB      := $(B)/deb/nanlog-bpf_$(VERSION)_amd64.deb
+PKGROOT  := $(B)/pkgroot/bookworm-minbase
+DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] bpf/*.[ch] include/*.h vmlinux/* \
+	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
+
+.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
+	fuzz-audit tool install uninstall deb pkgroot FORCE
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
 SAN_TOOL := $(B)/san/nanlog-bpf
 SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 
-all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS) $(FUZZ_AUDIT)
+all: $(TOOL) $(MAN) $(UNIT) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) \
+	$(BENCH_BINS) $(FUZZ_AUDIT)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -137,16 +180,16 @@ $(B)/%.skel.h: $(B)/bpf/%.bpf.o
 # ---- user space
 $(B)/user/%.o: user/%.c | $(B)/user
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(LOADER_OBJS): $(SKELS)
+$(LOADER_OBJS): $(SKELS) $(B)/version.h
 $(LOADER_OBJS): BASE_CFLAGS += -I$(B)
 
 $(B)/san/user/%.o: user/%.c | $(B)/san/user
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -c $< -o $@
 
-$(SAN_LOADER_OBJS): $(SKELS)
+$(SAN_LOADER_OBJS): $(SKELS) $(B)/version.h
 $(SAN_LOADER_OBJS): BASE_CFLAGS += -I$(B)
 .SECONDARY: $(SAN_LOADER_OBJS)
 
@@ -160,7 +203,61 @@ $(B)/libnanlog-core.a: $(CORE_OBJS)
 
 $(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf -lz -lcap -lm -lmicrohttpd $(EXTRA_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf -lz -lcap -lm -lmicrohttpd $(EXTRA_LIBS)
+
+# ---- version, man page, unit, install, package (docs/packaging.md)
+$(B)/version.h: FORCE | $(B)
+	$(Q)v='#define NL_APP_VERSION "$(VERSION)"'; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || { printf '  %-8s %s\n' GEN "$@ ($(VERSION))"; echo "$$v" > $@; }
+
+FORCE:
+
+$(MAN): man/nanlog-bpf.8.in $(B)/version.h | $(B)
+	$(call msg,GEN,$@)
+	$(Q)$(SUBST) $< > $@
+
+$(UNIT): deploy/systemd/nanlog-bpf.service.in | $(B)
+	$(call msg,GEN,$@)
+	$(Q)$(SUBST) $< > $@
+
+# what the package builds: the tool and its installed files, nothing else
+tool: $(TOOL) $(MAN) $(UNIT)
+
+# install checks every destination folder before it writes anything, so that
+# a prefix it may not write fails at once, not half way; it never compiles (a
+# `sudo make install` leaves no root-owned build output behind)
+install:
+	$(Q)for f in $(INSTALL_FILES); do src=$${f%%:*}; \
+		[ -e "$$src" ] || { echo "make install: $$src is not built; run make first" >&2; exit 1; }; done
+	$(Q)for f in $(INSTALL_FILES); do d=$${f#*:}; d=$$(dirname "$(DESTDIR)$${d%:*}"); \
+		while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \
+		[ -d "$$d" ] && [ -w "$$d" ] || { echo "make install: cannot write to $$d: Permission denied (run as root, or set PREFIX= or DESTDIR=)" >&2; exit 1; }; done
+	$(Q)for f in $(INSTALL_FILES); do src=$${f%%:*}; rest=$${f#*:}; dst="$(DESTDIR)$${rest%:*}"; \
+		printf '  %-8s %s\n' INSTALL "$$dst"; \
+		$(INSTALL) -d -m 755 "$$(dirname "$$dst")" || exit 1; \
+		case "$$src" in \
+		*.in) $(SUBST) "$$src" > "$$dst" && chmod $${rest##*:} "$$dst" ;; \
+		*) $(INSTALL) -m $${rest##*:} "$$src" "$$dst" ;; \
+		esac || exit 1; done
+
+uninstall:
+	$(Q)for f in $(INSTALL_FILES); do rest=$${f#*:}; rm -f "$(DESTDIR)$${rest%:*}" || exit 1; done
+	$(Q)rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+
+# the Debian package, built by dpkg-buildpackage in a copy of the tree under
+# $(B)/deb (scripts/deb.sh), which it leaves untouched
+deb: $(DEB)
+
+$(DEB): $(DEB_SRCS)
+	$(call msg,DEB,$@)
+	$(Q)./scripts/deb.sh "$(VERSION)" $(B)/deb
+
+# the Debian 12 root the package test installs it into: made once, kept
+pkgroot: $(PKGROOT)
+
+$(PKGROOT):
+	$(call msg,MMDEBSTRAP,$@)
+	$(Q)./scripts/pkgroot.sh $@
 
 # ---- sim
 $(B)/simobj/hip/%.o: sim/hip/%.c | $(B)/simobj/hip
@@ -336,4 +433,5 @@ clean:
 	$(call msg,CLEAN,$(B))
 	$(Q)rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# (not the package build's copy of the tree, nor the Debian root's *.d folders)
+-include $(shell find $(B) \( -path $(B)/deb -o -path $(B)/pkgroot \) -prune -o -name '*.d' -type f -print 2>/dev/null)
