@@ -54,6 +54,13 @@ SIMRCCL    := $(B)/sim/librccl.so.1
 SIMHIP_SRCS := $(wildcard sim/hip/*.c)
 SIMRCCL_SRCS := $(wildcard sim/rccl/*.c)
 SIMHIP_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMHIP_SRCS))
+# simhip once more with -fcf-protection, as distributions build ROCm 5.7 and
+# later: every export begins with endbr64; push %rbp, whose probe the kernel
+# single-steps at the symbol and emulates when placed on the push (the
+# bench's controlled experiment of placement, and the tests that compare
+# arguments read both ways; docs/performance.md)
+SIMHIP_CF  := $(B)/sim/cf/libamdhip64.so.5
+SIMHIP_CF_OBJS := $(patsubst sim/%.c,$(B)/simobj/cf/%.o,$(SIMHIP_SRCS))
 SIMRCCL_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMRCCL_SRCS))
 # Every program under sim/progs/NAME.c is a workload or helper built against
 # the real HIP headers and linked against whichever libamdhip64.so.5 is found
@@ -95,8 +102,7 @@ VG_LIB       := $(B)/vg/libnanlog-core-vg.a
 VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(CORE_UNIT_SRCS))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
-BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench \
-	      $(B)/bench/ss/libamdhip64.so.5
+BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
 .SECONDARY: $(B)/bench/floor.bpf.o
 
 TOOL := $(B)/nanlog-bpf
@@ -107,7 +113,7 @@ TOOL := $(B)/nanlog-bpf
 SAN_TOOL := $(B)/san/nanlog-bpf
 SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 
-all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
+all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMHIP_CF) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -165,6 +171,14 @@ $(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map | $(B)/sim
 	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_OBJS) -lrt
 	$(Q)ln -sf libamdhip64.so.5 $(B)/sim/libamdhip64.so
 
+$(B)/simobj/cf/hip/%.o: sim/hip/%.c | $(B)/simobj/cf/hip
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SIM_ABI_CFLAGS) -fcf-protection=full -fPIC -fvisibility=hidden -pthread -c $< -o $@
+
+$(SIMHIP_CF): $(SIMHIP_CF_OBJS) sim/hip/libamdhip64.map | $(B)/sim/cf
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_CF_OBJS) -lrt
+
 $(SIMRCCL): $(SIMRCCL_OBJS) sim/rccl/librccl.map $(SIMHIP) | $(B)/sim
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-soname,librccl.so.1 -Wl,--version-script=sim/rccl/librccl.map -o $@ $(SIMRCCL_OBJS) -L$(B)/sim -lamdhip64
@@ -214,16 +228,6 @@ $(B)/bench/micro: bench/micro.c $(SIMHIP) | $(B)/bench
 $(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.o $(B)/libnanlog-core.a
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/loader_umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
-
-# simhip once more with gcc's default prologues (xor, cmp, mov first), whose
-# probes the kernel single-steps: the bench's figure of what a prologue costs
-$(B)/bench/ss/%.o: sim/hip/%.c | $(B)/bench/ss
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
-
-$(B)/bench/ss/libamdhip64.so.5: $(patsubst sim/hip/%.c,$(B)/bench/ss/%.o,$(SIMHIP_SRCS)) sim/hip/libamdhip64.map
-	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(filter %.o,$^) -lrt
 
 # enginebench counts the engine's allocations: malloc, calloc, realloc wrapped
 $(B)/bench/enginebench: bench/enginebench.c $(B)/libnanlog-core.a | $(B)/bench
@@ -302,7 +306,7 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/bpf $(B)/bench $(B)/bench/ss $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B) $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/sim/cf $(B)/simobj/hip $(B)/simobj/cf/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
 $(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
 	$(Q)mkdir -p $@
 
