@@ -223,7 +223,7 @@ $(B)/bench/%.skel.h: $(B)/bench/%.bpf.o
 
 $(B)/bench/micro: bench/micro.c $(SIMHIP) | $(B)/bench
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -Wl,--as-needed -lamdhip64
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -ldl
 
 $(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.o $(B)/libnanlog-core.a
 	$(call msg,CC,$@)

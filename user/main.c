@@ -122,7 +122,7 @@ static void print_placement(const struct nl_opts *o, int lib, const char *prefix
 		if (nl_api_info[api].lib != lib || !off)
 			continue;
 		nl_place_fd(fd, off, &pl); /* on a read error: not decoded, at the symbol */
-		printf("  %-32s +%u %s: %s\n", nl_api_info[api].name,
+		printf("    %-32s +%u %s: %s\n", nl_api_info[api].name,
 		       o->no_placement ? 0 : pl.delta, nl_prologue_name(pl.prologue),
 		       nl_placement_effect(&pl, !o->no_placement));
 	}
