@@ -56,6 +56,13 @@ SIMRCCL    := $(B)/sim/librccl.so.1
 SIMHIP_SRCS := $(wildcard sim/hip/*.c)
 SIMRCCL_SRCS := $(wildcard sim/rccl/*.c)
 SIMHIP_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMHIP_SRCS))
+# simhip once more with -fcf-protection, as distributions build ROCm 5.7 and
+# later: every export begins with endbr64; push %rbp, whose probe the kernel
+# single-steps at the symbol and emulates when placed on the push (the
+# bench's controlled experiment of placement, and the tests that compare
+# arguments read both ways; docs/performance.md)
+SIMHIP_CF  := $(B)/sim/cf/libamdhip64.so.5
+SIMHIP_CF_OBJS := $(patsubst sim/%.c,$(B)/simobj/cf/%.o,$(SIMHIP_SRCS))
 SIMRCCL_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMRCCL_SRCS))
 # Every program under sim/progs/NAME.c is a workload or helper built against
 # the real HIP headers and linked against whichever libamdhip64.so.5 is found
@@ -107,8 +114,7 @@ VG_LIB       := $(B)/vg/libnanlog-core-vg.a
 VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(filter-out tests/unit/test_audit_random.c,$(CORE_UNIT_SRCS)))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
-BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench \
-	      $(B)/bench/ss/libamdhip64.so.5
+BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
 .SECONDARY: $(B)/bench/floor.bpf.o
 
 TOOL := $(B)/nanlog-bpf
@@ -160,8 +166,8 @@ DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[c
 SAN_TOOL := $(B)/san/nanlog-bpf
 SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 
-all: $(TOOL) $(MAN) $(UNIT) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) \
-	$(BENCH_BINS) $(FUZZ_AUDIT)
+all: $(TOOL) $(MAN) $(UNIT) $(SAN_TOOL) $(SIMHIP) $(SIMHIP_CF) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) \
+	$(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS) $(FUZZ_AUDIT)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -273,6 +279,14 @@ $(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map | $(B)/sim
 	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_OBJS) -lrt
 	$(Q)ln -sf libamdhip64.so.5 $(B)/sim/libamdhip64.so
 
+$(B)/simobj/cf/hip/%.o: sim/hip/%.c | $(B)/simobj/cf/hip
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SIM_ABI_CFLAGS) -fcf-protection=full -fPIC -fvisibility=hidden -pthread -c $< -o $@
+
+$(SIMHIP_CF): $(SIMHIP_CF_OBJS) sim/hip/libamdhip64.map | $(B)/sim/cf
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_CF_OBJS) -lrt
+
 $(SIMRCCL): $(SIMRCCL_OBJS) sim/rccl/librccl.map $(SIMHIP) | $(B)/sim
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-soname,librccl.so.1 -Wl,--version-script=sim/rccl/librccl.map -o $@ $(SIMRCCL_OBJS) -L$(B)/sim -lamdhip64
@@ -301,11 +315,11 @@ $(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
 
 $(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $(CORE_SAN_OBJS) | $(B)/tests
 	$(call msg,CC-TEST,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
 
-$(FUZZ_AUDIT): tests/audit/fuzz_audit.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a | $(B)/audit
+$(FUZZ_AUDIT): tests/audit/fuzz_audit.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a $(B)/version.h | $(B)/audit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit $(CFLAGS) -o $@ $< $(AUDIT_GEN_SRCS) $(B)/libnanlog-core.a -lelf -lz -lm
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) -o $@ $< $(AUDIT_GEN_SRCS) $(B)/libnanlog-core.a -lelf -lz -lm
 
 $(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
 	$(call msg,CC,$@)
@@ -325,21 +339,11 @@ $(B)/bench/%.skel.h: $(B)/bench/%.bpf.o
 
 $(B)/bench/micro: bench/micro.c $(SIMHIP) | $(B)/bench
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -Wl,--as-needed -lamdhip64
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -ldl
 
 $(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.o $(B)/libnanlog-core.a
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/loader_umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
-
-# simhip once more with gcc's default prologues (xor, cmp, mov first), whose
-# probes the kernel single-steps: the bench's figure of what a prologue costs
-$(B)/bench/ss/%.o: sim/hip/%.c | $(B)/bench/ss
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
-
-$(B)/bench/ss/libamdhip64.so.5: $(patsubst sim/hip/%.c,$(B)/bench/ss/%.o,$(SIMHIP_SRCS)) sim/hip/libamdhip64.map
-	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(filter %.o,$^) -lrt
 
 # enginebench counts the engine's allocations: malloc, calloc, realloc wrapped
 $(B)/bench/enginebench: bench/enginebench.c $(B)/libnanlog-core.a | $(B)/bench
@@ -425,7 +429,7 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/bench/ss $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/sim/cf $(B)/simobj/hip $(B)/simobj/cf/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
 $(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
 	$(Q)mkdir -p $@
 
