@@ -20,6 +20,7 @@
 #define NL_LW 4              /* 64-bit words of a learning edge bitset */
 #define NL_MAX_STREAMS_CAP (NL_LW * 64)
 #define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
+#define NL_MAX_GRAPHS 32     /* graphs and graph execs remembered per process (LRU) */
 
 /* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
 struct nl_skey {
@@ -58,6 +59,11 @@ struct nl_stream {
 	bool born;            /* its creation was seen */
 	uint8_t role;
 	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
+	/* origin of a capture: its id, and whether a launch of the graph can be
+	 * one op of its launch stream (only this stream's ops, no edge across
+	 * the capture's boundary) */
+	uint32_t cap_id;
+	bool cap_ok;
 	struct nl_skey key;
 	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
 	int64_t token;        /* current batch token */
@@ -81,6 +87,7 @@ struct nl_stream {
 
 struct nl_event {
 	bool used, created, recorded, capture;
+	uint32_t cap_id;      /* capture of the last record (with capture) */
 	bool adopted;         /* the token it captured came by the hand-off rule */
 	uint64_t handle;
 	uint32_t gen;         /* a create of a handle still known starts a new one */
@@ -90,6 +97,14 @@ struct nl_event {
 	int64_t token;        /* token captured by the record */
 	uint64_t rec_ts, lru;
 	uint32_t *vc;         /* vector clock captured by the record */
+};
+
+/* A graph (hipStreamEndCapture) or graph exec (hipGraphInstantiate*). */
+struct nl_graph {
+	bool used, is_exec;
+	bool ok;              /* its capture was seen and a launch is one op */
+	uint32_t cap_id;
+	uint64_t handle, lru;
 };
 
 struct nl_thread {
@@ -221,6 +236,9 @@ struct nl_proc {
 	uint32_t ecap, hcap, nev;
 	uint32_t *efree, nfree;  /* slots of destroyed events, for reuse */
 	uint32_t ehand;          /* where eviction looks next */
+	/* graphs: captures seen, and what they made */
+	struct nl_graph graphs[NL_MAX_GRAPHS];
+	uint32_t next_cap_id;
 	/* threads */
 	struct nl_thread th[NL_MAX_THREADS];
 	int th_cache;
