@@ -1,5 +1,6 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
+#          image (the container image, with podman: docs/kubernetes.md);
 #          fuzz, fuzz-regress, valgrind (docs/fuzzing.md).
 
 ARCH := $(shell uname -m)
@@ -101,7 +102,7 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
+.PHONY: all deps image test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
 SAN_TOOL := $(B)/san/nanlog-bpf
@@ -111,6 +112,11 @@ all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BI
 
 deps:
 	$(Q)./scripts/deps.sh
+
+# the Dockerfile, built with podman from a local Debian 12 base (no registry);
+# the base and podman's layers are cached (scripts/image.sh)
+image:
+	$(Q)B=$(B) ./scripts/image.sh
 
 # ---- BPF object and skeleton
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
