@@ -1,6 +1,7 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
-#          image (the container image, with podman: docs/kubernetes.md);
+#          image (the container image, with podman: docs/kubernetes.md;
+#          make test and make e2e build it first);
 #          fuzz, fuzz-regress, valgrind (docs/fuzzing.md).
 
 ARCH := $(shell uname -m)
@@ -102,7 +103,7 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps image test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
+.PHONY: all deps image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
 SAN_TOOL := $(B)/san/nanlog-bpf
@@ -114,9 +115,14 @@ deps:
 	$(Q)./scripts/deps.sh
 
 # the Dockerfile, built with podman from a local Debian 12 base (no registry);
-# the base and podman's layers are cached (scripts/image.sh)
+# the base and podman's layers are cached (scripts/image.sh). make test builds
+# it first for the tests that run it, unless podman cannot run here: then it
+# says why, and so do those tests (SKIP).
 image:
 	$(Q)B=$(B) ./scripts/image.sh
+
+image-if-podman:
+	$(Q)B=$(B) ./scripts/image.sh --if-podman
 
 # ---- BPF object and skeleton
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
@@ -293,13 +299,13 @@ VG_SKIP ?= test_concurrent_render
 valgrind: $(VG_BINS)
 	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
 
-test: all
+test: all image-if-podman
 	$(Q)./tests/run.sh
 
 unit: all
 	$(Q)./tests/run.sh unit
 
-e2e: all
+e2e: all image-if-podman
 	$(Q)./tests/run.sh e2e
 
 demo: all

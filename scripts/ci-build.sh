@@ -6,37 +6,28 @@
 #          through make, which a bare Debian base image does not have
 #   build  make -j2      the tool and everything the tests need, -Werror
 #   unit   make unit     unit tests (cmocka, ASan/UBSan): no root, no BPF
-#   image  make image    the container image, with podman (the tests run
-#                        it), skipped with a reason when podman cannot run
-#   test   make test     unit and end-to-end tests (root, BPF, uprobes)
+#   test   make test     unit and end-to-end tests (root, BPF, uprobes); it
+#                        builds the container image first (make image)
 #   fuzz-regress  make fuzz-regress   every committed fuzzing input once
 #   valgrind      make valgrind       the core unit tests under valgrind
 #   fuzz          make fuzz FUZZ_SECONDS=10   each fuzzing harness 10 s
-# CI runs "deps build image fuzz-regress valgrind fuzz test": the fuzzers and
+# CI runs "deps build fuzz-regress valgrind fuzz test": the fuzzers and
 # valgrind before make test, so that the last line CI prints is still the
 # test runner's "N passed, N failed, N skipped" (docs/fuzzing.md). The image
 # build runs "deps", then "build unit", as it cannot load BPF programs.
 # tests/e2e/test_deploy.sh checks that the two stay so.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|image|test|fuzz-regress|valgrind|fuzz..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|fuzz..." >&2; exit 2; }
 for step in "$@"; do
 	case "$step" in
 	deps) ./scripts/deps.sh ;;
 	build) make -j2 ;;
 	unit) make unit ;;
-	image)
-		# podman missing or not permitted: the image tests skip, saying why
-		if why=$(. scripts/podman.sh && podman_unavailable); then
-			echo "ci-build: image: skipped: $why"
-		else
-			make image
-		fi
-		;;
 	test) make test ;;
 	fuzz-regress) make fuzz-regress ;;
 	valgrind) make valgrind ;;
 	fuzz) make fuzz FUZZ_SECONDS=10 ;;
-	*) echo "ci-build: unknown step '$step' (deps, build, unit, image, test, fuzz-regress, valgrind, fuzz)" >&2; exit 2 ;;
+	*) echo "ci-build: unknown step '$step' (deps, build, unit, test, fuzz-regress, valgrind, fuzz)" >&2; exit 2 ;;
 	esac
 done

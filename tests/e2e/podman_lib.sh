@@ -12,6 +12,19 @@ IMAGE=${IMAGE:-localhost/nanlog-bpf:$(sed -n 's/^#define NL_APP_VERSION "\(.*\)"
 podman_containers=""
 at_exit 'for c in $podman_containers; do $PODMAN rm -f -t 0 "$c" >/dev/null 2>&1; done'
 
+# check_or_show NAME FILE CMD...: check NAME CMD...; on a failure, the end
+# of FILE (what the command looked at) on stderr
+check_or_show() {
+	cs_name=$1 cs_file=$2
+	shift 2
+	if "$@" >/dev/null; then
+		pass "$cs_name"
+	else
+		fail "$cs_name"
+		tail -c 2000 "$cs_file" | sed 's/^/  /' >&2
+	fi
+}
+
 podman_ready() {
 	if pr_why=$(bpf_unavailable) || pr_why=$(podman_unavailable); then
 		skip "$1: $pr_why"
@@ -38,13 +51,16 @@ podman_ready() {
 # workload NAME ARGS...: the pipeline workload (simhip) in a container of the
 # base image, the build tree mounted read-only, held at a gate file
 # ($TMP/NAME/go) in a folder of its own that also takes its ground truth
-# ($TMP/NAME/truth.jsonl)
+# ($TMP/NAME/truth.jsonl). With WL_HOLD=1 the container outlives the
+# workload, as a pod's pause process does: its exit code goes to
+# $TMP/NAME/rc, and its PID namespace stays, with what else runs in it.
 workload() {
 	wl_name=$1
 	shift
 	mkdir -p "$TMP/$wl_name"
+	set -- /nanlog/build/sim/pipeline --gate-file /out/go --truth /out/truth.jsonl "$@"
+	[ -n "${WL_HOLD:-}" ] && set -- sh -c '"$@"; echo $? >/out/rc; exec sleep 100000' sh "$@"
 	podman_containers="$podman_containers $N-$wl_name"
 	$PODMAN run -d --name "$N-$wl_name" $PODMAN_RUN -v "$PWD/$B:/nanlog/build:ro" -v "$TMP/$wl_name:/out" \
-		-e LD_LIBRARY_PATH=/nanlog/build/sim "$BASE_IMAGE" \
-		/nanlog/build/sim/pipeline --gate-file /out/go --truth /out/truth.jsonl "$@" >/dev/null
+		-e LD_LIBRARY_PATH=/nanlog/build/sim "$BASE_IMAGE" "$@" >/dev/null
 }
