@@ -1,7 +1,8 @@
 # Sourced (POSIX sh) by scripts/image.sh and the tests that run containers:
 # how podman is invoked here, and whether it can be (docs/kubernetes.md).
 #   PODMAN       podman with the global options every call takes
-#   PODMAN_RUN   the options every container needs (run, build, kube play)
+#   PODMAN_RUN   the options every container needs (run, build; kube play,
+#                which takes no --ulimit, gets them from a containers.conf)
 #   podman_unavailable   prints why podman cannot run containers, or fails
 #
 # runc, not crun: crun refuses a hybrid cgroup layout (v1 controllers and a
