@@ -1,5 +1,7 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
+#          image (the container image, with podman: docs/kubernetes.md;
+#          make test and make e2e build it first);
 #          fuzz, fuzz-regress, valgrind (docs/fuzzing.md);
 #          fuzz-audit (docs/engine.md, "Model-based random testing");
 #          tool, install, uninstall, deb, pkgroot (docs/packaging.md).
@@ -159,7 +161,7 @@ PKGROOT  := $(B)/pkgroot/bookworm-minbase
 DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] bpf/*.[ch] include/*.h vmlinux/* \
 	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
+.PHONY: all deps image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
 	fuzz-audit tool install uninstall deb pkgroot FORCE
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
@@ -171,6 +173,17 @@ all: $(TOOL) $(MAN) $(UNIT) $(SAN_TOOL) $(SIMHIP) $(SIMHIP_CF) $(SIMRCCL) $(PIPE
 
 deps:
 	$(Q)./scripts/deps.sh
+
+# the Dockerfile, built with podman from a local Debian 12 base (no registry);
+# the base and podman's layers are cached (scripts/image.sh). make test builds
+# it first for the tests that run it, unless podman cannot run here: then it
+# says why, and so do those tests (SKIP).
+image:
+	$(Q)B=$(B) ./scripts/image.sh
+
+# a failed build does not stop make test: the image tests then fail, saying why
+image-if-podman:
+	-$(Q)B=$(B) ./scripts/image.sh --if-podman
 
 # ---- BPF object and skeleton
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
@@ -414,13 +427,13 @@ VG_SKIP ?= test_concurrent_render
 valgrind: $(VG_BINS)
 	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
 
-test: all
+test: all image-if-podman
 	$(Q)./tests/run.sh
 
 unit: all
 	$(Q)./tests/run.sh unit
 
-e2e: all
+e2e: all image-if-podman
 	$(Q)./tests/run.sh e2e
 
 demo: all

@@ -2,10 +2,12 @@
 # The build steps that CI (.ci/run) and the container image (Dockerfile)
 # share, so that every CI run goes through the image's build commands:
 #   scripts/ci-build.sh STEP...
-#   deps   make deps     every build and test dependency (scripts/deps.sh)
+#   deps   scripts/deps.sh  every build and test dependency (make deps); not
+#          through make, which a bare Debian base image does not have
 #   build  make -j2      the tool and everything the tests need, -Werror
 #   unit   make unit     unit tests (cmocka, ASan/UBSan): no root, no BPF
-#   test   make test     unit and end-to-end tests (root, BPF, uprobes)
+#   test   make test     unit and end-to-end tests (root, BPF, uprobes); it
+#                        builds the container image first (make image)
 #   fuzz-regress  make fuzz-regress   every committed fuzzing input once
 #   valgrind      make valgrind       the core unit tests under valgrind
 #   fuzz          make fuzz FUZZ_SECONDS=10   each fuzzing harness 10 s
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|fuzz|deb|pkgroot..." >&2; exit 2; }
 for step in "$@"; do
 	case "$step" in
-	deps) make deps ;;
+	deps) ./scripts/deps.sh ;;
 	build) make -j2 ;;
 	unit) make unit ;;
 	test) make test ;;
