@@ -21,9 +21,10 @@ cd "$(dirname "$0")/.."
 . scripts/podman.sh
 B=${B:-build}
 BASE_IMAGE=${BASE_IMAGE:-$(sed -n 's/^ARG BASE=\(.*\)$/\1/p' Dockerfile)}
-VERSION=$(sed -n 's/^#define NL_APP_VERSION "\(.*\)"$/\1/p' user/app.h)
+# an image tag takes no '+': a snapshot's 0.1.0+12.gabc is tagged 0.1.0-12.gabc
+VERSION=$(./scripts/version.sh | tr + -)
 IMAGE=${IMAGE:-localhost/nanlog-bpf:$VERSION}
-[ -n "$BASE_IMAGE" ] && [ -n "$VERSION" ] || { echo "image: no ARG BASE in Dockerfile or no version in user/app.h" >&2; exit 1; }
+[ -n "$BASE_IMAGE" ] && [ -n "$VERSION" ] || { echo "image: no ARG BASE in Dockerfile or no version from scripts/version.sh" >&2; exit 1; }
 case $#:${1:-} in
 0: | 1:base | 1:--if-podman) ;;
 *) echo "usage: scripts/image.sh [base|--if-podman]" >&2; exit 2 ;;

@@ -8,7 +8,7 @@
 . scripts/podman.sh
 N=nl-e2e-$$
 BASE_IMAGE=$(sed -n 's/^ARG BASE=\(.*\)$/\1/p' Dockerfile)
-IMAGE=${IMAGE:-localhost/nanlog-bpf:$(sed -n 's/^#define NL_APP_VERSION "\(.*\)"$/\1/p' user/app.h)}
+IMAGE=${IMAGE:-localhost/nanlog-bpf:$(scripts/version.sh | tr + -)}
 podman_containers=""
 at_exit 'for c in $podman_containers; do $PODMAN rm -f -t 0 "$c" >/dev/null 2>&1; done'
 
