@@ -1,5 +1,5 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
-# Targets: all (default), deps, test, demo, bench, clean;
+# Targets: all (default), deps, rootfs, test, demo, bench, clean;
 #          fuzz, fuzz-regress, valgrind (docs/fuzzing.md).
 
 ARCH := $(shell uname -m)
@@ -101,7 +101,7 @@ BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/eng
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
+.PHONY: all deps rootfs test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
 SAN_TOOL := $(B)/san/nanlog-bpf
@@ -287,13 +287,21 @@ VG_SKIP ?= test_concurrent_render
 valgrind: $(VG_BINS)
 	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
 
-test: all
+# The root filesystems of the real-runtime tests (scripts/rootfs.sh: newer
+# Debian userlands with ROCm 5.7.1 and RCCL 5.4.3, and ROCm 6.4.3), built once
+# and cached under $(B)/rootfs. Where one cannot be built (no mmdebstrap, no
+# network) the script says why and tests/e2e/test_realrt.sh skips it; make
+# goes on either way, so that the other tests still run.
+rootfs:
+	$(Q)for r in $$(./scripts/rootfs.sh --list); do ./scripts/rootfs.sh $$r >/dev/null || true; done
+
+test: all rootfs
 	$(Q)./tests/run.sh
 
 unit: all
 	$(Q)./tests/run.sh unit
 
-e2e: all
+e2e: all rootfs
 	$(Q)./tests/run.sh e2e
 
 demo: all
@@ -310,4 +318,5 @@ clean:
 	$(call msg,CLEAN,$(B))
 	$(Q)rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# (not into the root filesystems under $(B)/rootfs: their /etc/rc?.d are folders)
+-include $(shell find $(B) -path $(B)/rootfs -prune -o -name '*.d' -print 2>/dev/null)

@@ -6,11 +6,13 @@ set -eu
 # -fsanitize=fuzzer links libclang_rt.fuzzer-x86_64.a from it). clang only
 # recommends it, and recommends are not installed below. (libfuzzer-14-dev is
 # not needed: it is the standalone libFuzzer.a, not what -fsanitize=fuzzer uses.)
+# mmdebstrap: the newer Debian root filesystems of the real-runtime tests
+# (scripts/rootfs.sh, make rootfs).
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
 libcmocka-dev libcap-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
 yamllint yq python3-kubernetes
 procps psmisc iproute2 tmux curl prometheus bpftrace time
-libclang-rt-14-dev valgrind"
+libclang-rt-14-dev valgrind mmdebstrap"
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
 	echo "deps: not a Debian/Ubuntu system; install these packages (or equivalents): $(echo $PKGS)" >&2
