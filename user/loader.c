@@ -305,8 +305,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	struct nl_attach_report rep = { .pid = t->pid, .lib = e->lib, .path = e->path,
 					.retprobes_allowed = t->retprobes,
 					.retprobe_why = t->why };
-	const char *names[2 * NL_API_COUNT];
-	uint64_t offs[2 * NL_API_COUNT];
+	uint64_t offs[NL_API_COUNT];
 	uint64_t eo[NL_API_COUNT], ec[NL_API_COUNT], ro[NL_API_COUNT], rc[NL_API_COUNT];
 	unsigned ne = 0, nr = 0;
 	char file[64];
@@ -316,13 +315,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	/* The open descriptor pins the very file that was checked. */
 	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
 	rep.host_path = file;
-	for (int api = 0; api < NL_API_COUNT; api++) {
-		const struct nl_api_info *a = &nl_api_info[api];
-
-		names[2 * api] = a->lib == e->lib ? a->name : NULL;
-		names[2 * api + 1] = a->lib == e->lib ? a->alt : NULL;
-	}
-	err = nl_elf_resolve(fd, names, 2 * NL_API_COUNT, offs);
+	err = nl_elf_resolve_apis(fd, e->lib, offs);
 	if (err < 0) {
 		logf_(l, 0, "pid %d: %s: cannot read its symbols: %s", (int)t->pid, e->path,
 		      err == -ENOEXEC ? "not an ELF shared object" : strerror(-err));
@@ -331,7 +324,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	err = 0;
 	for (int api = 0; api < NL_API_COUNT; api++) {
 		const struct nl_api_info *a = &nl_api_info[api];
-		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+		uint64_t off = offs[api];
 
 		if (a->lib != e->lib)
 			continue;

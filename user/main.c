@@ -28,7 +28,9 @@
 #include "loader.h"
 #include "loader_caps.h"
 #include "loader_umulti.h"
+#include "elfsym.h"
 #include "policy.h"
+#include "procmaps.h"
 
 #define NANLOG_VERSION NL_APP_VERSION
 
@@ -85,6 +87,50 @@ static void on_attached(void *ctx, const struct nl_attach_report *r)
 	nl_app_attached(ctx, r);
 }
 
+/*
+ * --version --lib PATH: which entries of the API table the library exports,
+ * as the loader would find them (name, or the alternative name); with -v
+ * one line each.
+ */
+static int print_lib_exports(const char *path, int verbose)
+{
+	uint64_t offs[NL_API_COUNT];
+	int lib = nl_lib_of_path(path), fd, n, found = 0, want = 0, missing_req = 0;
+
+	if (lib < 0) {
+		diag(0, "%s: not a libamdhip64.so* or librccl.so* file name", path);
+		return -EINVAL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		n = -errno;
+		diag(0, "%s: %s", path, strerror(-n));
+		return n;
+	}
+	n = nl_elf_resolve_apis(fd, lib, offs);
+	close(fd);
+	if (n < 0) {
+		diag(0, "%s: cannot read its symbols: %s", path,
+		     n == -ENOEXEC ? "not an ELF shared object" : strerror(-n));
+		return n;
+	}
+	for (int api = 0; api < NL_API_COUNT; api++) {
+		if (nl_api_info[api].lib != lib)
+			continue;
+		want++;
+		found += offs[api] != 0;
+		missing_req += !offs[api] && !(nl_api_info[api].flags & NL_AF_OPT);
+	}
+	printf("library %s (%s): exports %d of the table's %d entry points%s\n", path,
+	       nl_lib_name(lib), found, want, missing_req ? ", lacks required ones" : "");
+	for (int api = 0; verbose && api < NL_API_COUNT; api++)
+		if (nl_api_info[api].lib == lib)
+			printf("    %-32s %s\n", nl_api_info[api].name,
+			       offs[api] ? "exported" :
+			       nl_api_info[api].flags & NL_AF_OPT ? "missing (optional)" : "missing");
+	return 0;
+}
+
 static int print_version(const struct nl_opts *o)
 {
 	struct utsname u;
@@ -118,6 +164,9 @@ static int print_version(const struct nl_opts *o)
 			       nl_api_info[i].flags & NL_AF_RET ? " return-probe" : "",
 			       nl_api_info[i].flags & NL_AF_OPT ? " optional" : "");
 	}
+	for (int i = 0; i < o->nlibs; i++)
+		if (print_lib_exports(o->libs[i], o->verbose))
+			return -EINVAL;
 	return 0;
 }
 
