@@ -8,20 +8,7 @@
 # shellcheck shell=sh
 . tests/e2e/lib.sh
 
-if why=$(bpf_unavailable); then
-	skip "deploy capabilities: $why"
-	exit 0
-fi
-for c in yq setpriv unshare; do
-	if ! command -v $c >/dev/null 2>&1; then
-		skip "deploy capabilities: $c is not installed (make deps)"
-		exit 0
-	fi
-done
-if ! unshare --mount true 2>/dev/null; then
-	skip "deploy capabilities: needs a mount namespace"
-	exit 0
-fi
+needs_namespaces "deploy capabilities" yq setpriv unshare || exit 0
 export LD_LIBRARY_PATH="$SIM"
 
 # "+bpf,+perfmon,+sys_ptrace" from the manifests' nanlog-bpf containers
