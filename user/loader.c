@@ -371,8 +371,14 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 			err = attach_perf(l, e, t->pid, file, ec[i], false, eo[i]);
 	}
 	if (err) {
-		logf_(l, 0, "pid %d: cannot attach probes to %s: %s", (int)t->pid, e->path,
-		      strerror(-err));
+		bool perf_denied = !l->multi && (err == -EACCES || err == -EPERM) && !nl_caps_sys_admin();
+
+		logf_(l, 0, "pid %d: cannot attach probes to %s: %s%s", (int)t->pid, e->path,
+		      strerror(-err),
+		      perf_denied ? ": CAP_SYS_ADMIN missing: without uprobe_multi links (Linux 6.6+) "
+				    "each probe is a perf event, and kernels carrying the fix for "
+				    "CVE-2025-38466 allow uprobe perf events only with CAP_SYS_ADMIN, "
+				    "CAP_PERFMON is not enough (docs/usage.md, \"Privileges\")" : "");
 		return err;
 	}
 	rep.attached = (int)ne;
@@ -727,6 +733,11 @@ int nl_loader_stats(struct nl_loader *l, uint64_t out[NL_STAT_MAX])
 	}
 	free(vals);
 	return 0;
+}
+
+bool nl_loader_perf_links(const struct nl_loader *l)
+{
+	return l && !l->multi;
 }
 
 int nl_loader_links(const struct nl_loader *l)

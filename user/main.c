@@ -457,7 +457,7 @@ int main(int argc, char **argv)
 	if (err)
 		goto out;
 	app.attach_done_ns = mono_ns();
-	err = nl_caps_drop(caps, sizeof(caps));
+	err = nl_caps_drop(nl_loader_perf_links(app.l), caps, sizeof(caps));
 	if (err)
 		diag(0, "warning: cannot drop capabilities: %s", strerror(-err));
 	else
