@@ -7,11 +7,36 @@
 # call exactly, thread by thread, find the library through the target's root,
 # say which entries are missing, and leave no probe behind. Real BPF, root.
 # (Debian 12's ROCm 5.2.3 on the host: tests/e2e/test_attach.sh.)
+# Building both roots the first time takes minutes (make test builds them
+# first, make rootfs); run alone on a clean tree this test may build them:
+# e2e-timeout: 900
 # shellcheck shell=sh
 . tests/e2e/lib.sh
 
 needs_namespaces "real runtimes" unshare pivot_root bpftool || exit 0
 RT=$B/sim/rtcalls
+
+# --- scripts/rootfs.sh on roots that are not there or not whole (no network)
+FB=$TMP/fakeb
+rootfs_says() { # EXPECTED-EXIT PATTERN ARGS...: one line on stderr matching PATTERN
+	rs_rc=$1 rs_pat=$2
+	shift 2
+	B=$FB scripts/rootfs.sh "$@" >"$TMP/rs.out" 2>"$TMP/rs.err"
+	test $? = "$rs_rc" && test "$(wc -l <"$TMP/rs.err")" = 1 && grep -q -- "$rs_pat" "$TMP/rs.err"
+}
+check "rootfs: a missing root named in one line (--check)" \
+	rootfs_says 1 "$FB/rootfs/trixie is missing: build it with scripts/rootfs.sh trixie" --check trixie
+mkdir -p "$FB/rootfs/sid/usr"
+check "rootfs: a half-built root (no stamp) named in one line" \
+	rootfs_says 1 "$FB/rootfs/sid is half-built (no stamp)" --check sid
+echo 0000 >"$FB/rootfs/sid/.nanlog-rootfs"
+check "rootfs: a root of another package list is out of date" \
+	rootfs_says 1 "$FB/rootfs/sid is out of date (its package list changed)" --check sid
+check "rootfs: an unknown root refused (exit 2)" rootfs_says 2 "unknown root 'bullseye'" bullseye
+check "rootfs: no mirror to build from: exit 77 with the reason, nothing left behind" \
+	sh -c "NANLOG_MIRROR=http://127.0.0.1:9/debian B='$FB' scripts/rootfs.sh trixie 2>'$TMP/rs.err'
+		test \$? = 77 && grep -q 'has no trixie (or is unreachable)' '$TMP/rs.err' &&
+		test ! -e '$FB/rootfs/trixie' && test -z \"\$(ls -A '$FB/rootfs' | grep -v '^\\.trixie\\.lock\$' | grep -v '^sid\$')\""
 L=/usr/lib/x86_64-linux-gnu
 
 # contained ROOT NAME ARGS...: rtcalls ARGS in a container made by hand: a
