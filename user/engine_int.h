@@ -65,6 +65,12 @@ struct nl_stream {
 	bool seg_open;
 	uint32_t seg_tid;
 	uint64_t seg_mark;
+	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
+	 * wait on an event it recorded carrying that token), and no wait on it
+	 * has brought a token since; `adopted`: its token came by that rule,
+	 * not by an edge (docs/engine.md, "Hand-off") */
+	bool handed, adopted;
+	int64_t handed_tok;
 	uint64_t joins;       /* how often vc took another stream's clock */
 	uint64_t ops, lru, last_join_ts;
 	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
@@ -74,6 +80,7 @@ struct nl_stream {
 
 struct nl_event {
 	bool used, created, recorded, capture;
+	bool adopted;         /* the token it captured came by the hand-off rule */
 	uint64_t handle;
 	uint32_t gen;         /* a create of a handle still known starts a new one */
 	int slot;             /* stream of the last record */
@@ -131,6 +138,14 @@ struct nl_batch {
 	uint64_t first_ts, close_ts;
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
+	/* a sparse work op of the batch not ordered after its copy ops (only
+	 * possible for ops taken over by the hand-off rule) */
+	struct {
+		bool valid;
+		int bs;              /* index of the copy stream's bstream */
+		uint32_t seen;       /* the consumer's clock of that stream */
+		struct nl_opi consumer;
+	} cs;
 	uint32_t fwd_first_clock;
 	uint64_t fwd_work;
 	struct nl_opi fwd_last;
@@ -324,6 +339,8 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		uint32_t clock, int64_t token, bool work, bool is_coll);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
+/* The copy stream's open segment ends (engine_ops.c). */
+void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost between w0 (last record processed) and ts. */

@@ -84,7 +84,7 @@ static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const s
 	return true;
 }
 
-static void close_segment(struct nl_proc *p, struct nl_stream *s)
+void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 {
 	struct nl_batch *b = nl_batch_of(p, s->token);
 
@@ -115,6 +115,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->clock = clock;
 	ev->gate = s->gate;
 	ev->token = s->token;
+	ev->adopted = s->adopted;
 	ev->rec_ts = c->ts_ns;
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	nl_ring_push(s, clock, c, s->token, false);
@@ -122,7 +123,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	if (s->role == NL_ROLE_COPY) {
 		p->seen_copy_record = true;
 		if (s->seg_open)
-			close_segment(p, s);
+			nl_close_segment(p, s);
 	}
 }
 
@@ -165,6 +166,17 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE))
 			s->role = NL_ROLE_SPARSE;
 		set_token(e, p, slot, ev->token, c->ts_ns);
+		if (ev->token != NL_NO_TOKEN) {
+			/* a batch reached the stream: the hand-off rule ends */
+			s->handed = false;
+			s->adopted = ev->adopted;
+		}
+		if (slot == p->compute_slot && from && ev->slot != slot &&
+		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN &&
+		    from->token == ev->token) {
+			p->s[ev->slot].handed = true;
+			p->s[ev->slot].handed_tok = ev->token;
+		}
 	}
 	/* created but not recorded in this generation: HIP makes the wait a no-op */
 	clock = ++s->vc[slot];
@@ -181,11 +193,50 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 {
 	if (s->seg_open && !e->o.no_copy_split && s->seg_tid == c->tid &&
 	    th->compute_work != s->seg_mark)
-		close_segment(p, s);
+		nl_close_segment(p, s);
 	if (!s->seg_open)
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
 	s->seg_mark = th->compute_work;
+}
+
+static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
+{
+	s->handed = false;
+	s->adopted = true;
+	s->token = next;
+	if (p->copy_slot >= 0 && p->s[p->copy_slot].seg_open && p->s[p->copy_slot].token == next)
+		nl_close_segment(p, &p->s[p->copy_slot]);
+}
+
+/* The hand-off rule: once compute took batch T from a sparse stream, work
+ * that stream enqueues before a newer batch reaches it is not T's. If a
+ * newer batch was copied it is that batch's, taken without the edge that
+ * should have brought it (judged copy->sparse); otherwise it stays T's (a
+ * late op). The newer batch's copy segment ends here: its consumer began. */
+static void take_over(struct nl_proc *p, struct nl_stream *s)
+{
+	int64_t next = s->handed_tok + 1;
+
+	if (s->token != s->handed_tok || next >= p->next_token || !nl_batch_of(p, next))
+		return;
+	take_token(p, s, next);
+}
+
+/* Work on a sparse stream that no batch ever reached, while the copy stream
+ * holds an open segment: the first batch's sparse stage began without its
+ * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
+static void take_first(struct nl_proc *p, struct nl_stream *s)
+{
+	const struct nl_stream *m = p->copy_slot >= 0 ? &p->s[p->copy_slot] : NULL;
+
+	/* After an attach in the middle of a run the stream's token may come
+	 * from an edge made before we looked. */
+	if (p->mid_run)
+		return;
+	if (m && m->seg_open && m->token != NL_NO_TOKEN && m->token == p->oldest &&
+	    nl_batch_of(p, m->token))
+		take_token(p, s, m->token);
 }
 
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
@@ -212,6 +263,10 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
+	else if (s->role == NL_ROLE_SPARSE && s->handed)
+		take_over(p, s);
+	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
+		take_first(p, s);
 	clock = ++s->vc[slot];
 	s->gate = clock;
 	if (slot == p->compute_slot)
