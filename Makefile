@@ -291,9 +291,10 @@ valgrind: $(VG_BINS)
 # Debian userlands with ROCm 5.7.1 and RCCL 5.4.3, and ROCm 6.4.3), built once
 # and cached under $(B)/rootfs. Where one cannot be built (no mmdebstrap, no
 # network) the script says why and tests/e2e/test_realrt.sh skips it; make
-# goes on either way, so that the other tests still run.
+# goes on either way, so that the other tests still run. The roots are built
+# side by side: the time is mostly the mirror's.
 rootfs:
-	$(Q)for r in $$(./scripts/rootfs.sh --list); do ./scripts/rootfs.sh $$r >/dev/null || true; done
+	$(Q)for r in $$(B=$(B) ./scripts/rootfs.sh --list); do B=$(B) ./scripts/rootfs.sh $$r >/dev/null & done; wait
 
 test: all rootfs
 	$(Q)./tests/run.sh
