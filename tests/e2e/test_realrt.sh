@@ -103,9 +103,12 @@ release() {
 	check "$label: the library found through the target's root ($hpath, not the host's file of that name)" \
 		sh -c "case '$hpath' in $L/libamdhip64.so.*) ;; *) exit 1 ;; esac &&
 			test -f '$R$hpath' && test ! '$R$hpath' -ef '$hpath'"
-	check "$label: every call captured exactly, thread by thread (arguments, rc, tid, order)" \
-		same_calls_by_thread "$TMP/$name.p.out" "$TMP/$name.p.json" "$P"
-	[ $? = 0 ] || sed 's/^/  /' "$TMP/$name.p.tool" | head -5
+	if same_calls_by_thread "$TMP/$name.p.out" "$TMP/$name.p.json" "$P"; then
+		pass "$label: every call captured exactly, thread by thread (arguments, rc, tid, order)"
+	else
+		fail "$label: every call captured exactly, thread by thread (arguments, rc, tid, order)"
+		sed 's/^/  /' "$TMP/$name.p.tool" | head -5
+	fi
 	check "$label: HIP calls from three threads ($(jq -s '[.[] | select(.api)] | length' "$TMP/$name.p.out") calls in all)" \
 		jq -es '[.[] | select(.api // "" | startswith("hip")) | .tid] | unique | length == 3' "$TMP/$name.p.out"
 	check "$label: the entry points it lacks reported as missing" \
