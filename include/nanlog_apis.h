@@ -17,7 +17,7 @@
  *        aflags, prio, fn, peer, count, out, out_size)
  *
  *   alt_symbol : another name for the same entry point in some ROCm builds
- *                (ROCm 5.x exports hipExtModuleLaunchKernel C++-mangled), or 0
+ *                (ROCm 5.2 to 6.4 export hipExtModuleLaunchKernel C++-mangled), or 0
  *   lib        : NL_LIB_HIP or NL_LIB_RCCL
  *   kind       : what the call does (enum nl_kind)
  *   flags      : NL_AF_RET    needs a return probe (rc, return time, out param)
