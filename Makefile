@@ -1,5 +1,5 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
-# Targets: all (default), deps, test, demo, bench, clean;
+# Targets: all (default), deps, rootfs, test, demo, bench, clean;
 #          image (the container image, with podman: docs/kubernetes.md;
 #          make test and make e2e build it first);
 #          fuzz, fuzz-regress, valgrind (docs/fuzzing.md);
@@ -161,7 +161,7 @@ PKGROOT  := $(B)/pkgroot/bookworm-minbase
 DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] bpf/*.[ch] include/*.h vmlinux/* \
 	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
 
-.PHONY: all deps image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
+.PHONY: all deps rootfs image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
 	fuzz-audit tool install uninstall deb pkgroot FORCE
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
@@ -427,13 +427,22 @@ VG_SKIP ?= test_concurrent_render
 valgrind: $(VG_BINS)
 	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
 
-test: all image-if-podman
+# The root filesystems of the real-runtime tests (scripts/rootfs.sh: newer
+# Debian userlands with ROCm 5.7.1 and RCCL 5.4.3, and ROCm 6.4.3), built once
+# and cached under $(B)/rootfs. Where one cannot be built (no mmdebstrap, no
+# network) the script says why and tests/e2e/test_realrt.sh skips it; make
+# goes on either way, so that the other tests still run. The roots are built
+# side by side: the time is mostly the mirror's.
+rootfs:
+	$(Q)for r in $$(B=$(B) ./scripts/rootfs.sh --list); do B=$(B) ./scripts/rootfs.sh $$r >/dev/null & done; wait
+
+test: all rootfs image-if-podman
 	$(Q)./tests/run.sh
 
 unit: all
 	$(Q)./tests/run.sh unit
 
-e2e: all image-if-podman
+e2e: all rootfs image-if-podman
 	$(Q)./tests/run.sh e2e
 
 demo: all
@@ -450,5 +459,6 @@ clean:
 	$(call msg,CLEAN,$(B))
 	$(Q)rm -rf $(B)
 
-# (not the package build's copy of the tree, nor the Debian root's *.d folders)
--include $(shell find $(B) \( -path $(B)/deb -o -path $(B)/pkgroot \) -prune -o -name '*.d' -type f -print 2>/dev/null)
+# (not the package build's copy of the tree, nor the *.d folders of the
+# Debian roots: the package test's and the real-runtime tests')
+-include $(shell find $(B) \( -path $(B)/deb -o -path $(B)/pkgroot -o -path $(B)/rootfs \) -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -17,7 +17,7 @@
  *        aflags, prio, fn, peer, count, out, out_size)
  *
  *   alt_symbol : another name for the same entry point in some ROCm builds
- *                (ROCm 5.x exports hipExtModuleLaunchKernel C++-mangled), or 0
+ *                (ROCm 5.2 to 6.4 export hipExtModuleLaunchKernel C++-mangled), or 0
  *   lib        : NL_LIB_HIP or NL_LIB_RCCL
  *   kind       : what the call does (enum nl_kind)
  *   flags      : NL_AF_RET    needs a return probe (rc, return time, out param)
@@ -190,7 +190,7 @@ X(STREAM_BEGIN_CAPTURE,       "hipStreamBeginCapture",          0,   NL_LIB_HIP,
 X(STREAM_END_CAPTURE,         "hipStreamEndCapture",            0,   NL_LIB_HIP,  NL_K_CAPTURE_END,    NL_AF_RET|NL_AF_OPT,       0, NL_R0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_R1, 8) \
 X(NCCL_ALLTOALL,              "ncclAllToAll",                   0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_R1, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R2, NL_NA, 0) \
 X(NCCL_ALLTOALLV,             "ncclAllToAllv",                  0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 3, NL_S3, NL_NA, NL_NA, NL_R3, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
-X(NCCL_ALLREDUCE,             "ncclAllReduce",                  0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 2, NL_S2, NL_NA, NL_NA, NL_R1, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R2, NL_NA, 0) \
+X(NCCL_ALLREDUCE,             "ncclAllReduce",                  0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 1, NL_S1, NL_NA, NL_NA, NL_R1, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R2, NL_NA, 0) \
 X(NCCL_SEND,                  "ncclSend",                       0,   NL_LIB_RCCL, NL_K_P2P,            NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_R3, NL_R1, NL_NA, 0) \
 X(NCCL_RECV,                  "ncclRecv",                       0,   NL_LIB_RCCL, NL_K_P2P,            NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_R3, NL_R1, NL_NA, 0) \
 X(NCCL_GROUP_START,           "ncclGroupStart",                 0,   NL_LIB_RCCL, NL_K_GROUP_START,    0,                         0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \

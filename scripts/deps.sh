@@ -15,6 +15,8 @@ set -eu
 # (docs/kubernetes.md): a local Debian 12 base image, no registry; runc, as
 # crun refuses a hybrid cgroup layout; catatonit, for the pause image of
 # podman kube play, built locally.
+# mmdebstrap also makes the newer Debian root filesystems of the real-runtime
+# tests (scripts/rootfs.sh, make rootfs).
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
 libcmocka-dev libcap-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util-linux
 yamllint yq python3-kubernetes

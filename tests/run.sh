@@ -41,7 +41,9 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
 		case "$t" in *"$filter"*) ;; *) continue ;; esac
 		name=$(basename "$t" .sh)
 		echo "=== $name"
-		timeout 300 sh "$t" >"$log/$name.out" 2>&1
+		# 300 s a script, unless it says otherwise in a "# e2e-timeout: SECONDS" line
+		limit=$(sed -n 's/^# e2e-timeout: \([0-9][0-9]*\)$/\1/p' "$t" | head -n 1)
+		timeout "${limit:-300}" sh "$t" >"$log/$name.out" 2>&1
 		rc=$?
 		cat "$log/$name.out"
 		p=$(grep -c '^PASS: ' "$log/$name.out")

@@ -4,6 +4,7 @@
 #include <libelf.h>
 #include <string.h>
 
+#include "call.h"
 #include "elfsym.h"
 
 #define VERSYM_HIDDEN 0x8000 /* name@VERSION, not the default name@@VERSION */
@@ -118,4 +119,20 @@ int nl_elf_resolve(int fd, const char *const *names, int n, uint64_t *offsets)
 	for (int k = 0; k < n; k++)
 		found += offsets[k] != 0;
 	return found;
+}
+
+int nl_elf_resolve_apis(int fd, int lib, uint64_t *offsets)
+{
+	const char *names[2 * NL_API_COUNT];
+	uint64_t offs[2 * NL_API_COUNT];
+	int n;
+
+	for (int api = 0; api < NL_API_COUNT; api++) {
+		names[2 * api] = nl_api_info[api].lib == lib ? nl_api_info[api].name : NULL;
+		names[2 * api + 1] = nl_api_info[api].lib == lib ? nl_api_info[api].alt : NULL;
+	}
+	n = nl_elf_resolve(fd, names, 2 * NL_API_COUNT, offs);
+	for (int api = 0; api < NL_API_COUNT; api++)
+		offsets[api] = n < 0 ? 0 : offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+	return n;
 }

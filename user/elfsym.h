@@ -14,4 +14,13 @@
  */
 int nl_elf_resolve(int fd, const char *const *names, int n, uint64_t *offsets);
 
+/*
+ * The entry points of the API table (include/nanlog_apis.h) of library lib
+ * (NL_LIB_HIP, NL_LIB_RCCL) in the ELF file open on fd: offsets[api] is the
+ * file offset of its name, or else of its alternative name, or 0 (absent, or
+ * an entry of the other library). offsets has NL_API_COUNT slots. Returns
+ * as nl_elf_resolve.
+ */
+int nl_elf_resolve_apis(int fd, int lib, uint64_t *offsets);
+
 #endif

@@ -306,8 +306,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	struct nl_attach_report rep = { .pid = t->pid, .lib = e->lib, .path = e->path,
 					.retprobes_allowed = t->retprobes,
 					.retprobe_why = t->why };
-	const char *names[2 * NL_API_COUNT];
-	uint64_t offs[2 * NL_API_COUNT];
+	uint64_t offs[NL_API_COUNT];
 	uint64_t eo[NL_API_COUNT], ec[NL_API_COUNT], ro[NL_API_COUNT], rc[NL_API_COUNT];
 	unsigned ne = 0, nr = 0;
 	char file[64];
@@ -317,13 +316,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	/* The open descriptor pins the very file that was checked. */
 	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
 	rep.host_path = file;
-	for (int api = 0; api < NL_API_COUNT; api++) {
-		const struct nl_api_info *a = &nl_api_info[api];
-
-		names[2 * api] = a->lib == e->lib ? a->name : NULL;
-		names[2 * api + 1] = a->lib == e->lib ? a->alt : NULL;
-	}
-	err = nl_elf_resolve(fd, names, 2 * NL_API_COUNT, offs);
+	err = nl_elf_resolve_apis(fd, e->lib, offs);
 	if (err < 0) {
 		logf_(l, 0, "pid %d: %s: cannot read its symbols: %s", (int)t->pid, e->path,
 		      err == -ENOEXEC ? "not an ELF shared object" : strerror(-err));
@@ -332,7 +325,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	err = 0;
 	for (int api = 0; api < NL_API_COUNT; api++) {
 		const struct nl_api_info *a = &nl_api_info[api];
-		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+		uint64_t off = offs[api];
 		struct nl_placement pl;
 		uint32_t delta;
 
@@ -397,8 +390,14 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 			err = attach_perf(l, e, t->pid, file, ec[i], false, eo[i]);
 	}
 	if (err) {
-		logf_(l, 0, "pid %d: cannot attach probes to %s: %s", (int)t->pid, e->path,
-		      strerror(-err));
+		bool perf_denied = !l->multi && (err == -EACCES || err == -EPERM) && !nl_caps_sys_admin();
+
+		logf_(l, 0, "pid %d: cannot attach probes to %s: %s%s", (int)t->pid, e->path,
+		      strerror(-err),
+		      perf_denied ? ": CAP_SYS_ADMIN missing: without uprobe_multi links (Linux 6.6+) "
+				    "each probe is a perf event, and kernels carrying the fix for "
+				    "CVE-2025-38466 allow uprobe perf events only with CAP_SYS_ADMIN, "
+				    "CAP_PERFMON is not enough (docs/usage.md, \"Privileges\")" : "");
 		return err;
 	}
 	rep.attached = (int)ne;
@@ -753,6 +752,11 @@ int nl_loader_stats(struct nl_loader *l, uint64_t out[NL_STAT_MAX])
 	}
 	free(vals);
 	return 0;
+}
+
+bool nl_loader_perf_links(const struct nl_loader *l)
+{
+	return l && !l->multi;
 }
 
 int nl_loader_links(const struct nl_loader *l)

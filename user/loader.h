@@ -72,6 +72,8 @@ int nl_loader_stats(struct nl_loader *l, uint64_t out[NL_STAT_MAX]);
 
 /* Number of probe links currently attached, all targets. */
 int nl_loader_links(const struct nl_loader *l);
+/* Whether the probes are perf links, one per symbol (no uprobe_multi: Linux before 6.6). */
+bool nl_loader_perf_links(const struct nl_loader *l);
 
 /* Resolve a library for a command not started yet (-- mode). */
 int nl_find_library(const char *name_prefix, char *out, size_t outlen);

@@ -11,9 +11,12 @@
  * CAP_BPF and CAP_PERFMON: create uprobe links for libraries loaded later.
  * CAP_SYS_PTRACE: read /proc/PID/maps and open /proc/PID/root of targets
  * owned by other users. CAP_DAC_READ_SEARCH: open libraries in directories
- * the tool could not otherwise search. CAP_SYS_ADMIN only when it is what
- * stood in for CAP_BPF or CAP_PERFMON (a runtime that grants no CAP_BPF):
- * every kernel the programs run on (5.15+, attach cookies) knows the two.
+ * the tool could not otherwise search. CAP_SYS_ADMIN when it is what stood
+ * in for CAP_BPF or CAP_PERFMON (a runtime that grants no CAP_BPF: every
+ * kernel the programs run on, 5.15+ for attach cookies, knows the two), and
+ * when the probes are perf links (no uprobe_multi: Linux before 6.6), whose
+ * perf_event_open() on the uprobe PMU kernels carrying the fix for
+ * CVE-2025-38466 allow only with CAP_SYS_ADMIN.
  */
 static cap_value_t keep[5] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH };
 static size_t nkeep = 4;
@@ -41,7 +44,17 @@ bool nl_caps_can_trace(void)
 	return ok;
 }
 
-int nl_caps_drop(char *desc, size_t desclen)
+bool nl_caps_sys_admin(void)
+{
+	cap_t c = cap_get_proc();
+	bool ok = c && has(c, CAP_SYS_ADMIN, CAP_EFFECTIVE);
+
+	if (c)
+		cap_free(c);
+	return ok;
+}
+
+int nl_caps_drop(bool perf_uprobes, char *desc, size_t desclen)
 {
 	cap_t cur = cap_get_proc(), next = cap_init();
 	size_t off = 0;
@@ -51,7 +64,8 @@ int nl_caps_drop(char *desc, size_t desclen)
 		err = -errno;
 		goto out;
 	}
-	if ((!has(cur, CAP_BPF, CAP_PERMITTED) || !has(cur, CAP_PERFMON, CAP_PERMITTED)) &&
+	if ((perf_uprobes || !has(cur, CAP_BPF, CAP_PERMITTED) ||
+	     !has(cur, CAP_PERFMON, CAP_PERMITTED)) &&
 	    has(cur, CAP_SYS_ADMIN, CAP_PERMITTED) && nkeep < 5)
 		keep[nkeep++] = CAP_SYS_ADMIN;
 	/* the bounding set first: it needs CAP_SETPCAP, still effective now */

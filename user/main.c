@@ -31,6 +31,7 @@
 #include "loader_umulti.h"
 #include "placement.h"
 #include "policy.h"
+#include "procmaps.h"
 
 #define NANLOG_VERSION NL_APP_VERSION
 
@@ -93,8 +94,7 @@ static void on_attached(void *ctx, const struct nl_attach_report *r)
  */
 static void print_placement(const struct nl_opts *o, int lib, const char *prefix)
 {
-	const char *names[2 * NL_API_COUNT];
-	uint64_t offs[2 * NL_API_COUNT];
+	uint64_t offs[NL_API_COUNT];
 	char path[PATH_MAX];
 	int fd, n;
 
@@ -103,11 +103,7 @@ static void print_placement(const struct nl_opts *o, int lib, const char *prefix
 		return;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	for (int api = 0; api < NL_API_COUNT; api++) {
-		names[2 * api] = nl_api_info[api].lib == lib ? nl_api_info[api].name : NULL;
-		names[2 * api + 1] = nl_api_info[api].lib == lib ? nl_api_info[api].alt : NULL;
-	}
-	n = fd < 0 ? -errno : nl_elf_resolve(fd, names, 2 * NL_API_COUNT, offs);
+	n = fd < 0 ? -errno : nl_elf_resolve_apis(fd, lib, offs);
 	if (n < 0) {
 		printf("probe placement in %s: cannot read its symbols: %s\n", path, strerror(-n));
 		if (fd >= 0)
@@ -116,7 +112,7 @@ static void print_placement(const struct nl_opts *o, int lib, const char *prefix
 	}
 	printf("probe placement in %s%s:\n", path, o->no_placement ? " (--no-placement)" : "");
 	for (int api = 0; api < NL_API_COUNT; api++) {
-		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+		uint64_t off = offs[api];
 		struct nl_placement pl;
 
 		if (nl_api_info[api].lib != lib || !off)
@@ -127,6 +123,50 @@ static void print_placement(const struct nl_opts *o, int lib, const char *prefix
 		       nl_placement_effect(&pl, !o->no_placement));
 	}
 	close(fd);
+}
+
+/*
+ * --version --lib PATH: which entries of the API table the library exports,
+ * as the loader would find them (name, or the alternative name); with -v
+ * one line each.
+ */
+static int print_lib_exports(const char *path, int verbose)
+{
+	uint64_t offs[NL_API_COUNT];
+	int lib = nl_lib_of_path(path), fd, n, found = 0, want = 0, missing_req = 0;
+
+	if (lib < 0) {
+		diag(0, "%s: not a libamdhip64.so* or librccl.so* file name", path);
+		return -EINVAL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		n = -errno;
+		diag(0, "%s: %s", path, strerror(-n));
+		return n;
+	}
+	n = nl_elf_resolve_apis(fd, lib, offs);
+	close(fd);
+	if (n < 0) {
+		diag(0, "%s: cannot read its symbols: %s", path,
+		     n == -ENOEXEC ? "not an ELF shared object" : strerror(-n));
+		return n;
+	}
+	for (int api = 0; api < NL_API_COUNT; api++) {
+		if (nl_api_info[api].lib != lib)
+			continue;
+		want++;
+		found += offs[api] != 0;
+		missing_req += !offs[api] && !(nl_api_info[api].flags & NL_AF_OPT);
+	}
+	printf("library %s (%s): exports %d of the table's %d entry points%s\n", path,
+	       nl_lib_name(lib), found, want, missing_req ? ", lacks required ones" : "");
+	for (int api = 0; verbose && api < NL_API_COUNT; api++)
+		if (nl_api_info[api].lib == lib)
+			printf("    %-32s %s\n", nl_api_info[api].name,
+			       offs[api] ? "exported" :
+			       nl_api_info[api].flags & NL_AF_OPT ? "missing (optional)" : "missing");
+	return 0;
 }
 
 static int print_version(const struct nl_opts *o)
@@ -164,6 +204,9 @@ static int print_version(const struct nl_opts *o)
 		print_placement(o, NL_LIB_HIP, "libamdhip64.so");
 		print_placement(o, NL_LIB_RCCL, "librccl.so");
 	}
+	for (int i = 0; i < o->nlibs; i++)
+		if (print_lib_exports(o->libs[i], o->verbose))
+			return -EINVAL;
 	return 0;
 }
 
@@ -454,7 +497,7 @@ int main(int argc, char **argv)
 	if (err)
 		goto out;
 	app.attach_done_ns = mono_ns();
-	err = nl_caps_drop(caps, sizeof(caps));
+	err = nl_caps_drop(nl_loader_perf_links(app.l), caps, sizeof(caps));
 	if (err)
 		diag(0, "warning: cannot drop capabilities: %s", strerror(-err));
 	else

@@ -62,7 +62,8 @@ const char nl_usage[] =
 	"                           (default 60; 0 = never)\n"
 	"  -v, --verbose            explain attach decisions (repeat for more)\n"
 	"  -q, --quiet              no diagnostics but errors\n"
-	"      --version            version and probed kernel features\n"
+	"      --version            version and probed kernel features; with --lib PATH,\n"
+	"                           which API-table entries that library exports (-v: each)\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";

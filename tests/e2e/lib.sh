@@ -26,6 +26,27 @@ bpf_unavailable() {
 	return 1
 }
 
+# needs_namespaces WHAT CMD...: real BPF, a mount namespace and each CMD, or
+# one SKIP line that says which is missing (then return 1)
+needs_namespaces() {
+	nn_what=$1
+	shift
+	if nn_why=$(bpf_unavailable); then
+		skip "$nn_what: $nn_why"
+		return 1
+	fi
+	for nn_c in "$@"; do
+		if ! command -v "$nn_c" >/dev/null 2>&1; then
+			skip "$nn_what: $nn_c is not installed (make deps)"
+			return 1
+		fi
+	done
+	if ! unshare --mount true 2>/dev/null; then
+		skip "$nn_what: needs a mount namespace"
+		return 1
+	fi
+}
+
 # wait_for PATTERN FILE [TENTHS]: until grep finds PATTERN in FILE (default 10 s)
 wait_for() {
 	wf_n=${3:-100}
@@ -103,4 +124,41 @@ audit_matches() {
 		-f tests/e2e/audit_match.jq >"$TMP/$1.diff" || return 1
 	r=$(cat "$TMP/$1.diff")
 	[ "$r" = "[]" ] || { echo "  $r" | head -c 3000 >&2; return 1; }
+}
+
+# same_calls_by_thread LOG TRACE PID: a program's own log of its calls (one
+# JSON object with "api" a call, other lines ignored) against the tracer's
+# call records of PID, thread by thread: the same threads, and in each the
+# same count, order and logged keys; "rc" present exactly where the API
+# table gives the call a return probe (as --version -v lists it)
+same_calls_by_thread() {
+	jq -e -n --slurpfile e "$1" --slurpfile g "$2" --argjson pid "$3" \
+		--argjson ret "$("$TOOL" --version -v | awk '/^  (hip|nccl)[A-Za-z_]* / && /return-probe/ {print $1}' | jq -R . | jq -sc .)" '
+		($e | map(select(has("api")))) as $e |
+		($g | map(select(.type == "call" and .pid == $pid))) as $g |
+		def thread($l; $t): $l | map(select(.tid == $t));
+		([$e[].tid] | unique) == ([$g[].tid] | unique) and
+		all([$e[].tid] | unique | .[]; . as $t | thread($e; $t) as $x | thread($g; $t) as $y |
+			($x | length) == ($y | length) and
+			all(range(0; $x | length); . as $i | $x[$i] as $a | $y[$i] as $b |
+				($b | has("rc")) == ($ret | any(. == $a.api)) and
+				($a | to_entries | all(.key as $k | .value as $v |
+					if $k == "rc" and ($b | has("rc") | not) then true
+					else $b[$k] == $v end))))' >/dev/null
+}
+
+# bpf_ids_of PID: the BPF link and program ids a process holds open, one a line
+bpf_ids_of() {
+	grep -h '^\(link_id\|prog_id\):' /proc/"$1"/fdinfo/* 2>/dev/null | sort -u
+}
+
+# bpf_ids_left IDS: which of those (bpf_ids_of lines) the kernel still has
+bpf_ids_left() {
+	printf '%s\n' "$1" | while read -r what id; do
+		[ -n "$id" ] || continue
+		case "$what" in
+		link_id:) bpftool link show id "$id" >/dev/null 2>&1 && echo "link $id" ;;
+		prog_id:) bpftool prog show id "$id" >/dev/null 2>&1 && echo "prog $id" ;;
+		esac
+	done
 }

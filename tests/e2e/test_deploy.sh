@@ -14,6 +14,7 @@ K=deploy/kubernetes
 SIDECAR=$K/sidecar.yaml
 DS=$K/daemonset.yaml
 NP=$K/networkpolicy.yaml
+PRE66=$K/daemonset-pre66.yaml
 DOC=docs/kubernetes.md
 
 # check_v NAME CMD...: as check, but a failure shows what CMD printed
@@ -28,7 +29,7 @@ check_v() {
 	fi
 }
 
-for f in "$SIDECAR" "$DS" "$NP" "$K/.yamllint.yaml" Dockerfile scripts/ci-build.sh "$DOC"; do
+for f in "$SIDECAR" "$DS" "$NP" "$PRE66" "$K/.yamllint.yaml" Dockerfile scripts/ci-build.sh "$DOC"; do
 	check "$f exists" test -s "$f"
 done
 
@@ -49,7 +50,7 @@ for py in python3 /usr/bin/python3; do
 	fi
 done
 if [ -n "$PY" ]; then
-	for f in "$SIDECAR" "$DS" "$NP"; do
+	for f in "$SIDECAR" "$DS" "$NP" "$PRE66"; do
 		check_v "API schema: $f" "$PY" tests/e2e/k8s_schema.py "$f"
 	done
 	printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    a: 1\nspec:\n  shareProcessNamespce: true\n  containers: [{image: x}]\n' >"$TMP/bad.yaml"
@@ -70,7 +71,7 @@ if ! command -v yq >/dev/null 2>&1; then
 	skip "manifest fields: yq is not installed (Debian package yq; make deps)"
 	exit 0
 fi
-for f in "$SIDECAR" "$DS" "$NP"; do
+for f in "$SIDECAR" "$DS" "$NP" "$PRE66"; do
 	yq -c . "$f" | jq -s . >"$TMP/$(basename "$f" .yaml).json" || fail "yq cannot read $f"
 done
 DEFS=$(cat tests/e2e/deploy.jq)
@@ -104,6 +105,23 @@ for m in sidecar daemonset; do
 	jqc "$m: JSON Lines on stdout: no -o, no --format table" $m \
 		'(has_flag("-o") or has_flag("--output") or argval("--format") == "table") | not'
 done
+
+# the node agent for kernels before 6.6 (docs/kubernetes.md): daemonset.yaml's
+# pod with SYS_ADMIN added, only on nodes labelled with an older kernel
+jqc "daemonset-pre66: exactly BPF, PERFMON, SYS_PTRACE and SYS_ADMIN added" daemonset-pre66 \
+	'caps | length == 1 and all(.add | sort == ["BPF", "PERFMON", "SYS_ADMIN", "SYS_PTRACE"])'
+jqc "daemonset-pre66: required node affinity: kernel major < 6, or 6 and minor < 6" daemonset-pre66 \
+	'[workloads | podspec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms |
+	  map(.matchExpressions | map({(.key | split(".") | last): [.operator, .values]}) | add)] ==
+	 [[{"major": ["Lt", ["6"]]}, {"major": ["In", ["6"]], "minor": ["Lt", ["6"]]}]]'
+check "daemonset-pre66: otherwise daemonset.yaml's DaemonSet (name, labels, affinity, capabilities apart)" \
+	jq -e -n --slurpfile a "$TMP/daemonset.json" --slurpfile b "$TMP/daemonset-pre66.json" '
+		def strip: del(.metadata.name, .metadata.labels["app.kubernetes.io/component"],
+			.spec.selector.matchLabels["app.kubernetes.io/component"],
+			.spec.template.metadata.labels["app.kubernetes.io/component"],
+			.spec.template.spec.affinity,
+			.spec.template.spec.containers[].securityContext.capabilities.add);
+		[$a[0][] | select(.kind == "DaemonSet") | strip] == [$b[0][] | select(.kind == "DaemonSet") | strip]'
 
 # the sidecar
 jqc "sidecar: shareProcessNamespace true, no hostPID" sidecar \

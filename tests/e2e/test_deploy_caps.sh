@@ -8,20 +8,7 @@
 # shellcheck shell=sh
 . tests/e2e/lib.sh
 
-if why=$(bpf_unavailable); then
-	skip "deploy capabilities: $why"
-	exit 0
-fi
-for c in yq setpriv unshare; do
-	if ! command -v $c >/dev/null 2>&1; then
-		skip "deploy capabilities: $c is not installed (make deps)"
-		exit 0
-	fi
-done
-if ! unshare --mount true 2>/dev/null; then
-	skip "deploy capabilities: needs a mount namespace"
-	exit 0
-fi
+needs_namespaces "deploy capabilities" yq setpriv unshare || exit 0
 export LD_LIBRARY_PATH="$SIM"
 
 # "+bpf,+perfmon,+sys_ptrace" from the manifests' nanlog-bpf containers
@@ -84,3 +71,28 @@ run "$(echo "$CAPS" | tr ',' '\n' | grep -v '^+sys_ptrace$' | paste -sd, -)" nop
 check "without sys_ptrace: the libraries in the target's root refused, no batch" \
 	sh -c "grep -q 'Permission denied' '$TMP/noptrace.err' &&
 		jq -es '[.[] | select(.type == \"batch\")] | length == 0' '$TMP/noptrace.json'"
+
+# --- the perf-link fallback every kernel before 6.6 takes (forced here): one
+# perf event a probe, which kernels carrying the fix for CVE-2025-38466 open
+# for uprobes only with CAP_SYS_ADMIN; daemonset-pre66.yaml adds it
+PRE66=$(manifest_caps deploy/kubernetes/daemonset-pre66.yaml)
+export NANLOG_NO_UPROBE_MULTI=1
+run "$CAPS" fb
+if grep -q 'cannot attach probes' "$TMP/fb.err"; then
+	check "perf links, the manifests' capabilities: refused, the message names CAP_SYS_ADMIN and why" \
+		sh -c "grep 'cannot attach probes' '$TMP/fb.err' | grep 'Permission denied: CAP_SYS_ADMIN missing' |
+			grep -q 'CVE-2025-38466' && jq -es '[.[] | select(.type == \"batch\")] | length == 0' '$TMP/fb.json'"
+else
+	check "perf links, the manifests' capabilities: enough on this kernel (without the CVE-2025-38466 fix)" \
+		jq -es '[.[] | select(.type == "batch")] | length >= 20' "$TMP/fb.json"
+fi
+run "$PRE66" fb66
+check "perf links, daemonset-pre66.yaml's capabilities ($PRE66): batches audited" \
+	jq -es '[.[] | select(.type == "batch")] | length >= 20' "$TMP/fb66.json"
+check "  ...it kept CAP_SYS_ADMIN for late libraries, as perf links need it" \
+	grep -q 'permitted kept for late libraries: cap_bpf,cap_perfmon,cap_sys_ptrace,cap_sys_admin$' "$TMP/fb66.err"
+unset NANLOG_NO_UPROBE_MULTI
+run "$PRE66" um66
+check "uprobe_multi links, daemonset-pre66.yaml's capabilities: CAP_SYS_ADMIN dropped after attach" \
+	sh -c "jq -es '[.[] | select(.type == \"batch\")] | length >= 20' '$TMP/um66.json' >/dev/null &&
+		grep -q 'permitted kept for late libraries: cap_bpf,cap_perfmon,cap_sys_ptrace$' '$TMP/um66.err'"
