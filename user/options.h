@@ -38,6 +38,7 @@ struct nl_opts {
 	enum nl_format format;
 	enum nl_retprobe_policy retprobes;
 	bool every_launch;    /* --every-launch: no counted launch runs */
+	bool no_placement;    /* --no-placement: every probe at its symbol */
 	uint64_t ringbuf_size; /* bytes, power of two >= page size */
 	bool post_step;
 	bool has_copy_stream, has_compute_stream;
