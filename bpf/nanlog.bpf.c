@@ -238,25 +238,51 @@ static __always_inline void fill_entry(struct nl_wire *r, struct pt_regs *ctx,
 
 #define VOLATILE_READ(x) (*(volatile __typeof__(x) *)&(x))
 
+/* What the caller of end_run must do once its record is sent. */
+enum run_end {
+	RUN_ENDED,   /* nothing: no run is left open, or `next` is open */
+	RUN_HELD,    /* release the word (run_release): this call is ending its run */
+	RUN_CLOSING, /* nothing, but `next` is not open: another call is ending the run */
+};
+
 /*
- * Ends the process's open counted run and opens `next` (0: none); *flush
- * and *flush_ts: what the next record must carry, 0 when no launch was
- * counted in the run. Without a run to open, the plain read first keeps the
- * atomic off the common path (no run open).
+ * Ends the process's open counted run and opens `next` (0: none), for a
+ * call about to send a record (nanlog_rec.h, counted runs); *flush and
+ * *flush_ts: what that record must carry, 0 when no launch was counted in
+ * the run. A run with nothing counted is swapped for `next` at once: no
+ * record has to tell its end. One with launches counted is marked closing,
+ * and the word is released (cleared, or `next` opened) only once the record
+ * telling its end is in the ring (RUN_HELD); a run another call is closing
+ * is copied into this record, which opens nothing (RUN_CLOSING). The plain
+ * read first keeps the atomics off the common path (no run open).
  */
-static __always_inline void end_run(struct nl_target *tgt, __u64 next, __u64 *flush,
-				    __u64 *flush_ts)
+static __always_inline enum run_end end_run(struct nl_target *tgt, __u64 next, __u64 *flush,
+					    __u64 *flush_ts)
 {
-	__u64 old = 0;
+	__u64 w = VOLATILE_READ(tgt->run);
 
 	*flush = 0;
 	*flush_ts = 0;
-	if (next || VOLATILE_READ(tgt->run))
-		old = __sync_lock_test_and_set(&tgt->run, next);
-	if (NL_RUN_COUNT(old)) {
-		*flush = old;
+	if (!w && !next)
+		return RUN_ENDED;
+	if (!(w & NL_RUN_CLOSING)) {
+		if (!NL_RUN_COUNT(w) && __sync_val_compare_and_swap(&tgt->run, w, next) == w)
+			return RUN_ENDED;
+		/* launches counted (or one just added): ours to end, unless another call is */
+		w = __sync_fetch_and_or(&tgt->run, NL_RUN_CLOSING);
+	}
+	/* a closing word stays as it is until its closer releases it: no atomic needed */
+	if (NL_RUN_COUNT(w)) {
+		*flush = w;
 		*flush_ts = VOLATILE_READ(tgt->run_ts);
 	}
+	return (w & NL_RUN_CLOSING) ? RUN_CLOSING : RUN_HELD;
+}
+
+/* After a RUN_HELD end_run, once the record telling the run's end is sent. */
+static __always_inline void run_release(struct nl_target *tgt, __u64 next)
+{
+	__sync_lock_test_and_set(&tgt->run, next);
 }
 
 /*
@@ -373,24 +399,35 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 					 __u64 api, __u64 id, struct nl_target *tgt,
 					 struct tstate *t, __u64 *pend)
 {
-	__u64 stream, old, token, flush, flush_ts;
+	__u64 stream, old, token, run, flush, flush_ts;
+	enum run_end how;
 
 	old = VOLATILE_READ(tgt->run);
-	if (t->run_token && (!pend || !*pend) && NL_RUN_TOKEN(old) == t->run_token &&
-	    t->run_api == api &&
+	if (t->run_token && (!pend || !*pend) && !(old & NL_RUN_CLOSING) &&
+	    NL_RUN_TOKEN(old) == t->run_token && t->run_api == api &&
 	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !launch_stream(ctx, d->stream, &stream) &&
-	    stream == t->run_stream &&
-	    __sync_val_compare_and_swap(&tgt->run, old, old + 1) == old) {
+	    stream == t->run_stream) {
+		/*
+		 * The time first: a call ending the run right after the add
+		 * reads it. If the add fails, it is the time of this launch,
+		 * which then goes out after that call's record.
+		 */
 		tgt->run_ts = bpf_ktime_get_ns();
-		return;
+		if (__sync_val_compare_and_swap(&tgt->run, old, old + 1) == old)
+			return;
 	}
 	/* A new run; opening it ends the one open before, whoever owned it. */
 	token = (__sync_fetch_and_add(&tgt->next_token, 1) + 1) & NL_RUN_TOKEN_MASK;
 	if (!token)
 		token = 1;
 	t->run_token = 0; /* until this launch's record says its stream */
-	end_run(tgt, NL_RUN_WORD(token, 0), &flush, &flush_ts);
-	emit_entry(ctx, d, api, id, 0, pend, NL_RUN_WORD(token, 0), flush, flush_ts, t);
+	run = NL_RUN_WORD(token, 0);
+	how = end_run(tgt, run, &flush, &flush_ts);
+	if (how == RUN_CLOSING)
+		run = 0; /* another call is ending the open run: this launch starts none */
+	emit_entry(ctx, d, api, id, 0, pend, run, flush, flush_ts, t);
+	if (how == RUN_HELD)
+		run_release(tgt, run);
 }
 
 /* A record of only the end of a counted run, for a call that is sent later. */
@@ -418,6 +455,7 @@ int nl_entry(struct pt_regs *ctx)
 	struct tstate *t;
 	__u32 lib, level;
 	bool noret, countable;
+	enum run_end how;
 
 	d = hit_api(ctx, &api, &tgt);
 	if (!d)
@@ -451,14 +489,18 @@ int nl_entry(struct pt_regs *ctx)
 		return 0;
 	}
 
-	end_run(tgt, 0, &flush, &flush_ts);
+	how = end_run(tgt, 0, &flush, &flush_ts);
 	if (noret || !(d->flags & NL_AF_RET)) {
 		emit_entry(ctx, d, api, id, noret ? 0 : t->depth[NL_LIB_RCCL], pend, 0, flush,
 			   flush_ts, t);
+		if (how == RUN_HELD)
+			run_release(tgt, 0);
 	} else {
 		/* The record waits in the stash for the return probe; the run's end cannot. */
 		if (flush)
 			emit_run_end(t, id, pend, flush, flush_ts);
+		if (how == RUN_HELD)
+			run_release(tgt, 0);
 		level = total_depth(t);
 		if (level >= NL_STASH_LEVELS)
 			lost(NL_STAT_LOST_STASH, pend);

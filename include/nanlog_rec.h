@@ -41,7 +41,8 @@ struct nl_rec_call {
 		struct { /* without NL_RF_RET: counted launch runs (below) */
 			__u64 run;      /* this launch starts a counted run: NL_RUN_WORD(token, 0) */
 			__u64 flush;    /* a run ended here: NL_RUN_WORD(its token, launches
-					 * counted after its first) */
+					 * counted after its first), | NL_RUN_CLOSING
+					 * when a copy (below) */
 			__u64 flush_ts; /* CLOCK_MONOTONIC of the last launch counted in it */
 		};
 	};
@@ -57,15 +58,26 @@ struct nl_rec_call {
  * from any thread, carries the word in .flush (a call that waits for its
  * return probe sends an NL_REC_RUN first instead), and user space repeats the
  * first launch that many times (user/runs.c). The word packs the token and
- * the count so that one atomic exchange ends a run and one compare-and-swap
- * adds to it: a launch racing another thread's call can only start a new
- * run, never land in another run.
+ * the count so that one compare-and-swap adds to it: a launch racing another
+ * thread's call can only start a new run, never land in another run.
+ *
+ * Ending a run and putting its end in the ring cannot be one atomic step, so
+ * the call that ends a run with launches counted in it first marks the word
+ * NL_RUN_CLOSING (an atomic or: nothing can be added to it any more), sends
+ * its record, and only then clears the word or opens its own run. Until
+ * then every other record of the process, the run owner's next one
+ * included, carries a copy of the closing word (its NL_RUN_CLOSING bit says
+ * so) and no call opens a run. So each thread's next record, and any record
+ * made after it, comes after one record that carries the run's end: the
+ * launches are repeated at the first of them, and user space drops the
+ * others (docs/architecture.md, "Counted runs and record order").
  */
 #define NL_RUN_COUNT_BITS 24
+#define NL_RUN_CLOSING (1ull << 63) /* the run is being ended (above) */
 #define NL_RUN_COUNT_MAX ((1ull << NL_RUN_COUNT_BITS) - 1)
-#define NL_RUN_TOKEN_MASK ((1ull << (64 - NL_RUN_COUNT_BITS)) - 1)
+#define NL_RUN_TOKEN_MASK ((1ull << (63 - NL_RUN_COUNT_BITS)) - 1)
 #define NL_RUN_WORD(token, count) (((__u64)(token) << NL_RUN_COUNT_BITS) | (__u64)(count))
-#define NL_RUN_TOKEN(word) ((__u64)(word) >> NL_RUN_COUNT_BITS)
+#define NL_RUN_TOKEN(word) (((__u64)(word) >> NL_RUN_COUNT_BITS) & NL_RUN_TOKEN_MASK)
 #define NL_RUN_COUNT(word) ((__u64)(word) & NL_RUN_COUNT_MAX)
 
 /*
@@ -117,7 +129,7 @@ struct nl_wire {
 
 /* Value of the targets map: one per traced process, by slot. */
 struct nl_target {
-	__u64 run;        /* the open run: NL_RUN_WORD(token, count), 0 when none */
+	__u64 run;        /* the open run: NL_RUN_WORD(token, count) [| NL_RUN_CLOSING], 0 when none */
 	__u64 run_ts;     /* time of the last launch counted in it */
 	__u64 next_token; /* tokens handed out so far */
 	__u32 pid;        /* the process, as the tool numbers it (its PID namespace) */

@@ -58,6 +58,7 @@ struct nl_call {
 	uint64_t flush_token; /* a counted run ended right before this call: its token, */
 	uint64_t flush_count; /* the launches counted after its first, */
 	uint64_t flush_ts;    /* and the time of the last of them */
+	bool flush_copy;      /* that end is a copy (NL_RUN_CLOSING): only its run's first end counts */
 };
 
 struct nl_api_info {

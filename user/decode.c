@@ -35,6 +35,7 @@ void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
 			c->flush_token = NL_RUN_TOKEN(r->flush);
 			c->flush_count = NL_RUN_COUNT(r->flush);
 			c->flush_ts = r->flush_ts;
+			c->flush_copy = (r->flush & NL_RUN_CLOSING) != 0;
 		}
 	}
 	if (r->type == NL_REC_RUN) {
@@ -99,7 +100,8 @@ void nl_decode_rec(const struct nl_rec_call *r, struct nl_call *c)
 /*
  * A known tag and API; in an entry-only record, counted-run words that hold
  * together (nanlog_rec.h): a run is started by a countable launch with no
- * launch counted yet, an end names its run, and a run-end record has one.
+ * launch counted yet and not closing, an end names its run, and a run-end
+ * record has one.
  */
 static bool rec_ok(const struct nl_rec_call *r)
 {
@@ -108,7 +110,8 @@ static bool rec_ok(const struct nl_rec_call *r)
 	if (r->flags & NL_RF_RET)
 		return r->type == NL_REC_CALL; /* the words hold the return's values */
 	if (r->type == NL_REC_CALL && r->run &&
-	    (NL_RUN_COUNT(r->run) || !NL_RUN_TOKEN(r->run) || !nl_api_info[r->api].countable))
+	    ((r->run & NL_RUN_CLOSING) || NL_RUN_COUNT(r->run) || !NL_RUN_TOKEN(r->run) ||
+	     !nl_api_info[r->api].countable))
 		return false;
 	return NL_RUN_COUNT(r->flush) ? NL_RUN_TOKEN(r->flush) != 0 : r->type != NL_REC_RUN;
 }

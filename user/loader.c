@@ -675,7 +675,7 @@ static void untrace(struct nl_loader *l, const struct target *t)
 	rec.pid = (__u32)t->pid;
 	rec.tid = (__u32)t->pid;
 	rec.ts_ns = now_ns();
-	rec.flush = tv.run;
+	rec.flush = tv.run; /* a copy when closing: the closer's end may be in the ring */
 	rec.flush_ts = tv.run_ts;
 	deliver(l, &rec, sizeof(rec));
 }

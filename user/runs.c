@@ -12,8 +12,12 @@ uint64_t nl_runs_take(struct nl_runs *r, const struct nl_call *c, struct nl_call
 	if (!c->flush_count)
 		return 0;
 	if (c->flush_token != r->token) {
-		/* told twice (by the process and by the end of the trace), or lost */
-		if (c->flush_token != r->done_token)
+		/*
+		 * told twice (a copy, made while the run was closing, or by the
+		 * process and by the end of the trace), or lost; a copy can come
+		 * after later runs, and is never the only end of its run
+		 */
+		if (!c->flush_copy && c->flush_token != r->done_token)
 			*lost = c->flush_count;
 		return 0;
 	}
@@ -45,6 +49,7 @@ void nl_runs_note(struct nl_runs *r, const struct nl_call *c)
 	r->first.flush_token = 0;
 	r->first.flush_count = 0;
 	r->first.flush_ts = 0;
+	r->first.flush_copy = false;
 }
 
 int nl_runs_feed(struct nl_runs *r, const struct nl_call *c,

@@ -32,7 +32,8 @@ static bool valid(const struct nl_rec_call *r)
 	if (r->flags & NL_RF_RET)
 		return r->type == NL_REC_CALL;
 	if (r->type == NL_REC_CALL && r->run &&
-	    (NL_RUN_COUNT(r->run) || !NL_RUN_TOKEN(r->run) || !nl_api_info[r->api].countable))
+	    ((r->run & NL_RUN_CLOSING) || NL_RUN_COUNT(r->run) || !NL_RUN_TOKEN(r->run) ||
+	     !nl_api_info[r->api].countable))
 		return false;
 	return NL_RUN_COUNT(r->flush) ? NL_RUN_TOKEN(r->flush) != 0 : r->type != NL_REC_RUN;
 }

@@ -508,6 +508,64 @@ static void test_runs_feed(void **state)
 	assert_string_equal(feed_log, "LCCEx");
 }
 
+/* feeds one record to nl_runs_feed and returns how many launches it repeated */
+static uint64_t feed_one(struct nl_runs *runs, const struct nl_rec_call *r)
+{
+	struct nl_call c;
+	uint64_t counted;
+
+	assert_int_equal(nl_decode(r, sizeof(*r), &c), 0);
+	assert_int_equal(nl_runs_feed(runs, &c, feed_use, feed_lost, NULL, &counted), 0);
+	return counted;
+}
+
+/*
+ * Copies of a run's end (NL_RUN_CLOSING, sent by calls made while another
+ * call was ending the run): the first end to arrive, copy or not, places the
+ * launches; every later one is dropped, never counted as lost, even after
+ * later runs.
+ */
+static void test_runs_copies(void **state)
+{
+	struct nl_rec_call r = rec(NL_API_LAUNCH_KERNEL), ev = rec(NL_API_EVENT_RECORD);
+	struct nl_runs runs = { 0 };
+	struct nl_call c;
+
+	(void)state;
+	feed_n = 0;
+	memset(feed_log, 0, sizeof(feed_log));
+	r.run = NL_RUN_WORD(4, 0);
+	assert_int_equal(feed_one(&runs, &r), 0);
+	/* the copy comes first: the launches go before its call */
+	ev.flush = NL_RUN_CLOSING | NL_RUN_WORD(4, 2);
+	assert_int_equal(nl_decode(&ev, sizeof(ev), &c), 0);
+	assert_true(c.flush_copy);
+	assert_int_equal(c.flush_token, 4);
+	assert_int_equal(c.flush_count, 2);
+	assert_int_equal(feed_one(&runs, &ev), 2);
+	/* the closing call's own end, after it: dropped */
+	ev.flush = NL_RUN_WORD(4, 2);
+	assert_int_equal(feed_one(&runs, &ev), 0);
+	/* the next run, ended by its closer first */
+	r.run = NL_RUN_WORD(5, 0);
+	assert_int_equal(feed_one(&runs, &r), 0);
+	ev.flush = NL_RUN_WORD(5, 1);
+	assert_int_equal(feed_one(&runs, &ev), 1);
+	/* a copy of either run, late: nothing, and no loss */
+	ev.flush = NL_RUN_CLOSING | NL_RUN_WORD(5, 1);
+	assert_int_equal(feed_one(&runs, &ev), 0);
+	r = rec(NL_API_EVENT_RECORD);
+	r.type = NL_REC_RUN;
+	r.api = 0;
+	r.flush = NL_RUN_CLOSING | NL_RUN_WORD(4, 2);
+	assert_int_equal(feed_one(&runs, &r), 0);
+	assert_string_equal(feed_log, "LCCEELCEE");
+	/* a run is never started closing */
+	r = rec(NL_API_LAUNCH_KERNEL);
+	r.run = NL_RUN_CLOSING | NL_RUN_WORD(6, 0);
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
+}
+
 /* Counted launch runs: the fields, what is refused, and the repeats (user/runs.c). */
 static void test_decode_runs(void **state)
 {
@@ -608,8 +666,9 @@ int main(void)
 		cmocka_unit_test(test_table_is_consistent), cmocka_unit_test(test_decode_copy),
 		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
 		cmocka_unit_test(test_decode_config_stream), cmocka_unit_test(test_decode_runs),
-		cmocka_unit_test(test_runs_feed),           cmocka_unit_test(test_wire_expand),
-		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line), cmocka_unit_test(test_graph_handles),
+		cmocka_unit_test(test_runs_feed),           cmocka_unit_test(test_runs_copies),
+		cmocka_unit_test(test_wire_expand),         cmocka_unit_test(test_decode_rejects),
+		cmocka_unit_test(test_raw_line),            cmocka_unit_test(test_graph_handles),
 		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
 	};
 
