@@ -31,6 +31,7 @@ static const char *const invalid_names[NL_NINVALID] = {
 	[NL_INVALID_LOST_RECORDS] = "lost_records", [NL_INVALID_BAD_RECORDS] = "bad_records",
 	[NL_INVALID_UNTRACKED] = "untracked_records", [NL_INVALID_EVICTED] = "evicted",
 	[NL_INVALID_PROBE_MISSING] = "probe_missing",
+	[NL_INVALID_LATE_OPS] = "late_ops",
 };
 
 #define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[i] : "?")
@@ -503,9 +504,9 @@ static void retire(struct nl_engine *e, int i)
 		e->last_proc = -1;
 }
 
-/* evidence_valid and why not (docs/output.md). Counters that do not make
- * the evidence invalid: ignored_records (calls that failed did nothing) and
- * late_ops (see there). */
+/* evidence_valid and why not (docs/output.md). The one counter that does
+ * not make the evidence invalid is ignored_records: a call that failed did
+ * nothing. A late op is stage work its batch's verdict never weighed. */
 static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
 {
 	const struct nl_run_info *r = &s->run;
@@ -531,6 +532,8 @@ static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
 		m |= 1u << NL_INVALID_EVICTED;
 	if (e->probe_missing)
 		m |= 1u << NL_INVALID_PROBE_MISSING;
+	if (s->late_ops)
+		m |= 1u << NL_INVALID_LATE_OPS;
 	s->invalid_mask = m;
 	s->evidence_valid = m == 0;
 }

@@ -55,6 +55,7 @@ enum nl_invalid_reason {
 	NL_INVALID_UNTRACKED,       /* calls of processes beyond the process cap */
 	NL_INVALID_EVICTED,         /* state pushed out by a cap */
 	NL_INVALID_PROBE_MISSING,   /* a probe that matters could not attach */
+	NL_INVALID_LATE_OPS,        /* ops that came after their batch's verdict */
 	NL_NINVALID
 };
 
