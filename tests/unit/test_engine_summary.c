@@ -238,10 +238,23 @@ static void late_ops(void **state)
 	tb_free(t);
 }
 
+/* A clean job, the loader's facts ri, and the evidence they leave. */
+static void with_run_info(const struct nl_run_info *ri, uint32_t invalid)
+{
+	struct tr_opts o = tr_defaults(6);
+	struct tr_run r;
+	struct tb *t = tb_new(NULL);
+
+	tr_job(t, &o, &r);
+	nl_engine_set_run_info(t->e, ri);
+	tb_finish(t);
+	assert_evidence(t, invalid, 0);
+	tb_free(t);
+}
+
 static void lost_and_bad_records(void **state)
 {
 	struct tr_opts o = tr_defaults(6);
-	struct nl_run_info ri = { 0 };
 	struct tr_run r;
 	struct tb *t;
 
@@ -255,33 +268,12 @@ static void lost_and_bad_records(void **state)
 	assert_evidence(t, INVALID(LOST_RECORDS), 0);
 	tb_free(t);
 
-	/* what only the loader knows: the stash, and records that did not decode */
-	t = tb_new(NULL);
-	tr_job(t, &o, &r);
-	ri.lost_stash = 1;
-	nl_engine_set_run_info(t->e, &ri);
-	tb_finish(t);
-	assert_evidence(t, INVALID(LOST_RECORDS), 0);
-	tb_free(t);
-
-	t = tb_new(NULL);
-	tr_job(t, &o, &r);
-	ri.lost_stash = 0;
-	ri.bad_records = 1;
-	nl_engine_set_run_info(t->e, &ri);
-	tb_finish(t);
-	assert_evidence(t, INVALID(BAD_RECORDS), 0);
-	tb_free(t);
-
-	/* run info without any loss changes nothing */
-	t = tb_new(NULL);
-	tr_job(t, &o, &r);
-	ri.bad_records = 0;
-	ri.probes_attached = 44;
-	nl_engine_set_run_info(t->e, &ri);
-	tb_finish(t);
-	assert_evidence(t, 0, 0);
-	tb_free(t);
+	/* what only the loader knows: the stash, and records that did not decode;
+	 * run info without any loss changes nothing */
+	with_run_info(&(struct nl_run_info){ .lost_stash = 1 }, INVALID(LOST_RECORDS));
+	with_run_info(&(struct nl_run_info){ .lost_ringbuf = 3 }, INVALID(LOST_RECORDS));
+	with_run_info(&(struct nl_run_info){ .bad_records = 1 }, INVALID(BAD_RECORDS));
+	with_run_info(&(struct nl_run_info){ .probes_attached = 44, .nested_folded = 9 }, 0);
 }
 
 static void untracked_process(void **state)
