@@ -1,6 +1,10 @@
 # nanlog-bpf build. Output goes under build/; quiet unless V=1.
 # Targets: all (default), deps, test, demo, bench, clean;
-#          fuzz, fuzz-regress, valgrind (docs/fuzzing.md).
+#          image (the container image, with podman: docs/kubernetes.md;
+#          make test and make e2e build it first);
+#          fuzz, fuzz-regress, valgrind (docs/fuzzing.md);
+#          fuzz-audit (docs/engine.md, "Model-based random testing");
+#          tool, install, uninstall, deb, pkgroot (docs/packaging.md).
 
 ARCH := $(shell uname -m)
 ifneq ($(ARCH),x86_64)
@@ -54,6 +58,13 @@ SIMRCCL    := $(B)/sim/librccl.so.1
 SIMHIP_SRCS := $(wildcard sim/hip/*.c)
 SIMRCCL_SRCS := $(wildcard sim/rccl/*.c)
 SIMHIP_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMHIP_SRCS))
+# simhip once more with -fcf-protection, as distributions build ROCm 5.7 and
+# later: every export begins with endbr64; push %rbp, whose probe the kernel
+# single-steps at the symbol and emulates when placed on the push (the
+# bench's controlled experiment of placement, and the tests that compare
+# arguments read both ways; docs/performance.md)
+SIMHIP_CF  := $(B)/sim/cf/libamdhip64.so.5
+SIMHIP_CF_OBJS := $(patsubst sim/%.c,$(B)/simobj/cf/%.o,$(SIMHIP_SRCS))
 SIMRCCL_OBJS := $(patsubst sim/%.c,$(B)/simobj/%.o,$(SIMRCCL_SRCS))
 # Every program under sim/progs/NAME.c is a workload or helper built against
 # the real HIP headers and linked against whichever libamdhip64.so.5 is found
@@ -87,30 +98,92 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
 FUZZ_BINS    := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_NAMES))
 CORE_FUZZ_OBJS := $(patsubst user/%.c,$(B)/fuzz/user/%.o,$(CORE_SRCS))
 FUZZ_LIB     := $(B)/fuzz/libnanlog-core-fuzz.a
+# --- model-based random testing of the audit (docs/engine.md): random pipeline
+# programs and their truth (tests/audit), the driver and the unit test's sample
+AUDIT_GEN_SRCS := tests/audit/randprog.c tests/audit/randcheck.c
+AUDIT_GEN_DEPS := $(AUDIT_GEN_SRCS) tests/audit/randprog.h
+FUZZ_AUDIT   := $(B)/audit/fuzz_audit
+FUZZ_AUDIT_SECONDS ?= 60
+FUZZ_AUDIT_COUNT ?=
+FUZZ_AUDIT_FIRST ?= 1
+FUZZ_AUDIT_OUT ?= $(B)/audit/found
 # --- valgrind: the core unit tests again, without ASan (it and valgrind exclude
-# each other); not test_sim*, see docs/fuzzing.md
+# each other); not test_sim*, see docs/fuzzing.md; not test_audit_random, whose
+# sample of random programs takes valgrind minutes (ASan runs it in make test)
 VG_CFLAGS    ?= -O1 -g
 CORE_VG_OBJS := $(patsubst user/%.c,$(B)/vg/user/%.o,$(CORE_SRCS))
 VG_LIB       := $(B)/vg/libnanlog-core-vg.a
-VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(CORE_UNIT_SRCS))
+VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(filter-out tests/unit/test_audit_random.c,$(CORE_UNIT_SRCS)))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
-BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench \
-	      $(B)/bench/ss/libamdhip64.so.5
+BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
 .SECONDARY: $(B)/bench/floor.bpf.o
 
 TOOL := $(B)/nanlog-bpf
 
-.PHONY: all deps test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind
+# --- version, install, package (docs/packaging.md) -----------------------------
+# One version: scripts/version.sh (git describe, or the VERSION file). It goes
+# into the binary through $(B)/version.h, which is rewritten only when the
+# version changes, and into the man page, the unit and the package.
+# (The image's dependency layer holds the Makefile without the script:
+# make deps needs no version.)
+VERSION  := $(shell [ ! -e scripts/version.sh ] || ./scripts/version.sh)
+ifeq ($(VERSION)$(wildcard scripts/version.sh),scripts/version.sh)
+$(error scripts/version.sh gave no version)
+endif
+# the man page's date: the package build's SOURCE_DATE_EPOCH, else the commit's
+MAN_DATE := $(shell d=$${SOURCE_DATE_EPOCH:-$$(git -c safe.directory='*' log -1 --format=%ct 2>/dev/null)}; \
+	date -u -d @$${d:-$$(date +%s)} +%Y-%m-%d)
+PREFIX   ?= /usr/local
+SBINDIR  ?= $(PREFIX)/sbin
+MANDIR   ?= $(PREFIX)/share/man
+DOCDIR   ?= $(PREFIX)/share/doc/nanlog-bpf
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+# logrotate reads only /etc/logrotate.d, whatever the prefix
+LOGROTATEDIR ?= /etc/logrotate.d
+INSTALL  ?= install
+MAN      := $(B)/nanlog-bpf.8
+UNIT     := $(B)/nanlog-bpf.service
+DOCS     := README.md CHANGELOG.md $(wildcard docs/*.md)
+# the man page and the unit name the folders they are installed for: make
+# writes them to $(B) for the default folders, make install again for its own
+SUBST    := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@DATE@|$(MAN_DATE)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' \
+	-e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@UNITDIR@|$(UNITDIR)|g'
+# what install lays out: source:destination:mode (a .in source through SUBST)
+INSTALL_FILES := $(TOOL):$(SBINDIR)/nanlog-bpf:755 man/nanlog-bpf.8.in:$(MANDIR)/man8/nanlog-bpf.8:644 \
+	completions/nanlog-bpf:$(BASHCOMPDIR)/nanlog-bpf:644 \
+	deploy/systemd/nanlog-bpf.service.in:$(UNITDIR)/nanlog-bpf.service:644 \
+	deploy/systemd/nanlog-bpf.logrotate:$(LOGROTATEDIR)/nanlog-bpf:644 \
+	$(foreach d,$(DOCS),$(d):$(DOCDIR)/$(notdir $(d)):644)
+DEB      := $(B)/deb/nanlog-bpf_$(VERSION)_amd64.deb
+PKGROOT  := $(B)/pkgroot/bookworm-minbase
+DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] bpf/*.[ch] include/*.h vmlinux/* \
+	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
+
+.PHONY: all deps image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
+	fuzz-audit tool install uninstall deb pkgroot FORCE
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
 SAN_TOOL := $(B)/san/nanlog-bpf
 SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 
-all: $(TOOL) $(SAN_TOOL) $(SIMHIP) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) $(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS)
+all: $(TOOL) $(MAN) $(UNIT) $(SAN_TOOL) $(SIMHIP) $(SIMHIP_CF) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) \
+	$(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS) $(FUZZ_AUDIT)
 
 deps:
 	$(Q)./scripts/deps.sh
+
+# the Dockerfile, built with podman from a local Debian 12 base (no registry);
+# the base and podman's layers are cached (scripts/image.sh). make test builds
+# it first for the tests that run it, unless podman cannot run here: then it
+# says why, and so do those tests (SKIP).
+image:
+	$(Q)B=$(B) ./scripts/image.sh
+
+# a failed build does not stop make test: the image tests then fail, saying why
+image-if-podman:
+	-$(Q)B=$(B) ./scripts/image.sh --if-podman
 
 # ---- BPF object and skeleton
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c | $(B)/bpf
@@ -126,16 +199,16 @@ $(B)/%.skel.h: $(B)/bpf/%.bpf.o
 # ---- user space
 $(B)/user/%.o: user/%.c | $(B)/user
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(LOADER_OBJS): $(SKELS)
+$(LOADER_OBJS): $(SKELS) $(B)/version.h
 $(LOADER_OBJS): BASE_CFLAGS += -I$(B)
 
 $(B)/san/user/%.o: user/%.c | $(B)/san/user
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -c $< -o $@
 
-$(SAN_LOADER_OBJS): $(SKELS)
+$(SAN_LOADER_OBJS): $(SKELS) $(B)/version.h
 $(SAN_LOADER_OBJS): BASE_CFLAGS += -I$(B)
 .SECONDARY: $(SAN_LOADER_OBJS)
 
@@ -149,7 +222,61 @@ $(B)/libnanlog-core.a: $(CORE_OBJS)
 
 $(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf -lz -lcap -lm -lmicrohttpd $(EXTRA_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf -lz -lcap -lm -lmicrohttpd $(EXTRA_LIBS)
+
+# ---- version, man page, unit, install, package (docs/packaging.md)
+$(B)/version.h: FORCE | $(B)
+	$(Q)v='#define NL_APP_VERSION "$(VERSION)"'; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || { printf '  %-8s %s\n' GEN "$@ ($(VERSION))"; echo "$$v" > $@; }
+
+FORCE:
+
+$(MAN): man/nanlog-bpf.8.in $(B)/version.h | $(B)
+	$(call msg,GEN,$@)
+	$(Q)$(SUBST) $< > $@
+
+$(UNIT): deploy/systemd/nanlog-bpf.service.in | $(B)
+	$(call msg,GEN,$@)
+	$(Q)$(SUBST) $< > $@
+
+# what the package builds: the tool and its installed files, nothing else
+tool: $(TOOL) $(MAN) $(UNIT)
+
+# install checks every destination folder before it writes anything, so that
+# a prefix it may not write fails at once, not half way; it never compiles (a
+# `sudo make install` leaves no root-owned build output behind)
+install:
+	$(Q)for f in $(INSTALL_FILES); do src=$${f%%:*}; \
+		[ -e "$$src" ] || { echo "make install: $$src is not built; run make first" >&2; exit 1; }; done
+	$(Q)for f in $(INSTALL_FILES); do d=$${f#*:}; d=$$(dirname "$(DESTDIR)$${d%:*}"); \
+		while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \
+		[ -d "$$d" ] && [ -w "$$d" ] || { echo "make install: cannot write to $$d: Permission denied (run as root, or set PREFIX= or DESTDIR=)" >&2; exit 1; }; done
+	$(Q)for f in $(INSTALL_FILES); do src=$${f%%:*}; rest=$${f#*:}; dst="$(DESTDIR)$${rest%:*}"; \
+		printf '  %-8s %s\n' INSTALL "$$dst"; \
+		$(INSTALL) -d -m 755 "$$(dirname "$$dst")" || exit 1; \
+		case "$$src" in \
+		*.in) $(SUBST) "$$src" > "$$dst" && chmod $${rest##*:} "$$dst" ;; \
+		*) $(INSTALL) -m $${rest##*:} "$$src" "$$dst" ;; \
+		esac || exit 1; done
+
+uninstall:
+	$(Q)for f in $(INSTALL_FILES); do rest=$${f#*:}; rm -f "$(DESTDIR)$${rest%:*}" || exit 1; done
+	$(Q)rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+
+# the Debian package, built by dpkg-buildpackage in a copy of the tree under
+# $(B)/deb (scripts/deb.sh), which it leaves untouched
+deb: $(DEB)
+
+$(DEB): $(DEB_SRCS)
+	$(call msg,DEB,$@)
+	$(Q)./scripts/deb.sh "$(VERSION)" $(B)/deb
+
+# the Debian 12 root the package test installs it into: made once, kept
+pkgroot: $(PKGROOT)
+
+$(PKGROOT):
+	$(call msg,MMDEBSTRAP,$@)
+	$(Q)./scripts/pkgroot.sh $@
 
 # ---- sim
 $(B)/simobj/hip/%.o: sim/hip/%.c | $(B)/simobj/hip
@@ -164,6 +291,14 @@ $(SIMHIP): $(SIMHIP_OBJS) sim/hip/libamdhip64.map | $(B)/sim
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_OBJS) -lrt
 	$(Q)ln -sf libamdhip64.so.5 $(B)/sim/libamdhip64.so
+
+$(B)/simobj/cf/hip/%.o: sim/hip/%.c | $(B)/simobj/cf/hip
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SIM_ABI_CFLAGS) -fcf-protection=full -fPIC -fvisibility=hidden -pthread -c $< -o $@
+
+$(SIMHIP_CF): $(SIMHIP_CF_OBJS) sim/hip/libamdhip64.map | $(B)/sim/cf
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(SIMHIP_CF_OBJS) -lrt
 
 $(SIMRCCL): $(SIMRCCL_OBJS) sim/rccl/librccl.map $(SIMHIP) | $(B)/sim
 	$(call msg,LD,$@)
@@ -191,6 +326,14 @@ $(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
 
+$(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $(CORE_SAN_OBJS) | $(B)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
+
+$(FUZZ_AUDIT): tests/audit/fuzz_audit.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a $(B)/version.h | $(B)/audit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) -o $@ $< $(AUDIT_GEN_SRCS) $(B)/libnanlog-core.a -lelf -lz -lm
+
 $(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lm
@@ -209,21 +352,11 @@ $(B)/bench/%.skel.h: $(B)/bench/%.bpf.o
 
 $(B)/bench/micro: bench/micro.c $(SIMHIP) | $(B)/bench
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -L$(B)/sim -Wl,--as-needed -lamdhip64
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -ldl
 
 $(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.o $(B)/libnanlog-core.a
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/loader_umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
-
-# simhip once more with gcc's default prologues (xor, cmp, mov first), whose
-# probes the kernel single-steps: the bench's figure of what a prologue costs
-$(B)/bench/ss/%.o: sim/hip/%.c | $(B)/bench/ss
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -pthread -c $< -o $@
-
-$(B)/bench/ss/libamdhip64.so.5: $(patsubst sim/hip/%.c,$(B)/bench/ss/%.o,$(SIMHIP_SRCS)) sim/hip/libamdhip64.map
-	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -pthread -Wl,-soname,libamdhip64.so.5 -Wl,--version-script=sim/hip/libamdhip64.map -o $@ $(filter %.o,$^) -lrt
 
 # enginebench counts the engine's allocations: malloc, calloc, realloc wrapped
 $(B)/bench/enginebench: bench/enginebench.c $(B)/libnanlog-core.a | $(B)/bench
@@ -281,19 +414,26 @@ fuzz: $(FUZZ_BINS)
 fuzz-regress: $(FUZZ_BINS)
 	$(Q)B=$(B) ./tests/fuzz/run.sh regress $(FUZZ_NAMES)
 
+# random pipeline programs through the engine for FUZZ_AUDIT_SECONDS (or
+# FUZZ_AUDIT_COUNT programs from seed FUZZ_AUDIT_FIRST); each new class of
+# disagreement is shrunk and written to FUZZ_AUDIT_OUT (docs/engine.md)
+fuzz-audit: $(FUZZ_AUDIT)
+	$(Q)$(FUZZ_AUDIT) $(if $(FUZZ_AUDIT_COUNT),-n $(FUZZ_AUDIT_COUNT),-s $(FUZZ_AUDIT_SECONDS)) \
+		-f $(FUZZ_AUDIT_FIRST) -o $(FUZZ_AUDIT_OUT)
+
 # test_concurrent_render spins a feeder thread against the renderer: valgrind
 # serializes threads and takes minutes over it (ASan runs it in `make test`)
 VG_SKIP ?= test_concurrent_render
 valgrind: $(VG_BINS)
 	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
 
-test: all
+test: all image-if-podman
 	$(Q)./tests/run.sh
 
 unit: all
 	$(Q)./tests/run.sh unit
 
-e2e: all
+e2e: all image-if-podman
 	$(Q)./tests/run.sh e2e
 
 demo: all
@@ -302,7 +442,7 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/bpf $(B)/bench $(B)/bench/ss $(B)/user $(B)/san/user $(B)/sim $(B)/simobj/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/sim/cf $(B)/simobj/hip $(B)/simobj/cf/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
 $(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
 	$(Q)mkdir -p $@
 
@@ -310,4 +450,5 @@ clean:
 	$(call msg,CLEAN,$(B))
 	$(Q)rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# (not the package build's copy of the tree, nor the Debian root's *.d folders)
+-include $(shell find $(B) \( -path $(B)/deb -o -path $(B)/pkgroot \) -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -2,7 +2,10 @@
 # make bench: the performance figures of docs/performance.md, measured side by
 # side in one run, written as a table into docs/performance.md (between the
 # BENCH-TABLE markers) and as JSON into $B/bench.json. Needs root (BPF),
-# bpftrace, /usr/bin/time (Debian package time) and jq. Takes about 2 minutes.
+# bpftrace, /usr/bin/time (Debian package time) and jq. Takes about 2 minutes,
+# and some 5 more for the real runtimes (bench/real.sh) when their root file
+# systems are there (scripts/rootfs.sh). BENCH_ONLY=real runs only those and
+# writes only their part of $B/bench.json, leaving docs/performance.md alone.
 #
 # Environment: BENCH_REPS (5) repetitions, interleaved; BENCH_CALLS (100000)
 # probed calls per microbenchmark run; BENCH_BATCHES (300) workload batches;
@@ -24,18 +27,23 @@ die() { echo "bench: $*" >&2; exit 1; }
 for c in bpftrace bpftool jq taskset sysctl; do command -v $c >/dev/null || die "$c missing (make deps)"; done
 [ -x /usr/bin/time ] || die "/usr/bin/time missing (Debian package time; make deps)"
 for f in $TOOL $B/bench/micro $B/bench/floor $B/bench/bigrec $B/bench/enginebench \
-	$B/sim/pipeline $B/sim/knowncalls $B/bench/ss/libamdhip64.so.5; do
+	$B/sim/pipeline $B/sim/knowncalls $B/sim/cf/libamdhip64.so.5; do
 	[ -x "$f" ] || die "$f missing: make all"
 done
 
 W=$(mktemp -d)
 pids=""
-cleanup() { for p in $pids; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$W"; }
+cleanup() {
+	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+	for r in ${real_roots:-}; do rm -rf "$r/tmp/nanlog-bench"; done
+	rm -rf "$W"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 LIB=$(realpath "$B/sim/libamdhip64.so.5")
-# simhip built with gcc's default prologues: its probes are single-stepped
-LIB_SS=$(realpath "$B/bench/ss/libamdhip64.so.5")
+# simhip built with -fcf-protection: endbr64; push %rbp, single-stepped at the
+# symbol, emulated where nanlog-bpf places its probes
+LIB_SS=$(realpath "$B/sim/cf/libamdhip64.so.5")
 
 now_ns() { date +%s%N; }
 # wait_for PATTERN FILE [SECONDS [PID ERRFILE]]: PID must stay alive meanwhile;
@@ -90,50 +98,62 @@ END { clear(@s); }
 EOF
 }
 
+# tracer_start MODE PID LIB DIR: the tracer of MODE attached to PID and ready
+# (LIB: the runtime's file, for the floor and bpftrace; DIR: its files); tp
+# is its pid, empty for none. floor* at the symbols, *_placed and floor_ssp
+# where nanlog-bpf places its probes (floor -P).
+tracer_start() {
+	ts_m=$1 ts_p=$2 ts_lib=$3 ts_d=$4
+	tp=
+	case $ts_m in
+	floor* | capture | ring)
+		fm=floor fo=
+		case $ts_m in capture | ring) fm=$ts_m ;; *_placed | floor_ssp) fo=-P ;; esac
+		taskset -c 1 "$B/bench/floor" -m $fm $fo -p "$ts_p" "$ts_lib" >"$ts_d/t.out" 2>"$ts_d/t.err" &
+		tp=$!
+		wait_for '^attached' "$ts_d/t.out" 30 $tp "$ts_d/t.err" ;;
+	nanlog*)
+		taskset -c 1 "$TOOL" -p "$ts_p" -o "$ts_d/t.out" 2>"$ts_d/t.err" &
+		tp=$!
+		wait_for 'symbols attached' "$ts_d/t.err" 60 $tp "$ts_d/t.err" ;;
+	stalled)
+		# the reader stopped for the timed calls (a sidecar at its CPU limit)
+		taskset -c 1 "$TOOL" -p "$ts_p" --ringbuf-size "$STALL_RING" -o "$ts_d/t.out" 2>"$ts_d/t.err" &
+		tp=$!
+		wait_for 'symbols attached' "$ts_d/t.err" 30 $tp "$ts_d/t.err"
+		kill -STOP "$tp" ;;
+	bpftrace*)
+		bt_script "$ts_p" "$ts_d/bt.ready" "$ts_lib" >"$ts_d/m.bt"
+		taskset -c 1 bpftrace --unsafe -p "$ts_p" -o "$ts_d/t.out" "$ts_d/m.bt" >/dev/null 2>"$ts_d/t.err" &
+		tp=$!
+		wait_for '' "$ts_d/bt.ready" 120 $tp "$ts_d/t.err" ;;
+	esac
+	[ -z "$tp" ] || pids="$pids $tp"
+}
+tracer_stop() {
+	if [ -n "$tp" ]; then
+		kill -INT "$tp" 2>/dev/null
+		wait "$tp"
+	fi
+}
+
 # micro_run MODE: one run; appends "MODE calls elapsed_ns captured" to micro.tsv
 micro_run() {
 	m=$1 r=$W/run
 	rm -rf "$r" && mkdir "$r"
 	libdir=$B/sim lib=$LIB
-	case $m in *_ss) libdir=$B/bench/ss lib=$LIB_SS ;; esac
+	case $m in *_ss | *_ssp) libdir=$B/sim/cf lib=$LIB_SS ;; esac
 	env LD_LIBRARY_PATH="$libdir" SIMHIP_BANDWIDTH_MBPS=0 SIMHIP_TIME_SCALE=0 \
 		SIMHIP_BATCH_WORKERS=1 taskset -c 0 "$B/bench/micro" -g -n "$CALLS" \
 		>"$r/micro.out" 2>"$r/micro.err" &
 	mp=$!
 	pids="$pids $mp"
 	wait_for '^ready' "$r/micro.out"
-	tp=
-	case $m in
-	floor | floor_ss | capture | ring)
-		fm=floor
-		[ "$m" = capture ] || [ "$m" = ring ] && fm=$m
-		taskset -c 1 "$B/bench/floor" -m $fm -p "$mp" "$lib" >"$r/t.out" 2>"$r/t.err" &
-		tp=$!
-		wait_for '^attached' "$r/t.out" 30 $tp "$r/t.err" ;;
-	nanlog | nanlog_ss)
-		taskset -c 1 "$TOOL" -p "$mp" -o "$r/t.out" 2>"$r/t.err" &
-		tp=$!
-		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err" ;;
-	stalled)
-		# the reader stopped for the timed calls (a sidecar at its CPU limit)
-		taskset -c 1 "$TOOL" -p "$mp" --ringbuf-size "$STALL_RING" -o "$r/t.out" 2>"$r/t.err" &
-		tp=$!
-		wait_for 'symbols attached' "$r/t.err" 30 $tp "$r/t.err"
-		kill -STOP "$tp" ;;
-	bpftrace | bpftrace_ss)
-		bt_script "$mp" "$r/bt.ready" "$lib" >"$r/m.bt"
-		taskset -c 1 bpftrace --unsafe -p "$mp" -o "$r/t.out" "$r/m.bt" >/dev/null 2>"$r/t.err" &
-		tp=$!
-		wait_for '' "$r/bt.ready" 120 $tp "$r/t.err" ;;
-	esac
-	pids="$pids $tp"
+	tracer_start "$m" "$mp" "$lib" "$r"
 	kill -USR1 "$mp"
 	wait "$mp" || die "micro failed under $m: $(cat "$r/micro.err")"
 	[ "$m" = stalled ] && kill -CONT "$tp"
-	if [ -n "$tp" ]; then
-		kill -INT "$tp" 2>/dev/null
-		wait "$tp"
-	fi
+	tracer_stop
 	case $m in
 	nanlog | stalled | nanlog_ss)
 		cap=$(jq -s 'map(select(.type == "summary"))[0].records // 0' "$r/t.out")
@@ -149,6 +169,16 @@ micro_run() {
 	awk -v m="$m" -v c="$cap" '/^calls/ {print m, $2, $4, c}' "$r/micro.out" >>"$W/micro.tsv"
 }
 
+# The real runtimes (bench/real.sh), alone with BENCH_ONLY=real
+. bench/real.sh
+if [ "${BENCH_ONLY:-}" = real ]; then
+	real_bench
+	jq '{real_lib: .}' "$W/real.json" >"$JSON" || die "cannot write $JSON"
+	echo "bench: wrote $JSON"
+	cat "$W/real.md"
+	exit 0
+fi
+
 # the stalled reader's ring: the smallest power of two over 80 bytes a call, so
 # that it holds every record of the mix (about 70 bytes each with the ring's
 # header) and is past a quarter full after about a third of the calls
@@ -157,9 +187,11 @@ while [ "$STALL_RING" -lt $((CALLS * 80)) ]; do STALL_RING=$((STALL_RING * 2)); 
 # capture and ring: the floor tracer's other programs (bench/floor.bpf.c), the
 # least any tracer adds: the time, thread and registers of every hit kept in a
 # per-CPU buffer (g), and the same sent through a ring buffer (h)
-# nanlog_ss and bpftrace_ss: the tools again on the single-stepped simhip, the
-# two ratios where the trap is dear (floor_ss is their floor)
-MODES="none floor nanlog bpftrace floor_ss stalled capture ring nanlog_ss bpftrace_ss"
+# floor_ss, floor_ssp, nanlog_ss and bpftrace_ss: on simhip built with
+# -fcf-protection, the floor at the symbols (single-stepped) and where
+# nanlog-bpf places its probes (emulated), the tool, and bpftrace (at the
+# symbols, single-stepped)
+MODES="none floor nanlog bpftrace floor_ss floor_ssp stalled capture ring nanlog_ss bpftrace_ss"
 # shellcheck disable=SC2086
 set -- $MODES
 NMODES=$#
@@ -195,6 +227,7 @@ RANGE_CAPTURE=$(rep_ratios capture floor)
 RANGE_RING=$(rep_ratios ring floor)
 RANGE_SS=$(rep_ratios nanlog_ss floor_ss)
 TOOL_CPU=$(median <"$W/toolcpu.txt")
+real_bench
 
 # ---------------------------------------------------------------------------
 # 2. The workload's iteration time, traced and untraced.
@@ -380,6 +413,7 @@ jq -n \
 	--argjson a "$(cat "$W/med.none")" --argjson b "$(cat "$W/med.floor")" \
 	--argjson c "$(cat "$W/med.nanlog")" --argjson d "$(cat "$W/med.bpftrace")" \
 	--argjson e "$(cat "$W/med.floor_ss")" --argjson tool_cpu "$TOOL_CPU" \
+	--argjson e_p "$(cat "$W/med.floor_ssp")" --slurpfile real "$W/real.json" \
 	--argjson g "$(cat "$W/med.capture")" --argjson h "$(cat "$W/med.ring")" \
 	--argjson cap_h "$(cat "$W/cap.ring")" --argjson range_g "$RANGE_CAPTURE" \
 	--argjson range_h "$RANGE_RING" \
@@ -411,12 +445,14 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   micro: {
     calls: $calls,
     elapsed_ns: {untraced: $a, floor: $b, nanlog: $c, bpftrace: $d, floor_single_step: $e,
+                 floor_single_step_placed: $e_p,
                  nanlog_reader_stopped: $f, bound_capture: $g, bound_ring: $h,
                  nanlog_single_step: $c_ss, bpftrace_single_step: $d_ss},
     ns_per_call_untraced: ($a / $calls | r(1)),
     added_ns_per_call: {floor: (($b - $a) / $calls | r(1)), nanlog: (($c - $a) / $calls | r(1)),
                         bpftrace: (($d - $a) / $calls | r(1)),
                         floor_single_step: (($e - $a) / $calls | r(1)),
+                        floor_single_step_placed: (($e_p - $a) / $calls | r(1)),
                         nanlog_reader_stopped: (($f - $a) / $calls | r(1)),
                         bound_capture: (($g - $a) / $calls | r(1)),
                         bound_ring: (($h - $a) / $calls | r(1)),
@@ -434,6 +470,7 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   bound_ratio_vs_floor: {capture: ((($g - $a) / ($b - $a)) | r(3)), ring: ((($h - $a) / ($b - $a)) | r(3)),
                          range_over_repetitions: {capture: $range_g, ring: $range_h}},
   single_step: {overhead_ratio_vs_floor: ((($c_ss - $a) / ($e - $a)) | r(3)),
+                overhead_ratio_vs_floor_placed: ((($c_ss - $a) / ($e_p - $a)) | r(3)),
                 overhead_ratio_vs_bpftrace: ((($c_ss - $a) / ($d_ss - $a)) | r(3)),
                 bpftrace_vs_floor: ((($d_ss - $a) / ($e - $a)) | r(2)),
                 overhead_ratio_vs_floor_range_over_repetitions: $range_ss},
@@ -475,6 +512,7 @@ def r(n): (. * pow(10; n) | round) / pow(10; n);
   attach_ms_external: (($att_ext / 1e6) | r(1)),
   attach_probes: $att_probes,
   detach_ms: (($det_ext / 1e6) | r(1)),
+  real_lib: $real[0],
   targets: {overhead_ratio_vs_floor: 1.10, overhead_ratio_vs_bpftrace: 0.50,
             engine_records_per_s: 5000000, rss_mib: 32}
 }' >"$JSON" || die "cannot write $JSON"
@@ -495,14 +533,14 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 "| added per call: floor tracer (b) | \(.micro.added_ns_per_call.floor) ns | |",
 "| added per call: nanlog-bpf (c) | \(.micro.added_ns_per_call.nanlog) ns | |",
 "| added per call: bpftrace, same fields to a file (d) | \(.micro.added_ns_per_call.bpftrace) ns | |",
-"| added per call: floor tracer, simhip with gcc default prologues, probes single-stepped | \(.micro.added_ns_per_call.floor_single_step) ns (\(.micro.single_step_vs_emulated) x (b)) | |",
+"| added per call: floor tracer, simhip built with -fcf-protection (endbr64; push %rbp), at the symbols: single-stepped (e) / placed past endbr64: emulated (e'"'"') | \(.micro.added_ns_per_call.floor_single_step) ns (\(.micro.single_step_vs_emulated) x (b)) / \(.micro.added_ns_per_call.floor_single_step_placed) ns | |",
 "| added per call: nanlog-bpf with its reader stopped during the calls (ring \(.micro.reader_stopped.ring_bytes / 1048576) MiB, past a quarter full for most of them) | \(.micro.added_ns_per_call.nanlog_reader_stopped) ns (\(.micro.reader_stopped.records_after_resume) records read after it resumed) | |",
 "| CPU time of nanlog-bpf itself per record (c), its start included | \(.micro.tool_cpu_ns_per_record) ns | |",
 "| `overhead_ratio_vs_floor` (c-a)/(b-a) | \(.overhead_ratio_vs_floor) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_floor[0])-\(.overhead_ratio_range_over_repetitions.vs_floor[1])) | <= 1.10, \($ok1) |",
 "| the least a tracer adds: the floor'"'"'s probes taking the time, thread and registers, kept per CPU (g) / sent through a ring buffer, one record per hit (h) | \(.micro.added_ns_per_call.bound_capture) ns / \(.micro.added_ns_per_call.bound_ring) ns (\(.micro.records_captured.bound_ring) records read) | |",
 "| the same as ratios to the floor, (g-a)/(b-a) / (h-a)/(b-a) | \(.bound_ratio_vs_floor.capture) / \(.bound_ratio_vs_floor.ring) (single repetitions: \(.bound_ratio_vs_floor.range_over_repetitions.capture[0])-\(.bound_ratio_vs_floor.range_over_repetitions.capture[1]) / \(.bound_ratio_vs_floor.range_over_repetitions.ring[0])-\(.bound_ratio_vs_floor.range_over_repetitions.ring[1])) | |",
-"| on the single-stepped simhip (e): added per call by nanlog-bpf / by bpftrace | \(.micro.added_ns_per_call.nanlog_single_step) ns / \(.micro.added_ns_per_call.bpftrace_single_step) ns (bpftrace \(.single_step.bpftrace_vs_floor) x (e)) | |",
-"| the same: nanlog-bpf'"'"'s ratios to the floor (e) / to bpftrace | \(.single_step.overhead_ratio_vs_floor) (single repetitions: \(.single_step.overhead_ratio_vs_floor_range_over_repetitions[0])-\(.single_step.overhead_ratio_vs_floor_range_over_repetitions[1])) / \(.single_step.overhead_ratio_vs_bpftrace) | |",
+"| on simhip with -fcf-protection: added per call by nanlog-bpf (placed) / by bpftrace (at the symbols) | \(.micro.added_ns_per_call.nanlog_single_step) ns / \(.micro.added_ns_per_call.bpftrace_single_step) ns (bpftrace \(.single_step.bpftrace_vs_floor) x (e)) | |",
+"| the same: nanlog-bpf'"'"'s ratios to the floor at the symbols (e) / placed (e'"'"') / to bpftrace | \(.single_step.overhead_ratio_vs_floor) (single repetitions: \(.single_step.overhead_ratio_vs_floor_range_over_repetitions[0])-\(.single_step.overhead_ratio_vs_floor_range_over_repetitions[1])) / \(.single_step.overhead_ratio_vs_floor_placed) / \(.single_step.overhead_ratio_vs_bpftrace) | |",
 "| `overhead_ratio_vs_bpftrace` (c-a)/(d-a) | \(.overhead_ratio_vs_bpftrace) (single repetitions: \(.overhead_ratio_range_over_repetitions.vs_bpftrace[0])-\(.overhead_ratio_range_over_repetitions.vs_bpftrace[1])) | <= 0.50, \($ok2) |",
 "| workload iteration, untraced / traced | \(.workload.iteration_ns_untraced / 1e3 | floor) us / \(.workload.iteration_ns_traced / 1e3 | floor) us | |",
 "| `iteration_slowdown` | \(.iteration_slowdown) | |",
@@ -517,6 +555,7 @@ jq -r --arg ok1 "$(ok "$(jq '.overhead_ratio_vs_floor <= 1.10' "$JSON")")" \
 "| `attach_ms` (real libamdhip64.so.5, \(.attach_probes) probes; start to probes in place) | \(.attach_ms) ms (\(.attach_ms_external) ms seen from outside) | |",
 "| `detach_ms` (SIGINT to exit) | \(.detach_ms) ms | |"
 ' "$JSON" >"$table" || die "cannot make the table"
+cat "$W/real.md" >>"$table"
 if [ -f "$DOC" ] && grep -q '^<!-- BENCH-TABLE -->' "$DOC" && grep -q '^<!-- /BENCH-TABLE -->' "$DOC"; then
 	awk -v t="$table" '
 		/^<!-- BENCH-TABLE -->/ {print; while ((getline l < t) > 0) print l; skip = 1; next}

@@ -8,9 +8,11 @@
  * tracer must do: capture (time, thread, registers, kept per CPU) or ring
  * (the same, sent through a ring buffer that this process reads every 10 ms).
  *
- *   floor [-m floor|capture|ring] -p PID LIB...
+ *   floor [-m floor|capture|ring] [-P] -p PID LIB...
  *
- * LIB: libamdhip64.so* or librccl.so* paths. Prints "attached N entry M
+ * LIB: libamdhip64.so* or librccl.so* paths. The probes sit at the symbols,
+ * or with -P where nanlog-bpf places them (user/placement.h: past an endbr64
+ * onto a push the kernel emulates). Prints "attached N entry M
  * return" on stdout once the probes are in place, then waits until PID is
  * gone or a SIGINT/SIGTERM comes; prints the detach time on the way out, and
  * with -m ring "records N" on stdout, the records it read.
@@ -30,6 +32,7 @@
 #include "elfsym.h"
 #include "floor.skel.h"
 #include "loader_umulti.h"
+#include "placement.h"
 #include "procmaps.h"
 
 #define MAX_LIBS 4
@@ -62,7 +65,7 @@ static double mono_ms(void)
 
 /* Both links of one library; returns 0 or -errno and counts the probes. */
 static int attach_lib(const struct bpf_program *progs[2], const char *path, pid_t pid,
-		      int fds[2], unsigned *nentry, unsigned *nret)
+		      bool placed, int fds[2], unsigned *nentry, unsigned *nret)
 {
 	const char *names[2 * NL_API_COUNT];
 	uint64_t offs[2 * NL_API_COUNT];
@@ -81,14 +84,16 @@ static int attach_lib(const struct bpf_program *progs[2], const char *path, pid_
 		names[2 * api + 1] = nl_api_info[api].lib == lib ? nl_api_info[api].alt : NULL;
 	}
 	err = nl_elf_resolve(fd, names, 2 * NL_API_COUNT, offs);
-	close(fd);
-	if (err < 0)
-		return err;
-	for (int api = 0; api < NL_API_COUNT; api++) {
+	for (int api = 0; err >= 0 && api < NL_API_COUNT; api++) {
 		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+		struct nl_placement pl;
 
 		if (nl_api_info[api].lib != lib || !off)
 			continue;
+		if (placed) {
+			err = nl_place_fd(fd, off, &pl);
+			off += pl.delta;
+		}
 		eo[ne] = off;
 		ec[ne++] = (uint64_t)api;
 		if (nl_api_info[api].flags & NL_AF_RET) {
@@ -96,6 +101,9 @@ static int attach_lib(const struct bpf_program *progs[2], const char *path, pid_
 			rc[nr++] = (uint64_t)api;
 		}
 	}
+	close(fd);
+	if (err < 0)
+		return err;
 	if (ne) {
 		fds[0] = nl_uprobe_multi_link(bpf_program__fd(progs[0]), path, eo, ec, ne, false,
 					      pid);
@@ -117,26 +125,32 @@ int main(int argc, char **argv)
 {
 	static const char *const modes[] = { "floor", "capture", "ring" };
 	struct sigaction sa = { .sa_handler = on_signal };
-	int fds[MAX_LIBS][2], nlibs = 0, err, mode = 0, argi = 1;
+	int fds[MAX_LIBS][2], nlibs = 0, err, mode = 0, opt;
 	const struct bpf_program *progs[2];
 	struct ring_buffer *rb = NULL;
 	unsigned nentry = 0, nret = 0;
 	struct floor_bpf *skel;
 	double t0;
-	pid_t pid;
+	pid_t pid = 0;
+	bool placed = false;
 
-	if (argc > 2 && strcmp(argv[1], "-m") == 0) {
-		for (mode = 0; mode < 3 && strcmp(argv[2], modes[mode]) != 0; mode++)
-			;
-		argi = 3;
+	while ((opt = getopt(argc, argv, "m:Pp:")) != -1) {
+		if (opt == 'm') {
+			for (mode = 0; mode < 3 && strcmp(optarg, modes[mode]) != 0; mode++)
+				;
+		} else if (opt == 'P') {
+			placed = true;
+		} else if (opt == 'p') {
+			pid = (pid_t)atoi(optarg);
+		} else {
+			mode = 3;
+		}
 	}
-	if (mode == 3 || argc - argi < 3 || strcmp(argv[argi], "-p") != 0 ||
-	    argc - argi - 2 > MAX_LIBS) {
-		fprintf(stderr, "usage: floor [-m floor|capture|ring] -p PID LIB... (at most %d)\n",
+	if (mode == 3 || pid <= 0 || optind == argc || argc - optind > MAX_LIBS) {
+		fprintf(stderr, "usage: floor [-m floor|capture|ring] [-P] -p PID LIB... (at most %d)\n",
 			MAX_LIBS);
 		return 2;
 	}
-	pid = (pid_t)atoi(argv[argi + 1]);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -179,8 +193,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	for (int i = argi + 2; i < argc; i++) {
-		err = attach_lib(progs, argv[i], pid, fds[nlibs], &nentry, &nret);
+	for (int i = optind; i < argc; i++) {
+		err = attach_lib(progs, argv[i], pid, placed, fds[nlibs], &nentry, &nret);
 		nlibs++;
 		if (err) {
 			fprintf(stderr, "floor: %s: %s\n", argv[i], strerror(-err));

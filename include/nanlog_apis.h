@@ -37,6 +37,11 @@
  *   nstack     : how many stack slots the entry probe reads (0..8)
  *   fixed_kind : hipMemcpyKind implied by the API (HtoD variants), or -1
  *   out        : slot of an out-pointer dereferenced at return, out_size bytes
+ *                (only after rc == 0): the created stream, event, graph
+ *                (hipStreamEndCapture) or graph exec (hipGraphInstantiate*),
+ *                or hipEventElapsedTime's float
+ *   fn         : the kernel; for the graph APIs the graph or graph exec the
+ *                call acts on (hipGraphLaunch, *Instantiate*, *Destroy)
  */
 #ifndef NANLOG_APIS_H
 #define NANLOG_APIS_H
@@ -127,6 +132,8 @@ enum nl_kind {
 	NL_K_GROUP_START,
 	NL_K_GROUP_END,
 	NL_K_COMM,         /* communicator set-up and tear-down: RCCL's own streams/events */
+	NL_K_GRAPH_INST,   /* hipGraphInstantiate*: graph (fn slot) -> exec (out) */
+	NL_K_GRAPH_DESTROY, /* hipGraphExecDestroy, hipGraphDestroy: the handle in the fn slot */
 };
 
 #define NL_HIP_EXT_MODULE_LAUNCH_MANGLED \
@@ -155,6 +162,10 @@ X(EXT_MODULE_LAUNCH_KERNEL,   "hipExtModuleLaunchKernel",       NL_HIP_EXT_MODUL
 X(LAUNCH_KERNEL_EXC,          "hipLaunchKernelExC",             0,   NL_LIB_HIP,  NL_K_LAUNCH,         NL_AF_OPT|NL_AF_CFG_STREAM, 0, NL_D0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R1, NL_NA, NL_NA, NL_NA, 0) \
 X(DRV_LAUNCH_KERNEL_EX,       "hipDrvLaunchKernelEx",           0,   NL_LIB_HIP,  NL_K_LAUNCH,         NL_AF_OPT|NL_AF_CFG_STREAM, 0, NL_D0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R1, NL_NA, NL_NA, NL_NA, 0) \
 X(GRAPH_LAUNCH,               "hipGraphLaunch",                 0,   NL_LIB_HIP,  NL_K_GRAPH,          NL_AF_OPT,                 0, NL_R1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, 0) \
+X(GRAPH_INSTANTIATE,          "hipGraphInstantiate",            0,   NL_LIB_HIP,  NL_K_GRAPH_INST,     NL_AF_RET|NL_AF_OPT,       0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R1, NL_NA, NL_NA, NL_R0, 8) \
+X(GRAPH_INSTANTIATE_WITH_FLAGS,"hipGraphInstantiateWithFlags", 0,   NL_LIB_HIP,  NL_K_GRAPH_INST,     NL_AF_RET|NL_AF_OPT,       0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_R2, NL_NA, NL_R1, NL_NA, NL_NA, NL_R0, 8) \
+X(GRAPH_EXEC_DESTROY,         "hipGraphExecDestroy",            0,   NL_LIB_HIP,  NL_K_GRAPH_DESTROY,  NL_AF_OPT,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, 0) \
+X(GRAPH_DESTROY,              "hipGraphDestroy",                0,   NL_LIB_HIP,  NL_K_GRAPH_DESTROY,  NL_AF_OPT,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, 0) \
 X(EVENT_CREATE,               "hipEventCreate",                 0,   NL_LIB_HIP,  NL_K_EVENT_CREATE,   NL_AF_RET,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_R0, 8) \
 X(EVENT_CREATE_WITH_FLAGS,    "hipEventCreateWithFlags",        0,   NL_LIB_HIP,  NL_K_EVENT_CREATE,   NL_AF_RET,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_R1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R0, 8) \
 X(EVENT_DESTROY,              "hipEventDestroy",                0,   NL_LIB_HIP,  NL_K_EVENT_DESTROY,  0,                         0, NL_NA, NL_R0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
@@ -176,7 +187,7 @@ X(STREAM_QUERY,               "hipStreamQuery",                 0,   NL_LIB_HIP,
 X(STREAM_QUERY_SPT,           "hipStreamQuery_spt",             0,   NL_LIB_HIP,  NL_K_STREAM_QUERY,   NL_AF_RET|NL_AF_SPT|NL_AF_OPT, 0, NL_R0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
 X(DEVICE_SYNCHRONIZE,         "hipDeviceSynchronize",           0,   NL_LIB_HIP,  NL_K_DEVICE_SYNC,    NL_AF_RET,                 0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
 X(STREAM_BEGIN_CAPTURE,       "hipStreamBeginCapture",          0,   NL_LIB_HIP,  NL_K_CAPTURE_BEGIN,  NL_AF_RET|NL_AF_OPT,       0, NL_R0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_R1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
-X(STREAM_END_CAPTURE,         "hipStreamEndCapture",            0,   NL_LIB_HIP,  NL_K_CAPTURE_END,    NL_AF_RET|NL_AF_OPT,       0, NL_R0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
+X(STREAM_END_CAPTURE,         "hipStreamEndCapture",            0,   NL_LIB_HIP,  NL_K_CAPTURE_END,    NL_AF_RET|NL_AF_OPT,       0, NL_R0, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_R1, 8) \
 X(NCCL_ALLTOALL,              "ncclAllToAll",                   0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS,     0, NL_R5, NL_NA, NL_NA, NL_R1, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R2, NL_NA, 0) \
 X(NCCL_ALLTOALLV,             "ncclAllToAllv",                  0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 3, NL_S3, NL_NA, NL_NA, NL_R3, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, NL_NA, 0) \
 X(NCCL_ALLREDUCE,             "ncclAllReduce",                  0,   NL_LIB_RCCL, NL_K_COLL,           NL_AF_RET|NL_AF_NESTS|NL_AF_OPT, 2, NL_S2, NL_NA, NL_NA, NL_R1, NL_R0, NL_NA, NL_NA, -1, NL_NA, NL_NA, NL_NA, NL_NA, NL_R2, NL_NA, 0) \

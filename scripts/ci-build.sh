@@ -2,30 +2,39 @@
 # The build steps that CI (.ci/run) and the container image (Dockerfile)
 # share, so that every CI run goes through the image's build commands:
 #   scripts/ci-build.sh STEP...
-#   deps   make deps     every build and test dependency (scripts/deps.sh)
+#   deps   scripts/deps.sh  every build and test dependency (make deps); not
+#          through make, which a bare Debian base image does not have
 #   build  make -j2      the tool and everything the tests need, -Werror
 #   unit   make unit     unit tests (cmocka, ASan/UBSan): no root, no BPF
-#   test   make test     unit and end-to-end tests (root, BPF, uprobes)
+#   test   make test     unit and end-to-end tests (root, BPF, uprobes); it
+#                        builds the container image first (make image)
 #   fuzz-regress  make fuzz-regress   every committed fuzzing input once
 #   valgrind      make valgrind       the core unit tests under valgrind
 #   fuzz          make fuzz FUZZ_SECONDS=10   each fuzzing harness 10 s
-# CI runs "deps build fuzz-regress valgrind fuzz test": the fuzzers and
+#   deb    make deb      the Debian package (docs/packaging.md)
+#   pkgroot make pkgroot  the Debian 12 root it is installed into (mmdebstrap,
+#                        made once and kept under build/); both before make
+#                        test, so that tests/e2e/test_package.sh finds them
+# CI runs "deps build deb pkgroot fuzz-regress valgrind fuzz test": the fuzzers and
 # valgrind before make test, so that the last line CI prints is still the
 # test runner's "N passed, N failed, N skipped" (docs/fuzzing.md). The image
-# build runs "deps", then "build unit", as it cannot load BPF programs.
+# build runs "deps", then "build unit", as it cannot load BPF programs, and
+# its package stage "deb".
 # tests/e2e/test_deploy.sh checks that the two stay so.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|fuzz..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|fuzz|deb|pkgroot..." >&2; exit 2; }
 for step in "$@"; do
 	case "$step" in
-	deps) make deps ;;
+	deps) ./scripts/deps.sh ;;
 	build) make -j2 ;;
 	unit) make unit ;;
 	test) make test ;;
 	fuzz-regress) make fuzz-regress ;;
 	valgrind) make valgrind ;;
 	fuzz) make fuzz FUZZ_SECONDS=10 ;;
-	*) echo "ci-build: unknown step '$step' (deps, build, unit, test, fuzz-regress, valgrind, fuzz)" >&2; exit 2 ;;
+	deb) make deb ;;
+	pkgroot) make pkgroot ;;
+	*) echo "ci-build: unknown step '$step' (deps, build, unit, test, fuzz-regress, valgrind, fuzz, deb, pkgroot)" >&2; exit 2 ;;
 	esac
 done

@@ -20,7 +20,9 @@
 #include "trace.h"
 
 #define NL_APP_SCHEMA 1
-#define NL_APP_VERSION "0.1.0"
+/* NL_APP_VERSION: written by the Makefile from scripts/version.sh, so that
+ * --version, the man page and the package carry one version */
+#include "version.h"
 
 struct nl_app_target {
 	pid_t pid;

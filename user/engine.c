@@ -108,7 +108,7 @@ static void set_defaults(struct nl_engine_opts *o)
 	if (!o->learn_records)
 		o->learn_records = 16384;
 	if (!o->learn_handoffs)
-		o->learn_handoffs = 4;
+		o->learn_handoffs = 8;
 	if (!o->learn_ns)
 		o->learn_ns = 10000000000ull;
 	if (o->nsparse > NL_ENGINE_MAX_SPARSE)

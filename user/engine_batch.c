@@ -372,10 +372,25 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
 			struct nl_bstream *bs, const struct nl_opi *op, int st, bool work)
 {
-	if (st == NL_STAGE_SPARSE)
+	/* A token taken over by the hand-off rule did not reach the stage
+	 * through an edge. */
+	if (st == NL_STAGE_SPARSE && !s->adopted)
 		b->reached_sparse = true;
 	if (!work)
 		return;
+	if (st == NL_STAGE_SPARSE && !b->cs.valid)
+		for (int i = 0; i < b->nbs; i++) {
+			const struct nl_bstream *cp = &b->bs[i];
+
+			if (cp->stage == NL_STAGE_COPY && cp->has_work &&
+			    s->vc[cp->slot] < cp->last_work.clock) {
+				b->cs.valid = true;
+				b->cs.bs = i;
+				b->cs.seen = s->vc[cp->slot];
+				b->cs.consumer = *op;
+				break;
+			}
+		}
 	/* Ops ordered after one of the batch's forward ops (the output
 	 * all-to-all) are downstream: judged against the last forward op only.
 	 * The stream's earlier upstream op is then no longer its last word for
@@ -474,6 +489,45 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		forward_op(p, b, s, &op, work);
 	else
 		producer_op(p, b, s, bs, &op, st, work);
+}
+
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved)
+{
+	const struct nl_stream *s = &p->s[slot];
+	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	struct nl_stage_acc *acc;
+
+	for (int i = 0; i < b->nbs; i++) {
+		struct nl_bstream *bs = &b->bs[i];
+		const struct nl_ring_op *last = NULL;
+
+		if (bs->slot != slot || bs->stage == NL_STAGE_FORWARD)
+			continue;
+		for (uint32_t k = start; k < s->nring; k++) {
+			const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+			if (r->work && r->token == b->token && r->clock <= cut)
+				last = r;
+		}
+		if (bs->has_up && bs->last_up.clock > cut) {
+			bs->has_up = last != NULL;
+			bs->pending = false;
+			if (last)
+				bs->last_up = (struct nl_opi){ true, slot, last->clock, last->api,
+							       last->tid, last->ts, 0 };
+		}
+		if (bs->has_work && bs->last_work.clock > cut) {
+			bs->has_work = last != NULL;
+			if (last)
+				bs->last_work = (struct nl_opi){ true, slot, last->clock, last->api,
+								 last->tid, last->ts, 0 };
+		}
+		if (bs->last_clock > cut)
+			bs->last_clock = cut;
+		bs->ops = bs->ops > moved ? bs->ops - moved : 0;
+		acc = &b->st[bs->stage];
+		acc->ops = acc->ops > moved ? acc->ops - moved : 0;
+	}
 }
 
 /* ---- evidence ------------------------------------------------------------------ */
@@ -614,7 +668,13 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
 			      b->nr[0].valid ? &b->nr[0].consumer : NULL);
-	} else if (!b->fwd_started) {
+	} else if (b->cs.valid) {
+		/* the sparse stage began before the batch reached it */
+		struct nl_opi prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
+
+		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
+	}
+	if ((!p->has_sparse || b->reached_sparse) && !b->fwd_started) {
 		const struct nl_opi *prod = b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
 
 		add_unordered(p, a, p->has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
@@ -627,6 +687,10 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		struct nl_opi prod;
 
 		if (bs->stage == NL_STAGE_FORWARD)
+			continue;
+		/* The copy reaches forward through the sparse stage: once that
+		 * edge is named, the copy's other findings are the same fault. */
+		if (bs->stage == NL_STAGE_COPY && (a->missing_mask & (1u << NL_EDGE_COPY_SPARSE)))
 			continue;
 		if (bs->pending && !bs->covered) {
 			/* forward ops enqueued after the producer's last op, unordered */

@@ -20,6 +20,7 @@
 #define NL_LW 4              /* 64-bit words of a learning edge bitset */
 #define NL_MAX_STREAMS_CAP (NL_LW * 64)
 #define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
+#define NL_MAX_GRAPHS 32     /* graphs and graph execs remembered per process (LRU) */
 
 /* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
 struct nl_skey {
@@ -58,6 +59,11 @@ struct nl_stream {
 	bool born;            /* its creation was seen */
 	uint8_t role;
 	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
+	/* origin of a capture: its id, and whether a launch of the graph can be
+	 * one op of its launch stream (only this stream's ops, no edge across
+	 * the capture's boundary) */
+	uint32_t cap_id;
+	bool cap_ok;
 	struct nl_skey key;
 	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
 	int64_t token;        /* current batch token */
@@ -65,6 +71,13 @@ struct nl_stream {
 	bool seg_open;
 	uint32_t seg_tid;
 	uint64_t seg_mark;
+	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
+	 * wait on an event it recorded carrying that token), and no wait on it
+	 * has brought a token since; `adopted`: its token came by that rule,
+	 * not by an edge (docs/engine.md, "Hand-off") */
+	bool handed, adopted;
+	int64_t handed_tok;
+	uint32_t wait_clock;  /* clock of its last wait */
 	uint64_t joins;       /* how often vc took another stream's clock */
 	uint64_t ops, lru, last_join_ts;
 	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
@@ -74,6 +87,8 @@ struct nl_stream {
 
 struct nl_event {
 	bool used, created, recorded, capture;
+	uint32_t cap_id;      /* capture of the last record (with capture) */
+	bool adopted;         /* the token it captured came by the hand-off rule */
 	uint64_t handle;
 	uint32_t gen;         /* a create of a handle still known starts a new one */
 	int slot;             /* stream of the last record */
@@ -82,6 +97,14 @@ struct nl_event {
 	int64_t token;        /* token captured by the record */
 	uint64_t rec_ts, lru;
 	uint32_t *vc;         /* vector clock captured by the record */
+};
+
+/* A graph (hipStreamEndCapture) or graph exec (hipGraphInstantiate*). */
+struct nl_graph {
+	bool used, is_exec;
+	bool ok;              /* its capture was seen and a launch is one op */
+	uint32_t cap_id;
+	uint64_t handle, lru;
 };
 
 struct nl_thread {
@@ -131,6 +154,14 @@ struct nl_batch {
 	uint64_t first_ts, close_ts;
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
+	/* a sparse work op of the batch not ordered after its copy ops (only
+	 * possible for ops taken over by the hand-off rule) */
+	struct {
+		bool valid;
+		int bs;              /* index of the copy stream's bstream */
+		uint32_t seen;       /* the consumer's clock of that stream */
+		struct nl_opi consumer;
+	} cs;
 	uint32_t fwd_first_clock;
 	uint64_t fwd_work;
 	struct nl_opi fwd_last;
@@ -205,6 +236,9 @@ struct nl_proc {
 	uint32_t ecap, hcap, nev;
 	uint32_t *efree, nfree;  /* slots of destroyed events, for reuse */
 	uint32_t ehand;          /* where eviction looks next */
+	/* graphs: captures seen, and what they made */
+	struct nl_graph graphs[NL_MAX_GRAPHS];
+	uint32_t next_cap_id;
 	/* threads */
 	struct nl_thread th[NL_MAX_THREADS];
 	int th_cache;
@@ -330,6 +364,11 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		uint32_t clock, int64_t token, bool work, bool is_coll);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
+/* Batch b's ops on stream slot end at clock `cut`: its later ones were
+ * handed to the next batch (engine_batch.c). */
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
+/* The copy stream's open segment ends (engine_ops.c). */
+void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost between w0 (last record processed) and ts. */

@@ -71,20 +71,125 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 	}
 }
 
-/* Before an op: a capturing stream swallows it (false); implicit syncs apply. */
+/* ---- graphs (docs/engine.md, "Graphs") ------------------------------------- */
+
+/* The origin slot of the open capture with this id, or -1. */
+static int capture_open(const struct nl_proc *p, uint32_t cap_id)
+{
+	for (uint32_t i = 0; cap_id && i < p->w; i++)
+		if (p->s[i].capturing && p->s[i].capture_origin == (int)i &&
+		    p->s[i].cap_id == cap_id)
+			return (int)i;
+	return -1;
+}
+
+/* The capture a capturing stream belongs to: its origin, or NULL when the
+ * origin's slot was reused meanwhile. */
+static struct nl_stream *capture_origin(struct nl_proc *p, const struct nl_stream *s)
+{
+	struct nl_stream *o = s->capture_origin >= 0 ? &p->s[s->capture_origin] : NULL;
+
+	return o && o->capturing && o->capture_origin == s->capture_origin ? o : NULL;
+}
+
+/* A captured op: it runs at each launch, not now. A launch stays one op of
+ * its stream only while the capture keeps to the stream that began it. */
+static void capture_note(struct nl_proc *p, int slot)
+{
+	struct nl_stream *o = capture_origin(p, &p->s[slot]);
+
+	if (o && &p->s[slot] != o)
+		o->cap_ok = false;
+}
+
+static struct nl_graph *graph_find(struct nl_proc *p, uint64_t handle, bool is_exec)
+{
+	for (int i = 0; i < NL_MAX_GRAPHS; i++)
+		if (p->graphs[i].used && p->graphs[i].handle == handle &&
+		    p->graphs[i].is_exec == is_exec)
+			return &p->graphs[i];
+	return NULL;
+}
+
+/* A new graph or exec (a handle seen again replaces the old one); the least
+ * recently used is forgotten when full, so its launches are skipped. */
+static void graph_add(struct nl_proc *p, uint64_t handle, bool is_exec, bool ok, uint32_t cap_id)
+{
+	struct nl_graph *g = graph_find(p, handle, is_exec);
+
+	if (!g) {
+		g = &p->graphs[0];
+		for (int i = 0; i < NL_MAX_GRAPHS; i++) {
+			if (!p->graphs[i].used) {
+				g = &p->graphs[i];
+				break;
+			}
+			if (p->graphs[i].lru < g->lru)
+				g = &p->graphs[i];
+		}
+	}
+	*g = (struct nl_graph){ .used = true, .is_exec = is_exec, .ok = ok, .cap_id = cap_id,
+				.handle = handle, .lru = ++p->lru };
+}
+
+/* A record made in a capture, waited on outside it: launches of what the
+ * capture made cannot be placed. */
+static void graph_taint(struct nl_proc *p, uint32_t cap_id)
+{
+	for (int i = 0; i < NL_MAX_GRAPHS; i++)
+		if (p->graphs[i].used && p->graphs[i].cap_id == cap_id)
+			p->graphs[i].ok = false;
+}
+
+/* hipStreamEndCapture, failed or not, ends the capture of every stream in it. */
+static void capture_end(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_skey key = nl_call_skey(c);
+	int slot = nl_stream_slot(e, p, &key, false);
+	struct nl_stream *o = slot >= 0 ? &p->s[slot] : NULL;
+
+	if (!o || !o->capturing || o->capture_origin != slot)
+		return;
+	if ((c->fields & NL_F_RC) && c->rc == 0 && (c->fields & NL_F_HANDLE))
+		graph_add(p, c->handle, false, o->cap_ok, o->cap_id);
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].capturing && p->s[i].capture_origin == slot) {
+			p->s[i].capturing = false;
+			p->s[i].capture_origin = -1;
+		}
+}
+
+static void graph_lifecycle(struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_graph *g;
+
+	if (!(c->fields & NL_F_FN))
+		return;
+	if (c->kind == NL_K_GRAPH_DESTROY) {
+		g = graph_find(p, c->fn, c->api == NL_API_GRAPH_EXEC_DESTROY);
+		if (g)
+			g->used = false;
+	} else if (c->fields & NL_F_HANDLE) { /* instantiated: the exec is what its graph was */
+		g = graph_find(p, c->fn, false);
+		graph_add(p, c->handle, true, g && g->ok, g ? g->cap_id : 0);
+	}
+}
+
+/* Before an op: a capturing stream takes it into its graph (false);
+ * implicit syncs apply. */
 static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
 
 	if (s->capturing) {
-		nl_batch_skip(p, s->token, NL_SKIP_GRAPH_CAPTURE);
+		capture_note(p, slot);
 		return false;
 	}
 	implicit_sync(e, p, slot, c->ts_ns);
 	return true;
 }
 
-static void close_segment(struct nl_proc *p, struct nl_stream *s)
+void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 {
 	struct nl_batch *b = nl_batch_of(p, s->token);
 
@@ -105,7 +210,10 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->slot = slot;
 	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
+		const struct nl_stream *o = capture_origin(p, s);
+
 		ev->capture = true;
+		ev->cap_id = o ? o->cap_id : 0;
 		ev->recorded = false;
 		return;
 	}
@@ -115,6 +223,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->clock = clock;
 	ev->gate = s->gate;
 	ev->token = s->token;
+	ev->adopted = s->role != NL_ROLE_COPY && s->adopted;
 	ev->rec_ts = c->ts_ns;
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	nl_ring_push(s, clock, c, s->token, false);
@@ -122,7 +231,63 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	if (s->role == NL_ROLE_COPY) {
 		p->seen_copy_record = true;
 		if (s->seg_open)
-			close_segment(p, s);
+			nl_close_segment(p, s);
+	}
+}
+
+static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
+
+/* The hand-off rule, for work the producer enqueued between the record
+ * compute now takes and this take, with no wait on it since: if a newer
+ * batch had been copied by then, that work (and the events recorded after
+ * it) is the newer batch's, as it would be had it come after the take. */
+static void take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev)
+{
+	int slot = ev->slot;
+	struct nl_stream *s = &p->s[slot];
+	int64_t tok = ev->token, next = tok + 1;
+	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
+	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	uint64_t moved = 0;
+	bool any = false;
+
+	if (!bt || !bn || s->wait_clock > ev->clock || s->vc[slot] <= ev->clock ||
+	    (start > 0 && s->ring[start % NL_RING].clock > ev->clock + 1))
+		return;
+	for (uint32_t k = start; k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
+			any = true;
+	}
+	if (!any)
+		return;
+	take_token(p, s, next);
+	for (uint32_t k = start; k < s->nring; k++) {
+		struct nl_ring_op *r = &s->ring[k % NL_RING];
+		struct nl_call c;
+
+		if (r->clock <= ev->clock || r->token != tok)
+			continue;
+		r->token = next;
+		memset(&c, 0, sizeof(c));
+		c.pid = p->pid;
+		c.tid = r->tid;
+		c.api = r->api;
+		c.kind = (uint8_t)nl_api_info[r->api].kind;
+		c.ts_ns = r->ts;
+		nl_account(e, p, slot, &c, r->clock, next, r->work, false);
+		moved++;
+	}
+	nl_batch_cut(p, bt, slot, ev->clock, moved);
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->clock > ev->clock &&
+		    o->token == tok) {
+			o->token = next;
+			o->adopted = true;
+		}
 	}
 }
 
@@ -132,9 +297,23 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	struct nl_event *ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
 	uint32_t clock;
 
-	if (ev && ev->capture && ev->slot >= 0 && !s->capturing) {
-		s->capturing = true;
-		s->capture_origin = p->s[ev->slot].capture_origin;
+	if (ev && ev->capture && !s->capturing) {
+		int origin = capture_open(p, ev->cap_id);
+
+		if (origin >= 0) { /* a fork: s joins the capture */
+			s->capturing = true;
+			s->capture_origin = origin;
+		} else { /* the capture is over: what this waits for is not known */
+			graph_taint(p, ev->cap_id);
+			nl_batch_skip(p, s->token, NL_SKIP_GRAPH_CAPTURE);
+		}
+	} else if (s->capturing && ev && (ev->recorded || ev->capture)) {
+		struct nl_stream *o = capture_origin(p, s);
+
+		/* an edge across the capture's boundary, or within a capture that
+		 * spans streams: the graph is more than one op of its stream */
+		if (o && (!ev->capture || ev->cap_id != o->cap_id || ev->slot != slot))
+			o->cap_ok = false;
 	}
 	if (!op_prepare(e, p, slot, c))
 		return;
@@ -165,9 +344,23 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE))
 			s->role = NL_ROLE_SPARSE;
 		set_token(e, p, slot, ev->token, c->ts_ns);
+		if (ev->token != NL_NO_TOKEN) {
+			/* a batch reached the stream: the hand-off rule ends */
+			s->handed = false;
+			/* the copy stream mints its own tokens: nothing to carry */
+			s->adopted = s->role != NL_ROLE_COPY && ev->adopted;
+		}
+		if (slot == p->compute_slot && from && ev->slot != slot &&
+		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN &&
+		    from->token == ev->token) {
+			p->s[ev->slot].handed = true;
+			p->s[ev->slot].handed_tok = ev->token;
+			take_after_record(e, p, ev);
+		}
 	}
 	/* created but not recorded in this generation: HIP makes the wait a no-op */
 	clock = ++s->vc[slot];
+	s->wait_clock = clock;
 	s->gate = clock;
 	nl_ring_push(s, clock, c, s->token, false);
 	nl_account(e, p, slot, c, clock, s->token, false, false);
@@ -181,11 +374,50 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 {
 	if (s->seg_open && !e->o.no_copy_split && s->seg_tid == c->tid &&
 	    th->compute_work != s->seg_mark)
-		close_segment(p, s);
+		nl_close_segment(p, s);
 	if (!s->seg_open)
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
 	s->seg_mark = th->compute_work;
+}
+
+static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
+{
+	s->handed = false;
+	s->adopted = true;
+	s->token = next;
+	if (p->copy_slot >= 0 && p->s[p->copy_slot].seg_open && p->s[p->copy_slot].token == next)
+		nl_close_segment(p, &p->s[p->copy_slot]);
+}
+
+/* The hand-off rule: once compute took batch T from a sparse stream, work
+ * that stream enqueues before a newer batch reaches it is not T's. If a
+ * newer batch was copied it is that batch's, taken without the edge that
+ * should have brought it (judged copy->sparse); otherwise it stays T's (a
+ * late op). The newer batch's copy segment ends here: its consumer began. */
+static void take_over(struct nl_proc *p, struct nl_stream *s)
+{
+	int64_t next = s->handed_tok + 1;
+
+	if (s->token != s->handed_tok || next >= p->next_token || !nl_batch_of(p, next))
+		return;
+	take_token(p, s, next);
+}
+
+/* Work on a sparse stream that no batch ever reached, while the copy stream
+ * holds an open segment: the first batch's sparse stage began without its
+ * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
+static void take_first(struct nl_proc *p, struct nl_stream *s)
+{
+	const struct nl_stream *m = p->copy_slot >= 0 ? &p->s[p->copy_slot] : NULL;
+
+	/* After an attach in the middle of a run the stream's token may come
+	 * from an edge made before we looked. */
+	if (p->mid_run)
+		return;
+	if (m && m->seg_open && m->token != NL_NO_TOKEN && m->token == p->oldest &&
+	    nl_batch_of(p, m->token))
+		take_token(p, s, m->token);
 }
 
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
@@ -212,6 +444,10 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
+	else if (s->role == NL_ROLE_SPARSE && s->handed)
+		take_over(p, s);
+	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
+		take_first(p, s);
 	clock = ++s->vc[slot];
 	s->gate = clock;
 	if (slot == p->compute_slot)
@@ -225,6 +461,28 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	nl_ring_push(s, clock, c, s->token, true);
 	nl_account(e, p, slot, c, clock, s->token, true, coll);
+}
+
+/* A launch of a graph whose capture kept to one stream is one work op of the
+ * launch stream: its ops run in captured order, after the stream's earlier
+ * work and before its later work. Any other launch is still applied as one
+ * op (ordering outside the graph holds), but the batch is not judged. */
+static void graph_launch(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	struct nl_graph *x = (c->fields & NL_F_FN) ? graph_find(p, c->fn, true) : NULL;
+	bool ok = x && x->ok;
+	struct nl_stream *o;
+
+	if (x)
+		x->lru = ++p->lru;
+	if (p->s[slot].capturing) { /* launched into a capture: a child graph */
+		o = capture_origin(p, &p->s[slot]);
+		if (o && !ok)
+			o->cap_ok = false;
+	}
+	op_work(e, p, slot, c);
+	if (!ok && !p->s[slot].capturing)
+		nl_batch_skip(p, p->s[slot].token, NL_SKIP_GRAPH_CAPTURE);
 }
 
 /* ---- evidence -------------------------------------------------------------- */
@@ -350,16 +608,13 @@ static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct
 		if (slot >= 0) {
 			p->s[slot].capturing = true;
 			p->s[slot].capture_origin = slot;
+			p->s[slot].cap_id = ++p->next_cap_id ? p->next_cap_id : ++p->next_cap_id;
+			p->s[slot].cap_ok = true;
 		}
 		break;
-	case NL_K_CAPTURE_END:
-		key = nl_call_skey(c);
-		slot = nl_stream_slot(e, p, &key, false);
-		for (uint32_t i = 0; slot >= 0 && i < p->w; i++)
-			if (p->s[i].capture_origin == slot) {
-				p->s[i].capturing = false;
-				p->s[i].capture_origin = -1;
-			}
+	case NL_K_GRAPH_INST:
+	case NL_K_GRAPH_DESTROY:
+		graph_lifecycle(p, c);
 		break;
 	default:
 		break;
@@ -375,6 +630,8 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 		apply_query(e, p, c); /* 600 is an answer, not a failure */
 		return;
 	}
+	if (c->kind == NL_K_CAPTURE_END)
+		capture_end(e, p, c); /* a failed end ends the capture too */
 	if ((c->fields & NL_F_RC) && c->rc != 0) {
 		e->sum.ignored_records++; /* the call did nothing */
 		return;
@@ -425,6 +682,9 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 		op_work(e, p, slot, c);
 		if (!p->s[slot].capturing)
 			stream_done(p, slot, c); /* it returned: the stream is drained */
+		break;
+	case NL_K_GRAPH:
+		graph_launch(e, p, slot, c);
 		break;
 	default:
 		op_work(e, p, slot, c);

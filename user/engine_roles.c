@@ -191,13 +191,30 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 	}
 }
 
+/* A stream that copies more purely than the pick but whose events nobody
+ * waited on yet: the copy stream of a loop whose first M->D wait is
+ * missing, seen before its later waits arrive. Learning goes on for it (the
+ * window's end still decides without it). */
+static bool purer_unwaited(const struct nl_learn *l, const struct picks *pk)
+{
+	for (uint32_t i = 0; i < l->ns; i++) {
+		const struct nl_lstream *s = &l->s[i];
+
+		if ((int)i != pk->compute && (int)i != pk->copy && s->h2d && !s->waited &&
+		    copy_better(s, &l->s[pk->copy]))
+			return true;
+	}
+	return false;
+}
+
 static bool ready(const struct nl_engine *e, const struct nl_learn *l)
 {
 	struct picks pk;
 
 	pick(e, l, &pk);
 	return pk.copy >= 0 && l->s[pk.copy].waited >= e->o.learn_handoffs &&
-	       (e->o.has_compute_stream || pk.compute >= 0);
+	       (e->o.has_compute_stream || pk.compute >= 0) &&
+	       (e->o.has_copy_stream || !purer_unwaited(l, &pk));
 }
 
 bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)

@@ -26,6 +26,7 @@
 #include "loader_caps.h"
 #include "loader_umulti.h"
 #include "nanlog.skel.h"
+#include "placement.h"
 #include "policy.h"
 #include "procmaps.h"
 
@@ -332,6 +333,8 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	for (int api = 0; api < NL_API_COUNT; api++) {
 		const struct nl_api_info *a = &nl_api_info[api];
 		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+		struct nl_placement pl;
+		uint32_t delta;
 
 		if (a->lib != e->lib)
 			continue;
@@ -341,15 +344,31 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 			      (a->flags & NL_AF_OPT) ? " (optional)" : "");
 			continue;
 		}
-		eo[ne] = off;
+		/*
+		 * Past an endbr64 the registers, the stack and the return address
+		 * at [rsp] are what they were at the symbol, so the entry program
+		 * reads the same arguments and the return probe takes the same
+		 * return address; the kernel then emulates the push there instead
+		 * of single-stepping the endbr64 (docs/performance.md).
+		 */
+		err = nl_place_fd(fd, off, &pl);
+		if (err) {
+			logf_(l, 0, "pid %d: %s: cannot read %s: %s", (int)t->pid, e->path, a->name,
+			      strerror(-err));
+			return err;
+		}
+		delta = l->o->no_placement ? 0 : pl.delta;
+		rep.placed += delta != 0;
+		eo[ne] = off + delta;
 		ec[ne++] = NL_COOKIE(api, t->slot);
 		if ((a->flags & NL_AF_RET) && t->retprobes) {
-			ro[nr] = off;
+			ro[nr] = off + delta;
 			rc[nr++] = NL_COOKIE(api, t->slot);
 		}
-		logf_(l, 2, "pid %d: %s at file offset 0x%llx%s", (int)t->pid, a->name,
-		      (unsigned long long)off,
-		      (a->flags & NL_AF_RET) && t->retprobes ? " (entry and return)" : "");
+		logf_(l, 1, "pid %d: %s at file offset 0x%llx+%u%s (%s: %s)", (int)t->pid, a->name,
+		      (unsigned long long)off, delta,
+		      (a->flags & NL_AF_RET) && t->retprobes ? ", entry and return" : "",
+		      nl_prologue_name(pl.prologue), nl_placement_effect(&pl, !l->o->no_placement));
 	}
 	/*
 	 * Return probes first: a call whose entry probe fired must find its

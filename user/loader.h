@@ -25,6 +25,7 @@ struct nl_attach_report {
 	const char *host_path;  /* what was attached (through /proc/PID/root) */
 	int attached;           /* symbols with their entry probe */
 	int retprobes;          /* of which also a return probe */
+	int placed;             /* of which probed past an endbr64 (user/placement.h) */
 	bool retprobes_allowed;
 	const char *retprobe_why;
 	int nmissing;

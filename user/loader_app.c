@@ -431,17 +431,19 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 			a->missing[a->nmissing++] = r->missing[i];
 	}
 	if (!a->o.quiet) {
-		char miss[1024];
+		char miss[1024], placed[48] = "";
 		size_t off = 0;
 
 		miss[0] = '\0';
 		for (int i = 0; i < r->nmissing && off < sizeof(miss); i++)
 			off += (size_t)snprintf(miss + off, sizeof(miss) - off, "%s%s", i ? " " : "",
 						nl_api_name((unsigned)r->missing[i]));
-		fprintf(stderr, "nanlog-bpf: pid %d: %s: %d symbols attached (%d with return probes%s)%s%s\n",
+		if (r->placed)
+			snprintf(placed, sizeof(placed), ", %d placed past endbr64", r->placed);
+		fprintf(stderr, "nanlog-bpf: pid %d: %s: %d symbols attached (%d with return probes%s%s)%s%s\n",
 			(int)r->pid, r->path, r->attached, r->retprobes,
-			r->retprobes_allowed ? "" : ", not allowed here", r->nmissing ? "; missing: " : "",
-			miss);
+			r->retprobes_allowed ? "" : ", not allowed here", placed,
+			r->nmissing ? "; missing: " : "", miss);
 	}
 }
 

@@ -25,9 +25,11 @@
 
 #include "app.h"
 #include "call.h"
+#include "elfsym.h"
 #include "loader.h"
 #include "loader_caps.h"
 #include "loader_umulti.h"
+#include "placement.h"
 #include "policy.h"
 
 #define NANLOG_VERSION NL_APP_VERSION
@@ -85,6 +87,48 @@ static void on_attached(void *ctx, const struct nl_attach_report *r)
 	nl_app_attached(ctx, r);
 }
 
+/*
+ * Where the probes would go in the library of this name found here
+ * (LD_LIBRARY_PATH, then the usual folders): the placement of each symbol.
+ */
+static void print_placement(const struct nl_opts *o, int lib, const char *prefix)
+{
+	const char *names[2 * NL_API_COUNT];
+	uint64_t offs[2 * NL_API_COUNT];
+	char path[PATH_MAX];
+	int fd, n;
+
+	if (nl_find_library(prefix, path, sizeof(path))) {
+		printf("probe placement: no %s found here\n", prefix);
+		return;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (int api = 0; api < NL_API_COUNT; api++) {
+		names[2 * api] = nl_api_info[api].lib == lib ? nl_api_info[api].name : NULL;
+		names[2 * api + 1] = nl_api_info[api].lib == lib ? nl_api_info[api].alt : NULL;
+	}
+	n = fd < 0 ? -errno : nl_elf_resolve(fd, names, 2 * NL_API_COUNT, offs);
+	if (n < 0) {
+		printf("probe placement in %s: cannot read its symbols: %s\n", path, strerror(-n));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	printf("probe placement in %s%s:\n", path, o->no_placement ? " (--no-placement)" : "");
+	for (int api = 0; api < NL_API_COUNT; api++) {
+		uint64_t off = offs[2 * api] ? offs[2 * api] : offs[2 * api + 1];
+		struct nl_placement pl;
+
+		if (nl_api_info[api].lib != lib || !off)
+			continue;
+		nl_place_fd(fd, off, &pl); /* on a read error: not decoded, at the symbol */
+		printf("    %-32s +%u %s: %s\n", nl_api_info[api].name,
+		       o->no_placement ? 0 : pl.delta, nl_prologue_name(pl.prologue),
+		       nl_placement_effect(&pl, !o->no_placement));
+	}
+	close(fd);
+}
+
 static int print_version(const struct nl_opts *o)
 {
 	struct utsname u;
@@ -117,6 +161,8 @@ static int print_version(const struct nl_opts *o)
 			printf("  %-32s %-12s%s%s\n", nl_api_info[i].name, nl_lib_name(nl_api_info[i].lib),
 			       nl_api_info[i].flags & NL_AF_RET ? " return-probe" : "",
 			       nl_api_info[i].flags & NL_AF_OPT ? " optional" : "");
+		print_placement(o, NL_LIB_HIP, "libamdhip64.so");
+		print_placement(o, NL_LIB_RCCL, "librccl.so");
 	}
 	return 0;
 }

@@ -53,6 +53,8 @@ const char nl_usage[] =
 	"      --ringbuf-size BYTES ring buffer size (power of two, default 4194304)\n"
 	"      --every-launch       one record per kernel launch (default: a run of\n"
 	"                           launches on one stream is counted in the kernel)\n"
+	"      --no-placement       probe every symbol at its first byte, not past\n"
+	"                           an endbr64 (docs/performance.md)\n"
 	"      --retprobes auto|force|never\n"
 	"                           return probes: auto = not on a seccomp-filtered\n"
 	"                           target on kernels 6.11-6.13 (docs/usage.md)\n"
@@ -86,6 +88,7 @@ enum {
 	OPT_RINGBUF,
 	OPT_RETPROBES,
 	OPT_EVERY_LAUNCH,
+	OPT_NO_PLACEMENT,
 	OPT_POLL,
 	OPT_VERSION,
 	OPT_RECORD,
@@ -118,6 +121,7 @@ static const struct option longopts[] = {
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "retprobes", required_argument, NULL, OPT_RETPROBES },
 	{ "every-launch", no_argument, NULL, OPT_EVERY_LAUNCH },
+	{ "no-placement", no_argument, NULL, OPT_NO_PLACEMENT },
 	{ "poll", required_argument, NULL, OPT_POLL },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -291,6 +295,9 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			break;
 		case OPT_EVERY_LAUNCH:
 			o->every_launch = true;
+			break;
+		case OPT_NO_PLACEMENT:
+			o->no_placement = true;
 			break;
 		case OPT_RETPROBES:
 			if (strcmp(optarg, "auto") == 0)

@@ -40,6 +40,7 @@ struct nl_opts {
 	enum nl_format format;
 	enum nl_retprobe_policy retprobes;
 	bool every_launch;    /* --every-launch: no counted launch runs */
+	bool no_placement;    /* --no-placement: every probe at its symbol */
 	uint64_t ringbuf_size; /* bytes, power of two >= page size */
 	bool post_step;
 	bool check;           /* --check: the exit status says whether the evidence is valid */

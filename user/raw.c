@@ -2,6 +2,33 @@
 #include "json.h"
 #include "raw.h"
 
+/*
+ * The graph APIs carry a graph or graph exec where launches carry the kernel
+ * (fn) and creates the new handle (handle): print them under their names.
+ */
+static void graph_keys(const struct nl_call *c, const char **fn_key, const char **handle_key)
+{
+	*fn_key = "fn";
+	*handle_key = "handle";
+	switch (c->kind) {
+	case NL_K_GRAPH:
+		*fn_key = "exec";
+		break;
+	case NL_K_GRAPH_INST:
+		*fn_key = "graph";
+		*handle_key = "exec";
+		break;
+	case NL_K_GRAPH_DESTROY:
+		*fn_key = c->api == NL_API_GRAPH_EXEC_DESTROY ? "exec" : "graph";
+		break;
+	case NL_K_CAPTURE_END:
+		*handle_key = "graph";
+		break;
+	default:
+		break;
+	}
+}
+
 int nl_raw_write(FILE *f, const struct nl_call *c)
 {
 	return nl_raw_write_labeled(f, c, NULL, NULL);
@@ -10,10 +37,11 @@ int nl_raw_write(FILE *f, const struct nl_call *c)
 int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container_id,
 			 const char *pod_uid)
 {
-	const char *name = nl_api_name(c->api);
+	const char *name = nl_api_name(c->api), *fn_key, *handle_key;
 	uint32_t m = c->fields;
 	struct nl_json j;
 
+	graph_keys(c, &fn_key, &handle_key);
 	nl_json_begin(&j, f);
 	nl_json_kstr(&j, "type", "call");
 	nl_json_ki64(&j, "schema", NL_SCHEMA);
@@ -50,13 +78,13 @@ int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container
 	if (m & NL_F_PRIO)
 		nl_json_ki64(&j, "prio", c->prio);
 	if (m & NL_F_FN)
-		nl_json_khex(&j, "fn", c->fn);
+		nl_json_khex(&j, fn_key, c->fn);
 	if (m & NL_F_PEER)
 		nl_json_ki64(&j, "peer", c->peer);
 	if (m & NL_F_COUNT)
 		nl_json_ku64(&j, "count", c->count);
 	if (m & NL_F_HANDLE)
-		nl_json_khex(&j, "handle", c->handle);
+		nl_json_khex(&j, handle_key, c->handle);
 	if (m & NL_F_MS)
 		nl_json_kdbl(&j, "ms", c->ms);
 	if (c->coll_depth)

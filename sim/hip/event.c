@@ -26,9 +26,14 @@ hipError_t sim_event_get_locked(hipEvent_t h, struct sim_event **out)
 
 hipError_t sim_event_record_locked(struct sim_event *ev, struct sim_stream *s)
 {
-	struct sim_op *op = sim_op_new(SIM_OP_MARKER);
+	struct sim_op *op;
 	hipError_t e;
 
+	if (s->cap) {
+		sim_capture_record_locked(ev, s);
+		return hipSuccess;
+	}
+	op = sim_op_new(SIM_OP_MARKER);
 	if (!op)
 		return hipErrorOutOfMemory;
 	op->u.marker.ev = ev;
@@ -89,6 +94,7 @@ static hipError_t create_common(hipEvent_t *event, unsigned flags)
 		ev->next_free = NULL;
 		ev->flags = flags;
 		ev->recorded = false;
+		ev->cap_id = 0;
 		*event = (hipEvent_t)ev;
 	} else if (ev && ev != free_events) {
 		free(ev); /* fresh and never published */
@@ -139,12 +145,17 @@ static hipError_t wait_event_common(hipStream_t stream, hipEvent_t event, unsign
 	struct sim_event *ev;
 	struct sim_stream *s;
 	struct sim_op *op;
+	bool captured = false;
 	hipError_t e = enter_event(event, &ev);
 
 	if (e == hipSuccess && flags != 0)
 		e = hipErrorInvalidValue;
 	if (e == hipSuccess)
 		e = sim_stream_get_locked(stream, spt, &s);
+	if (e == hipSuccess)
+		e = sim_capture_wait_locked(s, ev, &captured);
+	if (captured)
+		return sim_leave(e);
 	/* never recorded, already complete, or same stream: nothing to wait for */
 	if (e == hipSuccess && !event_done_locked(ev) && ev->pos.s != s) {
 		op = sim_op_new(SIM_OP_NOP);
@@ -169,6 +180,8 @@ SIMHIP_API hipError_t hipEventQuery(hipEvent_t event)
 	struct sim_event *ev;
 	hipError_t e = enter_event(event, &ev);
 
+	if (e == hipSuccess && sim_event_captured_locked(ev))
+		e = hipErrorCapturedEvent;
 	if (e == hipSuccess && !event_done_locked(ev))
 		e = hipErrorNotReady;
 	return sim_leave(e);
@@ -180,6 +193,8 @@ SIMHIP_API hipError_t hipEventSynchronize(hipEvent_t event)
 	struct sim_pos pos;
 	hipError_t e = enter_event(event, &ev);
 
+	if (e == hipSuccess && sim_event_captured_locked(ev))
+		e = hipErrorCapturedEvent;
 	if (e == hipSuccess && ev->recorded) {
 		pos = ev->pos; /* the event may be re-recorded or destroyed meanwhile */
 		sim_pos_wait_locked(&pos);
@@ -198,6 +213,8 @@ SIMHIP_API hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_
 	e = enter_event(start, &a);
 	if (e == hipSuccess)
 		e = sim_event_get_locked(stop, &b);
+	if (e == hipSuccess && (sim_event_captured_locked(a) || sim_event_captured_locked(b)))
+		e = hipErrorCapturedEvent;
 	if (e == hipSuccess && (!a->recorded || !b->recorded))
 		e = hipErrorInvalidHandle;
 	if (e == hipSuccess && ((a->flags | b->flags) & hipEventDisableTiming))

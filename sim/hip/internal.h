@@ -48,6 +48,7 @@ bool ptrset_del(struct ptrset *set, const void *p);
 /* ---- operations ------------------------------------------------------ */
 struct sim_stream;
 struct sim_event;
+struct sim_capture;
 
 struct sim_pos {
 	struct sim_stream *s;
@@ -118,6 +119,10 @@ struct sim_stream {
 	uint64_t completed; /* seq of the last completed op */
 	pthread_cond_t cv_work;
 	struct sim_stream *next_free;
+	/* stream capture (graph.c): the capture it belongs to, and the node
+	 * its next captured op depends on (-1: none) */
+	struct sim_capture *cap;
+	long cap_last;
 };
 
 /* ---- events ---------------------------------------------------------- */
@@ -129,6 +134,10 @@ struct sim_event {
 	uint64_t rec;       /* number of records so far */
 	uint64_t t_ns;      /* CLOCK_MONOTONIC at completion of the last record */
 	struct sim_event *next_free;
+	/* last recorded inside a capture (graph.c): its id (0: never) and the
+	 * node a wait on it depends on (-1: the capture's start) */
+	uint64_t cap_id;
+	long cap_node;
 };
 
 /* ---- global state (core.c) ------------------------------------------- */
@@ -170,5 +179,16 @@ void sim_device_sync_locked(void);
 hipError_t sim_event_get_locked(hipEvent_t h, struct sim_event **out);
 hipError_t sim_event_record_locked(struct sim_event *ev, struct sim_stream *s);
 void sim_marker_reached_locked(const struct sim_op *op);
+
+/* ---- graphs and stream capture (graph.c) ------------------------------ */
+/* Append op to the capture of s instead of running it (op consumed). */
+hipError_t sim_capture_op_locked(struct sim_stream *s, struct sim_op *op);
+/* hipEventRecord on a capturing stream: remember where, enqueue nothing. */
+void sim_capture_record_locked(struct sim_event *ev, struct sim_stream *s);
+/* hipStreamWaitEvent where s captures or ev was recorded in an active
+ * capture; *handled false: an ordinary wait. */
+hipError_t sim_capture_wait_locked(struct sim_stream *s, struct sim_event *ev, bool *handled);
+/* The event's last record was made in a capture still open. */
+bool sim_event_captured_locked(const struct sim_event *ev);
 
 #endif /* SIMHIP_INTERNAL_H */

@@ -217,6 +217,8 @@ static hipError_t stream_create_locked(unsigned flags, int priority, struct sim_
 	}
 	s->is_null = false;
 	s->per_thread = false;
+	s->cap = NULL;
+	s->cap_last = -1;
 	s->flags = flags;
 	s->priority = clamp_priority(priority);
 	*out = s;
@@ -310,6 +312,12 @@ hipError_t sim_enqueue_locked(struct sim_stream *s, struct sim_op *op,
 {
 	unsigned n = 0, max = nextra + 1;
 
+	if (s->cap) {
+		/* captured, not run: a position that is already done */
+		if (pos)
+			*pos = (struct sim_pos){ s, s->gen, 0 };
+		return sim_capture_op_locked(s, op);
+	}
 	if (s->is_null)
 		max = nextra + (unsigned)n_streams;
 	if (max) {
@@ -355,6 +363,8 @@ hipError_t sim_submit(struct sim_op *op, hipStream_t h, bool spt, bool wait)
 	struct sim_pos pos;
 	hipError_t e = sim_enter_stream(h, spt, &s);
 
+	if (e == hipSuccess && wait && s->cap)
+		e = hipErrorStreamCaptureUnsupported; /* a blocking call cannot be captured */
 	if (e == hipSuccess)
 		e = sim_enqueue_locked(s, op, NULL, 0, &pos);
 	else
@@ -444,6 +454,8 @@ static hipError_t sync_common(hipStream_t stream, bool spt)
 	struct sim_pos end;
 	hipError_t e = sim_enter_stream(stream, spt, &s);
 
+	if (e == hipSuccess && s->cap)
+		e = hipErrorStreamCaptureUnsupported;
 	if (e == hipSuccess && (pending(s) || !implicit_idle_locked(s))) {
 		op = sim_op_new(SIM_OP_NOP);
 		e = op ? sim_enqueue_locked(s, op, NULL, 0, &end) : hipErrorOutOfMemory;
@@ -468,6 +480,8 @@ static hipError_t query_common(hipStream_t stream, bool spt)
 	struct sim_stream *s;
 	hipError_t e = sim_enter_stream(stream, spt, &s);
 
+	if (e == hipSuccess && s->cap)
+		e = hipErrorStreamCaptureUnsupported;
 	if (e == hipSuccess && (pending(s) || !implicit_idle_locked(s)))
 		e = hipErrorNotReady;
 	return sim_leave(e);
@@ -524,18 +538,6 @@ SIMHIP_API hipError_t hipStreamGetPriority_spt(hipStream_t stream, int *priority
 {
 	return priority ? get_attr_common(stream, true, NULL, priority)
 			: sim_ret(hipErrorInvalidValue);
-}
-
-SIMHIP_API hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus *status)
-{
-	struct sim_stream *s;
-	hipError_t e = sim_enter_stream(stream, false, &s);
-
-	if (e == hipSuccess && !status)
-		e = hipErrorInvalidValue;
-	if (e == hipSuccess)
-		*status = hipStreamCaptureStatusNone;
-	return sim_leave(e);
 }
 
 /* The callback runs on the stream's worker, after all earlier work, before later work. */

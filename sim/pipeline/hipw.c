@@ -209,6 +209,77 @@ void hw_launch_module(simhip_kernel_t *k, unsigned grid, void **args, hipStream_
 	RUN(c, hipModuleLaunchKernel((hipFunction_t)k, grid, 1, 1, 128, 1, 1, 0, s, args, NULL));
 }
 
+void hw_launch_spt(simhip_kernel_t *k, unsigned grid, void **args, hipStream_t s)
+{
+	struct pl_call c = { .api = "hipLaunchKernel_spt", .fields = CF_STREAM | CF_FN,
+			     .stream = U(s), .fn = U(k), .kernel = k->name };
+
+	RUN(c, hipLaunchKernel_spt(k, (dim3){ grid, 1, 1 }, (dim3){ 256, 1, 1 }, args, 0, s));
+}
+
+void hw_stream_sync_spt(hipStream_t s)
+{
+	struct pl_call c = { .api = "hipStreamSynchronize_spt", .fields = CF_STREAM,
+			     .stream = U(s) };
+
+	RUN(c, hipStreamSynchronize_spt(s));
+}
+
+void hw_capture_begin(hipStream_t s)
+{
+	struct pl_call c = { .api = "hipStreamBeginCapture", .fields = CF_STREAM | CF_FLAGS,
+			     .stream = U(s), .flags = hipStreamCaptureModeThreadLocal };
+
+	RUN(c, hipStreamBeginCapture(s, hipStreamCaptureModeThreadLocal));
+}
+
+void hw_capture_end(hipStream_t s, hipGraph_t *g)
+{
+	struct pl_call c = { .api = "hipStreamEndCapture", .fields = CF_STREAM | CF_HANDLE,
+			     .stream = U(s), .handle_key = "graph" };
+
+	*g = NULL;
+	c.t_ns = pl_now_ns();
+	c.rc = (int)hipStreamEndCapture(s, g);
+	created(&c, U(*g));
+}
+
+void hw_graph_instantiate(hipGraphExec_t *x, hipGraph_t g)
+{
+	struct pl_call c = { .api = "hipGraphInstantiateWithFlags",
+			     .fields = CF_FN | CF_FLAGS | CF_HANDLE, .fn = U(g), .flags = 0,
+			     .fn_key = "graph", .handle_key = "exec" };
+
+	*x = NULL;
+	c.t_ns = pl_now_ns();
+	c.rc = (int)hipGraphInstantiateWithFlags(x, g, 0);
+	created(&c, U(*x));
+}
+
+void hw_graph_launch(hipGraphExec_t x, hipStream_t s)
+{
+	struct pl_call c = { .api = "hipGraphLaunch", .fields = CF_STREAM | CF_FN, .stream = U(s),
+			     .fn = U(x), .fn_key = "exec" };
+
+	RUN(c, hipGraphLaunch(x, s));
+}
+
+void hw_graph_exec_destroy(hipGraphExec_t x)
+{
+	struct pl_call c = { .api = "hipGraphExecDestroy", .fields = CF_FN, .fn = U(x),
+			     .fn_key = "exec" };
+
+	RUN(c, hipGraphExecDestroy(x));
+}
+
+void hw_graph_destroy(hipGraph_t g)
+{
+	struct pl_call c = { .api = "hipGraphDestroy", .fields = CF_FN, .fn = U(g),
+			     .fn_key = "graph" };
+
+	RUN(c, hipGraphDestroy(g));
+}
+
 void hw_nccl_init(ncclComm_t *comm)
 {
 	struct pl_call u = { .api = "ncclGetUniqueId", .nccl = true };

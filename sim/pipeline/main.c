@@ -37,6 +37,7 @@ static void write_header(const struct pl_opts *o)
 	pj_num(&j, "seed", (long long)o->seed);
 	pj_num(&j, "iter_sleep_ms", o->iter_sleep_ms);
 	pj_num(&j, "watchdog_ms", o->watchdog_ms);
+	pj_bool(&j, "torch", o->torch);
 	pj_end(&j);
 }
 

@@ -34,6 +34,9 @@ static const char usage[] =
 	"                       in a row on the compute stream in forward, N in\n"
 	"                       backward (default 0; a real model has hundreds)\n"
 	"  --watchdog-ms MS     collective watchdog period (default 10)\n"
+	"  --torch              also PyTorch's own calls: record_stream events, loss.item(),\n"
+	"                       per-thread stream launches, per-iteration timing events and\n"
+	"                       the dense part replayed as a graph (torchrec only)\n"
 	"  --seed N             content seed (default 1)\n"
 	"  --gate-signal        print \"ready PID\", wait for SIGUSR1 before the first HIP call\n"
 	"  --gate-file PATH     print \"ready PID\", wait until PATH exists\n"
@@ -124,7 +127,7 @@ static int parse_stall(const char *arg, struct pl_opts *o, char *err, size_t len
 	return 0;
 }
 
-enum { O_BATCHES = 256, O_DEPTH, O_PATTERN, O_DROP, O_STALL, O_EXIT_AT, O_SLEEP, O_MLP, O_WATCHDOG,
+enum { O_BATCHES = 256, O_DEPTH, O_PATTERN, O_DROP, O_STALL, O_EXIT_AT, O_SLEEP, O_MLP, O_WATCHDOG, O_TORCH,
        O_SEED, O_GATE_SIGNAL, O_GATE_FILE, O_GATE_TIMEOUT, O_TRUTH, O_HELP };
 
 static const struct option longopts[] = {
@@ -137,6 +140,7 @@ static const struct option longopts[] = {
 	{ "iter-sleep-ms", required_argument, NULL, O_SLEEP },
 	{ "mlp-layers", required_argument, NULL, O_MLP },
 	{ "watchdog-ms", required_argument, NULL, O_WATCHDOG },
+	{ "torch", no_argument, NULL, O_TORCH },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "gate-signal", no_argument, NULL, O_GATE_SIGNAL },
 	{ "gate-file", required_argument, NULL, O_GATE_FILE },
@@ -153,6 +157,8 @@ static int validate(struct pl_opts *o, bool depth_given, char *err, size_t len)
 		if (depth_given && o->depth != 1)
 			return errf(err, len, "--depth %d needs --pattern torchrec", o->depth);
 		o->depth = 1;
+		if (o->torch)
+			return errf(err, len, "--torch needs --pattern torchrec");
 	}
 	for (int i = 0; i < o->ndrops; i++) {
 		const struct pl_fault *f = &o->drops[i];
@@ -235,6 +241,9 @@ int pl_parse_opts(int argc, char **argv, struct pl_opts *o, char *err, size_t le
 		case O_WATCHDOG:
 			if (parse_long(optarg, 1, 1000, &o->watchdog_ms, NULL))
 				return errf(err, len, "--watchdog-ms '%s': expected 1..1000", optarg);
+			break;
+		case O_TORCH:
+			o->torch = true;
 			break;
 		case O_SEED:
 			if (parse_long(optarg, 0, LONG_MAX, &v, NULL))

@@ -56,6 +56,7 @@ struct pl_opts {
 	long iter_sleep_ms;
 	long mlp_layers;     /* extra launches in a row on the compute stream, forward and backward */
 	long watchdog_ms;
+	bool torch;          /* --torch: PyTorch's own calls around the pipeline */
 	uint64_t seed;
 	bool gate_signal;
 	const char *gate_file;
@@ -99,6 +100,7 @@ struct pl_call {
 	unsigned flags;
 	double ms;
 	const char *kernel;
+	const char *fn_key, *handle_key; /* graph APIs: "graph"/"exec" (NULL: fn, handle) */
 	uint64_t t_ns;
 	int rc;
 	long seq;          /* set when logged */
@@ -152,6 +154,16 @@ void hw_launch(simhip_kernel_t *k, unsigned grid, void **args, hipStream_t s);
 void hw_launch_gemm(simhip_kernel_t *k, unsigned grid, void **args, hipStream_t s);
 /* hipModuleLaunchKernel: Triton. */
 void hw_launch_module(simhip_kernel_t *k, unsigned grid, void **args, hipStream_t s);
+/* The per-thread default stream: hipLaunchKernel_spt (stream 0 = this thread's). */
+void hw_launch_spt(simhip_kernel_t *k, unsigned grid, void **args, hipStream_t s);
+void hw_stream_sync_spt(hipStream_t s);
+/* Graphs (torch.compile's reduce-overhead mode). */
+void hw_capture_begin(hipStream_t s);
+void hw_capture_end(hipStream_t s, hipGraph_t *g);
+void hw_graph_instantiate(hipGraphExec_t *x, hipGraph_t g);
+void hw_graph_launch(hipGraphExec_t x, hipStream_t s);
+void hw_graph_exec_destroy(hipGraphExec_t x);
+void hw_graph_destroy(hipGraph_t g);
 void hw_nccl_init(ncclComm_t *comm);
 void hw_nccl_destroy(ncclComm_t comm);
 void hw_alltoall(const void *send, void *recv, size_t count, ncclComm_t comm, hipStream_t s);
@@ -243,6 +255,12 @@ struct pl_ctx {
 	struct pl_batch *b;
 	struct pl_evpool ev_sync, ev_coll, ev_timed, ev_alloc;
 	struct pl_halloc ha;
+	/* --torch */
+	hipStream_t G;          /* graph capture stream */
+	hipGraphExec_t dense;   /* the captured dense part */
+	struct pl_evpool ev_dev;
+	struct pl_halloc da;    /* device caching allocator: record_stream blocks */
+	struct pl_hblock **dblk; /* batch -> its sparse output block */
 };
 
 struct pl_hblock *halloc_get(struct pl_halloc *h, long batch);

@@ -68,6 +68,17 @@ void pl_setup(struct pl_ctx *x)
 			     pl_stall_ms(o, STALL_SPARSE, k));
 	}
 	x->ha = (struct pl_halloc){ .pool = &x->ev_alloc, .size = pl_batch_bytes() };
+	if (o->torch) {
+		/* torch.cuda.graph's capture stream, from the side-stream pool */
+		hw_stream_create_flags(&x->G, hipStreamNonBlocking);
+		evpool_init(&x->ev_dev, hipEventDisableTiming);
+		x->da = (struct pl_halloc){ .pool = &x->ev_dev, .size = 64 };
+		x->dblk = calloc((size_t)o->batches, sizeof(*x->dblk));
+		if (!x->dblk) {
+			fprintf(stderr, "pipeline: out of memory\n");
+			exit(1);
+		}
+	}
 	write_streams(x);
 	if (pl_autograd_start(x) || (tr && pl_watchdog_start(x))) {
 		fprintf(stderr, "pipeline: cannot start threads\n");
@@ -160,6 +171,47 @@ static _Noreturn void exit_now(struct pl_ctx *x, long i)
 	_exit(3);
 }
 
+/* --torch: to.wait_stream(from) the way PyTorch makes it outside a pipeline
+ * wait: an event created, recorded, waited on and destroyed. Not an edge of
+ * the pipeline (the truth lists those). */
+static void torch_wait_stream(hipStream_t to, hipStream_t from)
+{
+	hipEvent_t e;
+
+	hw_event_create(&e, hipEventDisableTiming);
+	hw_event_record(e, from, NULL);
+	hw_stream_wait(to, e, NULL);
+	hw_event_destroy(e);
+}
+
+#define DENSE_LAYERS 4
+
+/* --torch: the dense part as torch.compile's reduce-overhead mode runs it:
+ * eager in the first iteration (warm-up), captured once on the capture
+ * stream in the second, then replayed on the compute stream every iteration.
+ * Its kernels read nothing batch-specific (static buffers). */
+static void dense_part(struct pl_ctx *x, long i)
+{
+	hipGraph_t g;
+
+	if (i == 0) {
+		for (int l = 0; l < DENSE_LAYERS; l++)
+			hw_launch(&k_mlp_fwd, 16, NULL, x->C);
+		return;
+	}
+	if (!x->dense) {
+		torch_wait_stream(x->G, x->C);
+		hw_capture_begin(x->G);
+		for (int l = 0; l < DENSE_LAYERS; l++)
+			hw_launch(&k_mlp_fwd, 16, NULL, x->G);
+		hw_capture_end(x->G, &g);
+		hw_graph_instantiate(&x->dense, g);
+		hw_graph_destroy(g);
+		torch_wait_stream(x->C, x->G);
+	}
+	hw_graph_launch(x->dense, x->C);
+}
+
 /* d: forward of batch i. */
 static void forward(struct pl_ctx *x, long i)
 {
@@ -172,6 +224,8 @@ static void forward(struct pl_ctx *x, long i)
 	b->data_w = NULL;
 	if (b->stall_sparse_k.duration_ns)
 		hw_launch(&b->stall_sparse_k, 1, b->argv, x->D);
+	if (x->o->torch)
+		x->dblk[i] = halloc_get(&x->da, i); /* dist_init's output, allocated for D */
 	hw_launch(&k_dist_init, 32, b->argv, x->D);
 	pl_attr(i, ST_FORWARD, SP_D);
 	pl_wait_stream(x, x->C, x->D, i, "D->C", SP_D, W_D_COMPUTE,
@@ -187,16 +241,50 @@ static void forward(struct pl_ctx *x, long i)
 	hw_launch_module(&k_triton_fwd, 32, b->argv, x->C);
 	for (long l = 0; l < x->o->mlp_layers; l++)
 		hw_launch(&k_mlp_fwd, 16, b->argv, x->C);
+	if (x->o->torch)
+		dense_part(x, i);
+}
+
+/* --torch, end of iteration i: the optimizer timed with a pair of events
+ * made for the iteration, loss.item(), a metrics kernel on the main
+ * thread's per-thread default stream, and the caching allocator freeing
+ * dist_init's output block, used on the compute stream (record_stream). */
+static void torch_step_end(struct pl_ctx *x, long i, hipEvent_t start)
+{
+	struct pl_batch *b = &x->b[i];
+	hipEvent_t stop;
+	float ms;
+
+	hw_event_create(&stop, hipEventDefault);
+	hw_event_record(stop, x->C, NULL);
+	hw_memcpy_async(&b->h_loss, b->slot->loss, sizeof(b->h_loss), hipMemcpyDeviceToHost, x->C);
+	hw_stream_sync(x->C);
+	hw_event_elapsed(&ms, start, stop);
+	hw_event_destroy(start);
+	hw_event_destroy(stop);
+	hw_launch(&k_mlp_bwd, 1, NULL, hipStreamPerThread);
+	hw_launch_spt(&k_mlp_bwd, 1, NULL, NULL);
+	hw_stream_sync_spt(NULL);
+	pl_attr(i, ST_ALLOCATOR, SP_F);
+	halloc_put(&x->da, x->dblk[i], x->C);
+	x->dblk[i] = NULL;
 }
 
 /* f: backward on the autograd thread, then the optimizer step. */
 static void backward_step(struct pl_ctx *x, long i)
 {
 	struct pl_batch *b = &x->b[i];
+	hipEvent_t start = NULL;
 
 	pl_autograd_run(i);
 	pl_attr(i, ST_BACKWARD, SP_F);
+	if (x->o->torch) {
+		hw_event_create(&start, hipEventDefault);
+		hw_event_record(start, x->C, NULL);
+	}
 	hw_launch(&k_optimizer, 16, b->argv, x->C);
+	if (x->o->torch)
+		torch_step_end(x, i, start);
 }
 
 static void iter_sleep(const struct pl_opts *o)
@@ -298,11 +386,20 @@ void pl_teardown(struct pl_ctx *x)
 	pl_watchdog_stop();
 	pl_autograd_stop();
 	halloc_drain(&x->ha);
+	if (x->o->torch)
+		halloc_drain(&x->da);
 	pl_attr(-1, ST_TEARDOWN, SP_NONE);
 	evpool_drain(&x->ev_sync);
 	evpool_drain(&x->ev_coll);
 	evpool_drain(&x->ev_timed);
 	evpool_drain(&x->ev_alloc);
+	if (x->o->torch) {
+		evpool_drain(&x->ev_dev);
+		if (x->dense)
+			hw_graph_exec_destroy(x->dense);
+		hw_stream_destroy(x->G);
+		free(x->dblk);
+	}
 	if (x->comm)
 		hw_nccl_destroy(x->comm);
 	hw_free(x->dmem);

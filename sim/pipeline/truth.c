@@ -209,12 +209,13 @@ static void format_call(struct pl_json *j, const struct pl_call *c, long seq)
 	if (c->fields & CF_PEER)
 		pj_num(j, "peer", c->peer);
 	if (c->fields & CF_FN) {
-		pj_hex(j, "fn", c->fn);
-		pj_str(j, "kernel", c->kernel);
+		pj_hex(j, c->fn_key ? c->fn_key : "fn", c->fn);
+		if (c->kernel)
+			pj_str(j, "kernel", c->kernel);
 	}
 	pj_num(j, "rc", c->rc);
 	if ((c->fields & CF_HANDLE) && c->rc == 0)
-		pj_hex(j, "handle", c->handle);
+		pj_hex(j, c->handle_key ? c->handle_key : "handle", c->handle);
 	if ((c->fields & CF_MS) && c->rc == 0)
 		pj_raw(j, ",\"ms\":%.6g", c->ms);
 	pj_batch(j, "batch", cur_batch);

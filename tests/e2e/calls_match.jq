@@ -6,7 +6,7 @@
 # left out, and so are the workload's calls of APIs the tool does not probe
 # (hipMalloc, ...). Prints [] when all match, else the first differences.
 def cmpkeys: ["api","tid","stream","event","stop_event","dst","src","bytes","kind",
-              "flags","prio","count","peer","handle","ms","rc"];
+              "flags","prio","count","peer","handle","graph","exec","ms","rc"];
 def same($x; $y):
   [cmpkeys[] as $k | select($x | has($k)) |
    select(($k == "rc" and ($y | has("rc") | not)) | not) |

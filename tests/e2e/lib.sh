@@ -78,3 +78,29 @@ probed_apis() {
 	"$TOOL" --version -v | awk '/^  (hip|nccl)[A-Za-z_]* /{print $1}' | jq -R . | jq -sc .
 }
 
+# audit NAME WORKLOAD-ARGS...: the pipeline workload held at its gate with
+# its truth in $TMP/NAME.truth, the tool attached by PID (extra words in
+# TOOL_ARGS) writing $TMP/NAME.json, then audit_matches NAME. Needs PROBED.
+audit() {
+	name=$1
+	shift
+	workload_gated "$TMP/$name.out" --truth "$TMP/$name.truth" "$@"
+	# shellcheck disable=SC2086 # TOOL_ARGS: words for the tool
+	"$TOOL" -p "$GATED_PID" ${TOOL_ARGS:-} --raw -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
+	tool=$!
+	wait_for '"type":"attach".*librccl' "$TMP/$name.json"
+	kill -USR1 "$GATED_PID"
+	wait "$tool"
+	rc=$?
+	[ $rc = 0 ] || { echo "  tool exit $rc: $(cat "$TMP/$name.tool")" >&2; return 1; }
+	audit_matches "$name"
+}
+
+# audit_matches NAME: the audits agree with the truth (audit_match.jq), or
+# the first differences on stderr
+audit_matches() {
+	jq -n --slurpfile t "$TMP/$1.truth" --slurpfile a "$TMP/$1.json" --argjson probed "$PROBED" \
+		-f tests/e2e/audit_match.jq >"$TMP/$1.diff" || return 1
+	r=$(cat "$TMP/$1.diff")
+	[ "$r" = "[]" ] || { echo "  $r" | head -c 3000 >&2; return 1; }
+}

@@ -10,29 +10,6 @@ fi
 export LD_LIBRARY_PATH="$SIM"
 PROBED=$(probed_apis)
 
-# audit NAME WORKLOAD-ARGS...: gated workload, tool attached by PID, then compare
-audit() {
-	name=$1
-	shift
-	workload_gated "$TMP/$name.out" --truth "$TMP/$name.truth" "$@"
-	# shellcheck disable=SC2086 # TOOL_ARGS: words for the tool
-	"$TOOL" -p "$GATED_PID" ${TOOL_ARGS:-} --raw -o "$TMP/$name.json" 2>"$TMP/$name.tool" &
-	tool=$!
-	wait_for '"type":"attach".*librccl' "$TMP/$name.json"
-	kill -USR1 "$GATED_PID"
-	wait "$tool"
-	rc=$?
-	[ $rc = 0 ] || { echo "  tool exit $rc: $(cat "$TMP/$name.tool")" >&2; return 1; }
-	matches "$name"
-}
-
-matches() {
-	jq -n --slurpfile t "$TMP/$1.truth" --slurpfile a "$TMP/$1.json" --argjson probed "$PROBED" \
-		-f tests/e2e/audit_match.jq >"$TMP/$1.diff" || return 1
-	r=$(cat "$TMP/$1.diff")
-	[ "$r" = "[]" ] || { echo "  $r" | head -c 3000 >&2; return 1; }
-}
-
 verdicts() { # NAME: "trusted,trusted,untrusted..." from the audits
 	jq -r -s '[.[] | select(.type=="batch") | .verdict] | join(",")' "$TMP/$1.json"
 }
@@ -79,7 +56,7 @@ at_exit "kill -KILL $P 2>/dev/null"
 sleep 0.35
 "$TOOL" -p "$P" --raw -o "$TMP/mid.json" 2>"$TMP/mid.tool"
 check "attach mid-run: tool exit 0" test $? = 0
-check "attach mid-run: in-flight batches skipped, later ones as in the truth" matches mid
+check "attach mid-run: in-flight batches skipped, later ones as in the truth" audit_matches mid
 # attached in the middle of a collective, the nesting depth must close again:
 # only RCCL's own HIP calls may be marked as made inside a collective
 check "attach mid-run: no call of the job marked as RCCL's own" \

@@ -27,10 +27,11 @@ check "--check --no-audit: usage error (exit 2), one line" \
 ONE=$(sed -n 's/^\(jq -r .select(.type=="summary") | "evidence_valid=.*\) out\.json$/\1/p' docs/output.md)
 GATE=$(sed -n 's/^\(jq -e .select(.type=="summary") | \.evidence_valid.\) out\.json$/\1/p' docs/output.md)
 check "docs/output.md has both one-liners" test -n "$ONE" -a -n "$GATE"
+pid_of() { jq -r 'select(.type=="summary") | .processes[0].pid' "$1"; }
 check "one-liner on clean.rec's summary" test "$(eval "$ONE" "$TMP/clean.json")" = \
-	"evidence_valid=true reasons= missing_stages= | pid 14364: 5 batches, 5 trusted, 0 untrusted, 0 skipped"
+	"evidence_valid=true reasons= missing_stages= | pid $(pid_of "$TMP/clean.json"): 5 batches, 5 trusted, 0 untrusted, 0 skipped"
 check "one-liner on drop_copy_sparse.rec's summary" test "$(eval "$ONE" "$TMP/drop.json")" = \
-	"evidence_valid=false reasons=untrusted_batches missing_stages= | pid 14385: 5 batches, 4 trusted, 1 untrusted, 0 skipped"
+	"evidence_valid=false reasons=untrusted_batches missing_stages= | pid $(pid_of "$TMP/drop.json"): 5 batches, 4 trusted, 1 untrusted, 0 skipped"
 check "gate one-liner: exit 0 on clean" sh -c "$GATE '$TMP/clean.json' >/dev/null"
 check "gate one-liner: exit 1 on drop_copy_sparse" sh -c "! $GATE '$TMP/drop.json' >/dev/null"
 

@@ -158,3 +158,45 @@ check "sidecar: the workload audited under its pid in the namespace, every batch
 	sh -c "jq -e -s '[.[] | select(.type==\"batch\")] | length >= 25 and all(.pid==$SCPID and .verdict==\"trusted\")' '$TMP/sc.json'"
 check "sidecar: calls carry the namespace's ids (the main thread's tid is the pid)" \
 	sh -c "jq -e -s '[.[] | select(.type==\"call\")] | length > 0 and all(.pid==$SCPID) and any(.tid==$SCPID)' '$TMP/sc.json'"
+
+# --- the same selections against real containers: podman's container ids and
+# cgroup paths (its cgroupfs manager: /libpod_parent/libpod-ID), next to the
+# hand-made ones above
+. tests/e2e/podman_lib.sh
+if podman_ready "fleet, podman containers" base; then
+	workload pa --batches 40 --iter-sleep-ms 20
+	workload pb --batches 40 --iter-sleep-ms 20
+	IDA=$($PODMAN inspect -f '{{.Id}}' "$N-pa")
+	IDB=$($PODMAN inspect -f '{{.Id}}' "$N-pb")
+	PA=$($PODMAN inspect -f '{{.State.Pid}}' "$N-pa")
+	PB=$($PODMAN inspect -f '{{.State.Pid}}' "$N-pb")
+	CGB=$($PODMAN inspect -f '{{.State.CgroupPath}}' "$N-pb")
+	check "podman: a container's cgroup path (podman inspect) is the one /proc/PID/cgroup shows" \
+		grep -qxF "0::$CGB" "/proc/$PB/cgroup"
+	"$TOOL" --container "$(echo "$IDA" | cut -c1-12)" -o "$TMP/pc.json" 2>"$TMP/pc.err" &
+	agent_c=$!
+	"$TOOL" --cgroup "$CGB" -o "$TMP/pg.json" 2>"$TMP/pg.err" &
+	agent_g=$!
+	at_exit "kill -KILL $agent_c $agent_g 2>/dev/null"
+	wait_for 'librccl.so.1: .*symbols attached' "$TMP/pc.err" 300
+	wait_for 'librccl.so.1: .*symbols attached' "$TMP/pg.err" 300
+	host_workload "$TMP/host.podman" --batches 40 --iter-sleep-ms 20
+	touch "$TMP/pa/go" "$TMP/pb/go"
+	$PODMAN wait "$N-pa" "$N-pb" >/dev/null
+	wait "$HOST_WL"
+	sleep 0.6
+	kill -INT "$agent_c" "$agent_g"
+	wait "$agent_c"
+	rc_c=$?
+	wait "$agent_g"
+	rc_g=$?
+	check "podman: --container and --cgroup exit 0" test "$rc_c$rc_g" = 00
+	check "podman: --container ID-PREFIX: all of that container's batches, with its id and host pid, trusted" \
+		jq -e -s --arg id "$IDA" --argjson pid "$PA" \
+			'[.[] | select(.type=="batch")] | length == 40 and all(.container_id == $id and .pid == $pid and .verdict == "trusted")' \
+			"$TMP/pc.json"
+	check "podman: --cgroup PATH: all of that container's batches, with its id and host pid, trusted" \
+		jq -e -s --arg id "$IDB" --argjson pid "$PB" \
+			'[.[] | select(.type=="batch")] | length == 40 and all(.container_id == $id and .pid == $pid and .verdict == "trusted")' \
+			"$TMP/pg.json"
+fi

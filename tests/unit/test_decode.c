@@ -345,6 +345,56 @@ static void test_raw_line(void **state)
 	free(buf);
 }
 
+/* One graph call decoded and printed by --raw. */
+static char *graph_raw(int api, uint64_t a0, uint64_t a1, uint64_t out)
+{
+	struct nl_rec_call r = rec(api);
+	struct nl_call c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	r.args[0] = a0;
+	r.args[1] = a1;
+	r.flags = (nl_api_info[api].flags & NL_AF_RET) ? NL_RF_RET | NL_RF_OUT : 0;
+	r.out = out;
+	assert_int_equal(nl_decode(&r, sizeof(r), &c), 0);
+	assert_int_equal(nl_raw_write(f, &c), 0);
+	fclose(f);
+	return buf;
+}
+
+/* What an auditor follows a graph by: the graph EndCapture hands out, the
+ * exec Instantiate makes of which graph, the exec a launch or destroy names. */
+static void test_graph_handles(void **state)
+{
+	static const struct {
+		int api;
+		uint64_t a0, a1, out;
+		const char *want, *absent;
+	} cases[] = {
+		{ NL_API_STREAM_END_CAPTURE, 0x30, 0x7f00, 0x6000,
+		  "\"stream\":\"0x30\",\"graph\":\"0x6000\"", "\"handle\"" },
+		{ NL_API_GRAPH_INSTANTIATE, 0x7f10, 0x6000, 0x9000,
+		  "\"graph\":\"0x6000\",\"exec\":\"0x9000\"", "\"fn\"" },
+		{ NL_API_GRAPH_INSTANTIATE_WITH_FLAGS, 0x7f10, 0x6000, 0x9000,
+		  "\"graph\":\"0x6000\",\"exec\":\"0x9000\"", "\"handle\"" },
+		{ NL_API_GRAPH_LAUNCH, 0x9000, 0x30, 0, "\"stream\":\"0x30\",\"exec\":\"0x9000\"",
+		  "\"fn\"" },
+		{ NL_API_GRAPH_EXEC_DESTROY, 0x9000, 0, 0, "\"exec\":\"0x9000\"", "\"graph\"" },
+		{ NL_API_GRAPH_DESTROY, 0x6000, 0, 0, "\"graph\":\"0x6000\"", "\"exec\"" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *l = graph_raw(cases[i].api, cases[i].a0, cases[i].a1, cases[i].out);
+
+		if (!strstr(l, cases[i].want) || strstr(l, cases[i].absent))
+			fail_msg("%s: %s", nl_api_name((unsigned)cases[i].api), l);
+		free(l);
+	}
+}
+
 static void test_maps(void **state)
 {
 	const char *text =
@@ -559,7 +609,7 @@ int main(void)
 		cmocka_unit_test(test_decode_stack_args),   cmocka_unit_test(test_decode_return),
 		cmocka_unit_test(test_decode_config_stream), cmocka_unit_test(test_decode_runs),
 		cmocka_unit_test(test_runs_feed),           cmocka_unit_test(test_wire_expand),
-		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line),
+		cmocka_unit_test(test_decode_rejects),      cmocka_unit_test(test_raw_line), cmocka_unit_test(test_graph_handles),
 		cmocka_unit_test(test_maps),                cmocka_unit_test(test_policy),
 	};
 

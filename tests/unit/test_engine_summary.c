@@ -161,7 +161,7 @@ static bool late_x_work;
 
 static void add_unplaced_stream(struct tb *t, int i)
 {
-	if (i < 6)
+	if (i < 8)
 		return;
 	if (!late_x)
 		late_x = tb_stream_create(t, 1);
@@ -174,7 +174,9 @@ static void add_unplaced_stream(struct tb *t, int i)
 
 static void unplaced_producer_stream(void **state)
 {
-	struct tr_opts o = tr_defaults(10);
+	/* roles learned over 4 hand-offs: X comes four iterations later */
+	struct nl_engine_opts eo = { .learn_handoffs = 4 };
+	struct tr_opts o = tr_defaults(12);
 	struct tr_run r;
 	struct tb *t;
 
@@ -185,7 +187,7 @@ static void unplaced_producer_stream(void **state)
 	for (int work = 0; work < 2; work++) {
 		late_x = 0;
 		late_x_work = work;
-		t = tr_bench(NULL, &o, &r);
+		t = tr_bench(&eo, &o, &r);
 		assert_int_equal(r.M, TB_H(1));
 		assert_true(late_x != 0);
 		assert_false(proc_of(t, TB_MAIN)->has_sparse);

@@ -321,6 +321,66 @@ static void exit_in_first_forward(void **state)
 	tb_free(t);
 }
 
+/* Issue orders x event styles x each droppable wait, at every batch: one
+ * dropped necessary edge gives exactly one untrusted batch, named by that
+ * edge; the redundant step-a wait stays silent. */
+enum { ORD_TORCHREC2, ORD_TORCHREC1, ORD_FWD_FIRST, NORD };
+enum { DROP_A, DROP_B, DROP_D, NDROP };
+
+static struct tr_opts order_opts(int ord, int reuse, int batches)
+{
+	struct tr_opts o = tr_defaults(batches);
+
+	/* 2: PyTorch's wait_stream with a loader thread and autograd on its
+	 * own per-thread stream */
+	o.loader = o.bwd_spt = reuse == 2;
+
+	o.depth = ord == ORD_TORCHREC2 ? 2 : 1;
+	o.fwd_first = ord == ORD_FWD_FIRST;
+	o.reuse_events = reuse == 1;
+	return o;
+}
+
+static void one_fault_one_accusation(void **state)
+{
+	static const uint32_t want[NDROP] = { 0, EDGE(COPY_SPARSE), EDGE(SPARSE_FORWARD) };
+	const int B = 7;
+
+	(void)state;
+	for (int ord = 0; ord < NORD; ord++)
+		for (int reuse = 0; reuse < 3; reuse++) {
+			struct tr_opts o = order_opts(ord, reuse, B);
+			struct tr_run r;
+			struct tb *t = tr_bench(NULL, &o, &r);
+
+			/* clean first */
+			for (int k = 0; k < B; k++)
+				assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+			tb_free(t);
+			for (int drop = 0; drop < NDROP; drop++)
+				for (int k = 0; k < B; k++) {
+					o = order_opts(ord, reuse, B);
+					*(drop == DROP_A ? &o.drop_a : drop == DROP_B ? &o.drop_b : &o.drop_d) = k;
+					t = tr_bench(NULL, &o, &r);
+					if (t->n != B)
+						fail_msg("order %d reuse %d drop %d at %d: %d batches", ord, reuse,
+							 drop, k, t->n);
+					for (int i = 0; i < B; i++) {
+						const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
+						uint32_t m = i == k ? want[drop] : 0;
+						int v = m ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
+
+						if (a->verdict != v || a->missing_mask != m || a->skip_mask)
+							fail_msg("order %d reuse %d drop %d at %d: batch %d %s 0x%x "
+								 "skip 0x%x", ord, reuse, drop, k, i,
+								 nl_verdict_name(a->verdict), a->missing_mask,
+								 a->skip_mask);
+					}
+					tb_free(t);
+				}
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +397,7 @@ int main(void)
 		cmocka_unit_test(drop_on_last_batch),
 		cmocka_unit_test(early_stop_unused_batches),
 		cmocka_unit_test(exit_in_first_forward),
+		cmocka_unit_test(one_fault_one_accusation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,8 @@
 #define TB_MAIN 1000u
 #define TB_AUTOGRAD 1001u
 #define TB_WATCHDOG 1002u
+#define TB_LOADER 1003u
+#define TB_PER_THREAD 2ull /* hipStreamPerThread */
 
 struct tb {
 	struct nl_engine *e;
@@ -37,6 +39,12 @@ struct tb {
 	struct nl_proc_summary procs[8];
 	uint32_t pid, tid;
 	uint64_t now, next_handle;
+	/* one event per edge, re-recorded each time (instead of a fresh one) */
+	bool reuse_events;
+	int nedge_ev;
+	struct {
+		uint64_t to, from, ev;
+	} edge_ev[16];
 	/* recording: calls are kept instead of fed (to interleave processes) */
 	bool recording;
 	struct nl_call *rec;
@@ -204,14 +212,45 @@ static inline void tb_wait(struct tb *t, uint64_t s, uint64_t ev)
 	tb_ev_call(t, NL_API_STREAM_WAIT_EVENT, s, ev);
 }
 
-/* to.wait_stream(from): a fresh event each time, destroyed after. */
-static inline void tb_wait_stream(struct tb *t, uint64_t to, uint64_t from)
+/* The bench's event for the edge from -> to, created at its first use. */
+static inline uint64_t tb_edge_event(struct tb *t, uint64_t to, uint64_t from)
 {
-	uint64_t ev = tb_event_create(t);
+	for (int i = 0; i < t->nedge_ev; i++)
+		if (t->edge_ev[i].to == to && t->edge_ev[i].from == from)
+			return t->edge_ev[i].ev;
+	assert_true(t->nedge_ev < 16);
+	t->edge_ev[t->nedge_ev].to = to;
+	t->edge_ev[t->nedge_ev].from = from;
+	t->edge_ev[t->nedge_ev].ev = tb_event_create(t);
+	return t->edge_ev[t->nedge_ev++].ev;
+}
 
+/* to.wait_stream(from): PyTorch's fresh event each time, destroyed after, or
+ * with reuse_events one event per edge re-recorded each time. Without
+ * `wait` the edge is dropped: a fresh event's record goes with it (nothing
+ * is called), a reused one is still recorded. */
+static inline void tb_wait_stream_or_drop(struct tb *t, uint64_t to, uint64_t from, bool wait)
+{
+	uint64_t ev;
+
+	if (t->reuse_events) {
+		ev = tb_edge_event(t, to, from);
+		tb_record(t, ev, from);
+		if (wait)
+			tb_wait(t, to, ev);
+		return;
+	}
+	if (!wait)
+		return;
+	ev = tb_event_create(t);
 	tb_record(t, ev, from);
 	tb_wait(t, to, ev);
 	tb_event_destroy(t, ev);
+}
+
+static inline void tb_wait_stream(struct tb *t, uint64_t to, uint64_t from)
+{
+	tb_wait_stream_or_drop(t, to, from, true);
 }
 
 static inline void tb_copy(struct tb *t, uint64_t s, unsigned kind, uint64_t bytes)
@@ -338,6 +377,10 @@ static inline void tb_alltoall(struct tb *t, uint64_t s, uint64_t done_ev)
 
 struct tr_opts {
 	bool simple;
+	bool fwd_first;   /* depth 1, forward(i) enqueued before copy(i+1) and sparse(i+1) */
+	bool reuse_events; /* one event per edge, re-recorded every iteration */
+	bool loader;      /* copies issued by a loader thread */
+	bool bwd_spt;     /* backward on the autograd thread's hipStreamPerThread */
 	int depth;        /* 1 or 2 (torchrec) */
 	int batches;
 	int drop_a, drop_b, drop_d, drop_simple; /* batch whose wait is dropped, -1 none */
@@ -402,8 +445,11 @@ static inline void tr_work_wait(struct tr_run *r, struct tr_work *w, uint64_t to
 
 static inline void tr_copy_batch(struct tr_run *r)
 {
+	if (r->o->loader)
+		r->t->tid = TB_LOADER;
 	for (int i = 0; i < 3; i++)
 		tb_copy(r->t, r->M, 1, 4096);
+	r->t->tid = TB_MAIN;
 }
 
 static inline void tr_free_staging(struct tr_run *r)
@@ -415,8 +461,7 @@ static inline void tr_free_staging(struct tr_run *r)
 
 static inline void tr_start_sparse(struct tr_run *r, int k)
 {
-	if (r->o->drop_b != k)
-		tb_wait_stream(r->t, r->D, r->M);
+	tb_wait_stream_or_drop(r->t, r->D, r->M, r->o->drop_b != k);
 	r->input_dist_ts[k % TR_KEEP] = tb_kernel(r->t, r->D, K_INPUT_DIST);
 	r->splits[k % TR_KEEP] = tr_alltoall(r, r->D, true, 1);
 	tb_memcpy_sync(r->t, r->D, 1); /* split sizes, blocking H2D */
@@ -438,8 +483,7 @@ static inline bool tr_forward(struct tr_run *r, int i)
 
 	tr_work_wait(r, &r->data[i % TR_KEEP], r->D);
 	r->dist_init_ts[i % TR_KEEP] = tb_kernel(t, r->D, K_DIST_INIT);
-	if (r->o->drop_d != i)
-		tb_wait_stream(t, r->C, r->D);
+	tb_wait_stream_or_drop(t, r->C, r->D, r->o->drop_d != i);
 	tb_kernel(t, r->C, K_LOOKUP);
 	if (r->o->exit_at == i)
 		return false;
@@ -455,6 +499,27 @@ static inline void tr_backward(struct tr_run *r)
 	struct tb *t = r->t;
 
 	t->tid = TB_AUTOGRAD;
+	if (r->o->bwd_spt) {
+		/* autograd's own stream: it waits on the forward's, and the
+		 * optimizer's stream waits on it */
+		tb_wait_stream(t, TB_PER_THREAD, r->C);
+		for (int i = 0; i < 3; i++)
+			tb_kernel(t, TB_PER_THREAD, K_BWD_EMB + (uint64_t)i);
+		t->tid = TB_MAIN;
+		/* hipStreamPerThread names the calling thread's stream: the
+		 * record is made on the autograd thread */
+		{
+			uint64_t ev = tb_event_create(t);
+
+			t->tid = TB_AUTOGRAD;
+			tb_record(t, ev, TB_PER_THREAD);
+			t->tid = TB_MAIN;
+			tb_wait(t, r->C, ev);
+			tb_event_destroy(t, ev);
+		}
+		tb_kernel(t, r->C, K_OPTIMIZER);
+		return;
+	}
 	for (int i = 0; i < 3; i++)
 		tb_kernel(t, r->C, K_BWD_EMB + (uint64_t)i);
 	if (r->o->bwd_a2a) {
@@ -497,8 +562,7 @@ static inline bool tr_run_torchrec(struct tr_run *r)
 	for (int i = 0; i < B; i++) {
 		if (o->at_iter)
 			o->at_iter(r->t, i);
-		if (o->drop_a != i)
-			tb_wait_stream(r->t, r->C, r->D);
+		tb_wait_stream_or_drop(r->t, r->C, r->D, o->drop_a != i);
 		if (ahead == 1 && i + 1 < B)
 			tr_copy_batch(r);
 		if (i + 1 < B)
@@ -518,6 +582,37 @@ static inline bool tr_run_torchrec(struct tr_run *r)
 	return true;
 }
 
+/* A depth-1 loop that enqueues forward(i) before copy(i+1) and sparse(i+1),
+ * and backward(i) after them from the autograd thread. */
+static inline bool tr_run_fwd_first(struct tr_run *r)
+{
+	const struct tr_opts *o = r->o;
+	const int B = o->batches;
+
+	tr_copy_batch(r);
+	tr_start_sparse(r, 0);
+	tr_wait_sparse(r, 0);
+	tr_free_staging(r);
+	for (int i = 0; i < B; i++) {
+		if (o->at_iter)
+			o->at_iter(r->t, i);
+		tb_wait_stream_or_drop(r->t, r->C, r->D, o->drop_a != i);
+		if (!tr_forward(r, i))
+			return false;
+		if (i + 1 < B) {
+			tr_copy_batch(r);
+			tr_start_sparse(r, i + 1);
+			tr_wait_sparse(r, i + 1);
+		}
+		tr_backward(r);
+		if (i + 1 < B)
+			tr_free_staging(r);
+		if (i == o->stop_after)
+			break;
+	}
+	return true;
+}
+
 static inline bool tr_run_simple(struct tr_run *r)
 {
 	const struct tr_opts *o = r->o;
@@ -528,8 +623,7 @@ static inline bool tr_run_simple(struct tr_run *r)
 	for (int i = 0; i < o->batches; i++) {
 		if (o->at_iter)
 			o->at_iter(t, i);
-		if (o->drop_simple != i)
-			tb_wait_stream(t, r->C, r->M);
+		tb_wait_stream_or_drop(t, r->C, r->M, o->drop_simple != i);
 		tb_kernel(t, r->C, K_LOOKUP);
 		if (o->exit_at == i)
 			return false;
@@ -553,8 +647,9 @@ static inline void tr_job(struct tb *t, const struct tr_opts *o, struct tr_run *
 {
 	bool whole;
 
+	t->reuse_events = o->reuse_events;
 	tr_setup(r, t, o);
-	whole = o->simple ? tr_run_simple(r) : tr_run_torchrec(r);
+	whole = o->simple ? tr_run_simple(r) : o->fwd_first ? tr_run_fwd_first(r) : tr_run_torchrec(r);
 	if (o->no_teardown)
 		return;
 	if (whole)

@@ -36,7 +36,7 @@ static void test_pids_and_flags(void **state)
 			       "--format", "table", "--duration", "1.5", "-v", "-v", "--post-step",
 			       "--copy-stream", "0x5000", "--sparse-stream", "7", "--sparse-stream", "8",
 			       "--compute-stream", "0", "--ringbuf-size", "65536", "--retprobes",
-			       "never", "--wait-lib", NULL),
+			       "never", "--wait-lib", "--no-placement", NULL),
 			 0);
 	assert_int_equal(o.npids, 2);
 	assert_int_equal(o.pids[0], 12);
@@ -55,6 +55,7 @@ static void test_pids_and_flags(void **state)
 	assert_int_equal(o.ringbuf_size, 65536);
 	assert_int_equal(o.retprobes, NL_RET_NEVER);
 	assert_true(o.wait_lib);
+	assert_true(o.no_placement);
 }
 
 static void test_command_mode(void **state)
@@ -64,6 +65,7 @@ static void test_command_mode(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&o, err, "--raw", "--", "prog", "-p", "3", NULL), 0);
+	assert_false(o.no_placement); /* placement is the default */
 	assert_int_equal(o.npids, 0);
 	assert_int_equal(o.ncmd, 3);
 	assert_string_equal(o.cmd[0], "prog");

@@ -239,6 +239,9 @@ static void test_exports_match_real_versions(void **state)
 		"hipEventRecord@hip_4.2", "hipStreamWaitEvent_spt@hip_5.2",
 		"hipStreamIsCapturing@hip_4.3", "hipStreamQuery_spt@hip_5.2",
 		"hipDeviceSynchronize@hip_4.2", "hipMemcpyWithStream@hip_4.2",
+		"hipStreamBeginCapture@hip_4.3", "hipStreamEndCapture@hip_4.3",
+		"hipGraphInstantiate@hip_4.3", "hipGraphInstantiateWithFlags@hip_4.5",
+		"hipGraphLaunch@hip_4.3", "hipGraphExecDestroy@hip_4.3", "hipGraphDestroy@hip_4.3",
 	};
 	struct syms sim, real;
 	const char *rp = real_path();
@@ -251,6 +254,7 @@ static void test_exports_match_real_versions(void **state)
 		if (!has_sym(&sim, needed[i]))
 			fail_msg("simhip lacks %s", needed[i]);
 	assert_false(has_sym(&sim, "hipEventRecord_spt@hip_5.2")); /* not in 5.2.3 */
+	assert_false(has_sym(&sim, "hipGraphLaunch_spt@hip_5.2"));
 	if (!rp) {
 		free_syms(&sim);
 		skip();

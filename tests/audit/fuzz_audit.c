@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * make fuzz-audit: random pipeline programs through the engine, compared with
+ * their truth (docs/engine.md, "Model-based random testing").
+ *
+ *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l]
+ *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
+ *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
+ *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
+ *
+ * Prints the programs run and the disagreements by group and class with a
+ * first seed; with -o, each new group's first program is shrunk and written
+ * there as a --record file and its truth (groupNN-seed-SEED.rec, .json). -k: seeds and classes listed there are known
+ * (not counted as new); -l prints the disagreements as a known list.
+ * Exits 1 when a disagreement was found (with -k: one not in the known list).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "options.h"
+#include "randprog.h"
+
+#define MAX_CLASSES 4096
+
+struct cls {
+	char name[RP_CLASS_LEN];
+	uint64_t count, programs, first_seed;
+};
+
+static struct cls classes[MAX_CLASSES], groups[MAX_CLASSES];
+static int nclasses, ngroups;
+
+struct known {
+	uint64_t seed;
+	char cls[RP_CLASS_LEN];
+};
+
+static struct known *known;
+static int nknown;
+/* -l: the disagreements found, printed grouped by class at the end */
+static struct known *found;
+static int nfound;
+
+static int by_class(const void *a, const void *b)
+{
+	const struct known *x = a, *y = b;
+	int c = strcmp(x->cls, y->cls);
+
+	return c ? c : (x->seed > y->seed) - (x->seed < y->seed);
+}
+
+static void print_list(void)
+{
+	qsort(found, (size_t)nfound, sizeof(*found), by_class);
+	for (int i = 0; i < nfound; i++) {
+		if (!i || strcmp(found[i].cls, found[i - 1].cls)) {
+			int n = 0;
+
+			for (int j = i; j < nfound && !strcmp(found[j].cls, found[i].cls); j++)
+				n++;
+			printf("## %s (%d)\n", found[i].cls, n);
+		}
+		printf("%llu %s\n", (unsigned long long)found[i].seed, found[i].cls);
+	}
+}
+
+static int load_known(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+
+	if (!f) {
+		fprintf(stderr, "fuzz_audit: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *sp, *nl;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if ((nl = strchr(line, '\n')))
+			*nl = '\0';
+		sp = strchr(line, ' ');
+		if (!sp)
+			continue;
+		known = realloc(known, (size_t)(nknown + 1) * sizeof(*known));
+		if (!known) {
+			fclose(f);
+			return -ENOMEM;
+		}
+		*sp = '\0';
+		/* "fixture NAME" lines name committed fixtures, not seeds: seed 0 */
+		if (nl_parse_u64(line, 0, UINT64_MAX, &known[nknown].seed))
+			known[nknown].seed = 0;
+		snprintf(known[nknown].cls, sizeof(known[nknown].cls), "%s", sp + 1);
+		nknown++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static bool is_known(uint64_t seed, const char *cls)
+{
+	for (int i = 0; i < nknown; i++)
+		if (known[i].seed == seed && !strcmp(known[i].cls, cls))
+			return true;
+	return false;
+}
+
+static struct cls *find(struct cls *v, int *n, const char *name, bool *fresh)
+{
+	*fresh = false;
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	if (*n == MAX_CLASSES)
+		return NULL;
+	*fresh = true;
+	snprintf(v[*n].name, RP_CLASS_LEN, "%s", name);
+	return &v[(*n)++];
+}
+
+/* A class's group: its kind, where it stands to the drops (at the dropped
+ * batch, near it, far, none) and the oversync tag, without the wait's name. */
+static void group_name(const char *cls, char *out, size_t len)
+{
+	const char *sp = strchr(cls, ' ');
+	const char *where = "";
+	int kind = sp ? (int)(sp - cls) : (int)strlen(cls);
+
+	if (!strncmp(cls, "roles:", 6))
+		kind = 5;
+	if (sp && !strncmp(sp + 1, "drop@T+0", 8))
+		where = " at-drop";
+	else if (sp && !strncmp(sp + 1, "drop@", 5))
+		where = " near-drop";
+	else if (sp && !strncmp(sp + 1, "drop-far", 8))
+		where = " far-from-drop";
+	else if (sp && !strncmp(sp + 1, "clean", 5))
+		where = " clean";
+	snprintf(out, len, "%.*s%s%s%s", kind, cls, where, strstr(cls, "[oversync]") ? " [oversync]" : "",
+		 strstr(cls, "[implicit]") ? " [implicit]" : "");
+}
+
+static int by_programs(const void *a, const void *b)
+{
+	const struct cls *x = a, *y = b;
+
+	return (x->programs < y->programs) - (x->programs > y->programs);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Shrink the program of seed while cls stays, and write it under dir as
+ * PREFIXseed-SEED.rec and .json. */
+static int write_fixture(uint64_t seed, const char *cls, const char *dir, const char *prefix)
+{
+	struct rp_spec s;
+	struct rp_prog p;
+	struct rp_result r;
+	char path[1024], desc[512];
+	FILE *f;
+	int rc;
+
+	rp_spec_random(&s, seed);
+	if (cls)
+		rp_minimize(&s, cls);
+	rc = rp_build(&p, &s);
+	if (rc)
+		return rc;
+	rp_run(&p, &r);
+	snprintf(path, sizeof(path), "%s/%sseed-%llu.rec", dir, prefix, (unsigned long long)seed);
+	rc = rp_write_recording(&p, path);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/%sseed-%llu.json", dir, prefix,
+			 (unsigned long long)seed);
+		f = fopen(path, "w");
+		if (!f)
+			rc = -errno;
+		else {
+			rc = rp_write_truth(&p, &r, seed, f);
+			if (fclose(f) && !rc)
+				rc = -EIO;
+		}
+	}
+	rp_spec_describe(&s, desc, sizeof(desc));
+	printf("  wrote %s/%sseed-%llu: %d calls, %s\n", dir, prefix, (unsigned long long)seed, p.n,
+	       desc);
+	rp_free(&p);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 0, t0;
+	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
+		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0;
+	const char *dir = NULL, *known_path = NULL;
+	bool list = false;
+	long long write_seed = -1, print_seed = -1;
+	const char *print_cls = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-l")) {
+			list = true;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "fuzz_audit: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		uint64_t u = 0;
+		int bad = 0;
+
+		if (!strcmp(a, "-s"))
+			bad = nl_parse_seconds(v, 1e9, &seconds);
+		else if (!strcmp(a, "-n"))
+			bad = nl_parse_u64(v, 1, UINT64_MAX, &count);
+		else if (!strcmp(a, "-f"))
+			bad = nl_parse_u64(v, 0, UINT64_MAX / 2, &first);
+		else if (!strcmp(a, "-o"))
+			dir = v;
+		else if (!strcmp(a, "-k"))
+			known_path = v;
+		else if (!strcmp(a, "-w")) {
+			bad = nl_parse_u64(v, 0, INT64_MAX, &u);
+			write_seed = (long long)u;
+		} else if (!strcmp(a, "-p")) {
+			bad = nl_parse_u64(v, 0, INT64_MAX, &u);
+			print_seed = (long long)u;
+		}
+		else if (!strcmp(a, "-c"))
+			print_cls = v;
+		else {
+			fprintf(stderr, "fuzz_audit: unknown option %s\n", a);
+			return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "fuzz_audit: %s: not a valid number: %s\n", a, v);
+			return 2;
+		}
+	}
+	if (known_path && load_known(known_path))
+		return 2;
+	if (dir && mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "fuzz_audit: %s: %s\n", dir, strerror(errno));
+		return 2;
+	}
+	if (print_seed >= 0) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+		char desc[512], cls[RP_CLASS_LEN] = "";
+
+		rp_spec_random(&s, (uint64_t)print_seed);
+		if (rp_build(&p, &s))
+			return 2;
+		rp_run(&p, &r);
+		if (print_cls)
+			snprintf(cls, sizeof(cls), "%s", print_cls);
+		else if (r.ndiffs)
+			snprintf(cls, sizeof(cls), "%s", r.diffs[0]);
+		rp_free(&p);
+		if (cls[0])
+			rp_minimize(&s, cls);
+		if (rp_build(&p, &s))
+			return 2;
+		rp_run(&p, &r);
+		rp_spec_describe(&s, desc, sizeof(desc));
+		printf("seed %lld class \"%s\"\nspec: %s\n", print_seed, cls, desc);
+		rp_print(&p, &r, stdout);
+		rp_free(&p);
+		return 0;
+	}
+	if (write_seed >= 0) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+		const char *cls = NULL;
+
+		if (!dir) {
+			fprintf(stderr, "fuzz_audit: -w needs -o DIR\n");
+			return 2;
+		}
+		rp_spec_random(&s, (uint64_t)write_seed);
+		if (rp_build(&p, &s))
+			return 2;
+		rp_run(&p, &r);
+		if (print_cls)
+			cls = print_cls;
+		else if (r.ndiffs)
+			cls = r.diffs[0];
+		printf("seed %lld: %s\n", write_seed, cls ? cls : "agrees");
+		rp_free(&p);
+		return write_fixture((uint64_t)write_seed, cls, dir, "") ? 2 : 0;
+	}
+	if (!seconds && !count)
+		count = 1000;
+	t0 = now_s();
+	for (uint64_t seed = first; (!count || n < count) && (!seconds || now_s() - t0 < seconds);
+	     seed++, n++) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+
+		rp_spec_random(&s, seed);
+		if (rp_build(&p, &s)) {
+			fprintf(stderr, "fuzz_audit: seed %llu: out of memory\n", (unsigned long long)seed);
+			return 2;
+		}
+		rp_run(&p, &r);
+		if (r.ndiffs)
+			disagree++;
+		if (p.undecidable) {
+			/* verdicts are not compared; any verdict but skipped is a guess */
+			undecided[p.undecidable]++;
+			for (int T = 0; T < p.spec.nb; T++)
+				if (r.have[T] && r.got[T].verdict != NL_VERDICT_SKIPPED) {
+					guessed++;
+					wrong_guess += r.got[T].verdict != p.truth[T].verdict;
+				}
+		} else {
+			int tag = (p.oversync ? 1 : 0) | (s.blocking && s.compute == RP_C_NULL ? 2 : 0);
+
+			decided++;
+			oversync += p.oversync;
+			by_tag[tag][0]++;
+			by_tag[tag][1] += r.ndiffs > 0;
+		}
+		for (int i = 0; i < r.ndiffs; i++) {
+			bool fresh, dup = false;
+			struct cls *c;
+
+			for (int j = 0; j < i; j++)
+				dup |= !strcmp(r.diffs[j], r.diffs[i]);
+			char gname[RP_CLASS_LEN];
+			bool gfresh;
+			struct cls *gr;
+
+			group_name(r.diffs[i], gname, sizeof(gname));
+			gr = find(groups, &ngroups, gname, &gfresh);
+			if (gr && !dup) {
+				gr->programs++;
+				if (gfresh)
+					gr->first_seed = seed;
+			}
+			c = find(classes, &nclasses, r.diffs[i], &fresh);
+			if (!c)
+				continue;
+			c->count++;
+			if (!dup)
+				c->programs++;
+			if (fresh)
+				c->first_seed = seed;
+			if (dup)
+				continue;
+			if (list) {
+				struct known *nf = realloc(found, (size_t)(nfound + 1) * sizeof(*found));
+
+				if (!nf)
+					return 2;
+				found = nf;
+				found[nfound].seed = seed;
+				snprintf(found[nfound].cls, sizeof(found[nfound].cls), "%s", r.diffs[i]);
+				nfound++;
+			}
+			if (!is_known(seed, r.diffs[i])) {
+				unknown++;
+				if (known_path && unknown <= 20)
+					fprintf(stderr, "NEW seed %llu: %s%s\n", (unsigned long long)seed,
+						r.diffs[i], unknown == 20 ? " (and so on)" : "");
+			}
+			if (gfresh && dir) {
+				/* the first program of each group, shrunk while its class stays */
+				char prefix[32];
+
+				snprintf(prefix, sizeof(prefix), "group%02d-", ngroups);
+				printf("group %d: %s\n", ngroups, gname);
+				write_fixture(seed, r.diffs[i], dir, prefix);
+			}
+		}
+		rp_free(&p);
+	}
+	if (list) {
+		print_list();
+		free(found);
+		return 0;
+	}
+	printf("programs %llu (seeds %llu..%llu) in %.1f s: decided %llu (oversync %llu), "
+	       "undecidable: pretrace_stream %llu, few_handoffs %llu\n",
+	       (unsigned long long)n, (unsigned long long)first,
+	       (unsigned long long)(first + n - 1), now_s() - t0, (unsigned long long)decided,
+	       (unsigned long long)oversync, (unsigned long long)undecided[RP_U_PRETRACE_NULL],
+	       (unsigned long long)undecided[RP_U_FEW_HANDOFFS]);
+	printf("undecidable programs: %llu batches judged (a guess: guessed(...) below), %llu of "
+	       "them against the truth\n",
+	       (unsigned long long)guessed, (unsigned long long)wrong_guess);
+	printf("programs with a disagreement: %llu; groups: %d; classes: %d\n",
+	       (unsigned long long)disagree, ngroups, nclasses);
+	static const char *const tags[4] = { "untagged", "[oversync]", "[implicit]",
+					     "[oversync] [implicit]" };
+	for (int t = 0; t < 4; t++)
+		printf("  %-22s %7llu decided, %7llu with a disagreement\n", tags[t],
+		       (unsigned long long)by_tag[t][0], (unsigned long long)by_tag[t][1]);
+	qsort(groups, (size_t)ngroups, sizeof(*groups), by_programs);
+	qsort(classes, (size_t)nclasses, sizeof(*classes), by_programs);
+	printf("groups (programs, first seed):\n");
+	for (int i = 0; i < ngroups; i++)
+		printf("  %6llu  %s  (first seed %llu)\n", (unsigned long long)groups[i].programs,
+		       groups[i].name, (unsigned long long)groups[i].first_seed);
+	printf("classes (programs, batches, first seed):\n");
+	for (int i = 0; i < nclasses; i++)
+		printf("  %6llu programs %6llu batches  %s  (first seed %llu)\n",
+		       (unsigned long long)classes[i].programs, (unsigned long long)classes[i].count,
+		       classes[i].name, (unsigned long long)classes[i].first_seed);
+	if (known_path)
+		printf("not in the known list: %llu\n", (unsigned long long)unknown);
+	free(known);
+	return (known_path ? unknown : disagree) ? 1 : 0;
+}

@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A random program through the engine, as --replay feeds it, compared with
+ * its truth; the program written as a --record file; shrinking a program
+ * that disagrees (randprog.h).
+ */
+#include "randprog.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "decode.h"
+#include "recording.h"
+
+#define RP_MAX_EVENTS_PRINT 256
+
+struct collect {
+	const struct rp_prog *p;
+	struct rp_result *r;
+};
+
+static void on_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct collect *c = ctx;
+
+	if (a->pid != c->p->pid)
+		return;
+	c->r->naudits++;
+	/* the batch is the one whose first copy opens the audit's copy window:
+	 * an engine that merged or split copy segments numbers the rest shifted */
+	const struct nl_stage_audit *cp = &a->stage[NL_STAGE_COPY];
+	int T = -1;
+
+	for (int i = 0; i < c->p->n && T < 0; i++) {
+		const struct rp_call *x = &c->p->calls[i];
+
+		if (x->stage == NL_STAGE_COPY && x->rec.ts_ns == cp->first_ns)
+			T = x->batch;
+	}
+	for (int i = 0; i < c->p->n; i++) {
+		const struct rp_call *x = &c->p->calls[i];
+
+		if (x->stage == NL_STAGE_COPY && x->batch != T && cp->ops &&
+		    x->rec.ts_ns >= cp->first_ns && x->rec.ts_ns <= cp->last_ns)
+			c->r->merged[x->batch] = true;
+	}
+	if (T < 0 || c->r->have[T]) {
+		c->r->extra++;
+		return;
+	}
+	if (a->batch != (uint64_t)T)
+		c->r->numbering++;
+	c->r->have[T] = true;
+	c->r->got[T].verdict = a->verdict;
+	c->r->got[T].skip_mask = a->skip_mask;
+	c->r->got[T].missing_mask = a->missing_mask;
+}
+
+static int expected_role(char name)
+{
+	switch (name) {
+	case 'M':
+		return NL_ROLE_COPY;
+	case 'D':
+	case 'N':
+		return NL_ROLE_SPARSE;
+	case 'C':
+		return NL_ROLE_COMPUTE;
+	default:
+		return NL_ROLE_OTHER;
+	}
+}
+
+static void on_summary(void *ctx, const struct nl_summary *s)
+{
+	struct collect *c = ctx;
+	const struct rp_prog *p = c->p;
+	size_t o = 0;
+
+	for (uint32_t i = 0; i < s->nstreams; i++) {
+		const struct nl_stream_summary *ss = &s->streams[i];
+
+		if (ss->pid != p->pid)
+			continue;
+		for (int k = 0; k < p->nstreams; k++) {
+			bool pt = p->stream_owner[k] != 0;
+
+			if (ss->handle != p->stream_handle[k] || (pt && ss->tid != p->stream_owner[k]))
+				continue;
+			if (ss->role != expected_role(p->stream_name[k]) &&
+			    o + 12 < sizeof(c->r->roles))
+				o += (size_t)snprintf(c->r->roles + o, sizeof(c->r->roles) - o, "%s%c=%s",
+						      o ? "," : "", p->stream_name[k],
+						      nl_role_name(ss->role));
+		}
+	}
+}
+
+static void edges_str(uint32_t mask, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int e = 0; e < NL_NEDGES; e++)
+		if (mask & (1u << e))
+			o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? "," : "", nl_edge_name(e));
+	if (!o)
+		snprintf(buf, len, "none");
+}
+
+/* Where batch T stands to the program's dropped waits: the nearest drop. */
+static void context(const struct rp_prog *p, int T, char *buf, size_t len)
+{
+	static const int offs[] = { 0, 1, -1, 2, -2, 3, -3 };
+
+	for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
+		for (int i = 0; i < p->spec.ndrops; i++) {
+			const struct rp_drop *d = &p->spec.drops[i];
+
+			if (d->batch != T + offs[k])
+				continue;
+			snprintf(buf, len, "drop@T%+d:%s%s%s", offs[k],
+				 p->truth[d->batch].verdict == NL_VERDICT_TRUSTED ? "redundant-" : "",
+				 rp_purpose_name(d->purpose), d->with_record ? "+rec" : "");
+			if (!offs[k])
+				buf[6] = '\0' == 0 ? buf[6] : buf[6];
+			return;
+		}
+	snprintf(buf, len, "%s", p->spec.ndrops ? "drop-far" : "clean");
+}
+
+static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const char *what)
+{
+	char ctx[48] = "";
+
+	if (r->ndiffs >= RP_MAX_DIFFS)
+		return;
+	if (T >= 0)
+		context(p, T, ctx, sizeof(ctx));
+	/* tags: a wait covered a newer batch; blocking streams ordered by the null stream */
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
+		 p->oversync ? " [oversync]" : "",
+		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "");
+	r->diff_batch[r->ndiffs++] = T;
+}
+
+static void compare(const struct rp_prog *p, struct rp_result *r)
+{
+	char what[64], a[40], b[40];
+
+	if (p->undecidable == RP_U_PRETRACE_NULL) {
+		/* the engine must skip, not guess: a verdict here is a disagreement */
+		for (int T = 0; T < p->spec.nb; T++)
+			if (r->have[T] && r->got[T].verdict != NL_VERDICT_SKIPPED) {
+				add_diff(p, r, -1, "guessed(pretrace_stream)");
+				break;
+			}
+		return;
+	}
+	if (r->naudits == 0 && p->handoffs < 4) {
+		/* roles cannot be learned from so few hand-offs: nothing audited is right */
+		((struct rp_prog *)p)->undecidable = RP_U_FEW_HANDOFFS;
+		return;
+	}
+	if (r->roles[0]) {
+		/* every batch is judged on wrong roles: one disagreement, the roles */
+		snprintf(what, sizeof(what), "roles:%s", r->roles);
+		add_diff(p, r, -1, what);
+		return;
+	}
+	for (int T = 0; T < p->spec.nb; T++) {
+		const struct rp_truth *t = &p->truth[T];
+
+		if (!r->have[T]) {
+			add_diff(p, r, T, r->merged[T] ? "merged-copy-segment" : "no-audit");
+			continue;
+		}
+		int v = r->got[T].verdict;
+		uint32_t m = r->got[T].missing_mask;
+
+		if (v == NL_VERDICT_SKIPPED) {
+			size_t o = 0;
+
+			o += (size_t)snprintf(what + o, sizeof(what) - o, "skipped(");
+			for (int k = 0; k < NL_NSKIP; k++)
+				if (r->got[T].skip_mask & (1u << k))
+					o += (size_t)snprintf(what + o, sizeof(what) - o, "%s ",
+							      nl_skip_name(k));
+			snprintf(what + o - (what[o - 1] == ' '), sizeof(what) - o + 1, ")");
+			add_diff(p, r, T, what);
+		} else if (t->verdict == NL_VERDICT_TRUSTED && v == NL_VERDICT_UNTRUSTED) {
+			edges_str(m, a, sizeof(a));
+			snprintf(what, sizeof(what), "accused:%s", a);
+			add_diff(p, r, T, what);
+		} else if (t->verdict == NL_VERDICT_UNTRUSTED && v == NL_VERDICT_TRUSTED) {
+			snprintf(what, sizeof(what), "missed:%s", nl_edge_name(t->first));
+			add_diff(p, r, T, what);
+		} else if (t->verdict == NL_VERDICT_UNTRUSTED &&
+			   (!(m & (1u << t->first)) || (m & ~t->all_mask))) {
+			edges_str(m, a, sizeof(a));
+			edges_str(t->all_mask, b, sizeof(b));
+			snprintf(what, sizeof(what), "wrong-edge:%s->%s", nl_edge_name(t->first), a);
+			add_diff(p, r, T, what);
+		}
+	}
+	if (r->extra)
+		add_diff(p, r, p->spec.nb, "extra-audits");
+}
+
+int rp_run(const struct rp_prog *p, struct rp_result *r)
+{
+	struct collect c = { .p = p, .r = r };
+	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
+	struct nl_engine_opts o;
+	struct nl_engine *e;
+
+	memset(r, 0, sizeof(*r));
+	memset(&o, 0, sizeof(o));
+	e = nl_engine_new(&o, &sink);
+	if (!e)
+		return -ENOMEM;
+	/* as --replay: the target from the header, each record decoded, the exit, the end */
+	nl_engine_attach(e, p->pid, p->start_ns, false);
+	for (int i = 0; i < p->n; i++) {
+		struct nl_call call;
+
+		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0)
+			nl_engine_feed(e, &call);
+	}
+	nl_engine_exit(e, p->pid, p->end_ns);
+	nl_engine_finish(e, p->end_ns + 1000);
+	nl_engine_free(e);
+	compare(p, r);
+	return 0;
+}
+
+int rp_write_recording(const struct rp_prog *p, const char *path)
+{
+	static const char *const argv[] = { "nanlog-bpf", "--record", "randprog" };
+	struct nl_recording_target tgt = { .pid = p->pid, .ts_ns = p->start_ns, .comm = "randprog" };
+	struct nl_recording_header h = { 0 };
+	struct nl_recording_trailer t = { 0 };
+	struct nl_recording_writer *w = NULL;
+	char err[256];
+	int rc;
+
+	h.rec_schema = NL_APP_SCHEMA;
+	h.tool_version = "randprog";
+	h.kernel_release = "";
+	h.start_mono_ns = p->start_ns;
+	h.start_real_ns = 1700000000000000000ull;
+	h.argc = 3;
+	h.argv = argv;
+	h.ntargets = 1;
+	h.targets = &tgt;
+	rc = nl_recording_create(&w, path, true, &h, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "%s\n", err);
+		return rc;
+	}
+	for (int i = 0; i < p->n && !rc; i++)
+		rc = nl_recording_write_record(w, &p->calls[i].rec, sizeof(p->calls[i].rec));
+	if (!rc)
+		rc = nl_recording_write_exit(w, p->pid, p->end_ns);
+	t.end_ns = p->end_ns + 1000;
+	t.records = (uint64_t)p->n;
+	t.duration_ns = t.end_ns - p->start_ns;
+	if (!rc)
+		rc = nl_recording_finish(w, &t);
+	int rc2 = nl_recording_close(w);
+
+	return rc ? rc : rc2;
+}
+
+int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, uint64_t from_seed,
+		   FILE *f)
+{
+	char desc[512];
+
+	rp_spec_describe(&p->spec, desc, sizeof(desc));
+	fprintf(f, "{\"from_seed\":%llu,\"detail_seed\":\"%llu\",\"spec\":\"%s\",\"undecidable\":\"%s\","
+		   "\"oversync\":%s,",
+		(unsigned long long)from_seed, (unsigned long long)p->spec.seed, desc, rp_undecidable_name(p->undecidable),
+		p->oversync ? "true" : "false");
+	fprintf(f, "\"class\":\"%s\",\"streams\":[", r && r->ndiffs ? r->diffs[0] : "");
+	for (int k = 0; k < p->nstreams; k++)
+		fprintf(f, "%s{\"stream\":\"0x%llx\",\"tid\":%u,\"name\":\"%c\",\"role\":\"%s\"}",
+			k ? "," : "", (unsigned long long)p->stream_handle[k], p->stream_owner[k],
+			p->stream_name[k], nl_role_name(expected_role(p->stream_name[k])));
+	fprintf(f, "],\"batches\":[");
+	for (int T = 0; T < p->spec.nb; T++) {
+		const struct rp_truth *t = &p->truth[T];
+
+		fprintf(f, "%s{\"batch\":%d,\"verdict\":\"%s\",\"edge\":", T ? "," : "", T,
+			nl_verdict_name(t->verdict));
+		if (t->first < 0)
+			fprintf(f, "null,\"edges\":[]}");
+		else {
+			fprintf(f, "\"%s\",\"edges\":[", nl_edge_name(t->first));
+			int n = 0;
+
+			for (int e = 0; e < NL_NEDGES; e++)
+				if (t->all_mask & (1u << e))
+					fprintf(f, "%s\"%s\"", n++ ? "," : "", nl_edge_name(e));
+			fprintf(f, "]}");
+		}
+	}
+	fprintf(f, "]}\n");
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- shrinking ---------------------------------------------------------------------- */
+
+/* The class without its batch: what must stay while shrinking. */
+static bool still(const struct rp_spec *s, const char *cls)
+{
+	struct rp_prog p;
+	struct rp_result r;
+	bool same = false;
+
+	if (rp_build(&p, s))
+		return false;
+	rp_run(&p, &r);
+	for (int i = 0; i < r.ndiffs && !same; i++)
+		same = strcmp(r.diffs[i], cls) == 0;
+	rp_free(&p);
+	return same;
+}
+
+static void drop_batch_shift(struct rp_spec *s, int first)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->ndrops; i++) {
+		struct rp_drop d = s->drops[i];
+
+		if (first)
+			d.batch--;
+		if (d.batch < 0 || d.batch >= s->nb)
+			continue;
+		s->drops[n++] = d;
+	}
+	s->ndrops = n;
+}
+
+void rp_minimize(struct rp_spec *s, const char *cls)
+{
+	bool changed = true;
+
+	while (changed) {
+		changed = false;
+		for (int step = 0; step < 24; step++) {
+			struct rp_spec t = *s;
+
+			switch (step) {
+			case 0: /* fewer batches: the last */
+				if (t.nb <= 2)
+					continue;
+				t.nb--;
+				drop_batch_shift(&t, 0);
+				break;
+			case 1: /* the first */
+				if (t.nb <= 2)
+					continue;
+				t.nb--;
+				drop_batch_shift(&t, 1);
+				break;
+			case 2: t.noise_pool = false; break;
+			case 3: t.noise_watchdog = false; break;
+			case 4: t.noise_item = false; break;
+			case 5: t.loader = false; break;
+			case 6: t.autograd = false; break;
+			case 7: t.early = false; break;
+			case 8: t.buf_wait = false; break;
+			case 9: t.added_cm = false; break;
+			case 10: t.spt = false; break;
+			case 11: t.pretrace = false; break;
+			case 12: t.blocking = false; break;
+			case 13: t.split = false; break;
+			case 14: t.coll = t.split = t.noise_watchdog = false; break;
+			case 15:
+				if (t.ncopies <= 1)
+					continue;
+				t.ncopies = 1;
+				break;
+			case 16:
+				if (t.depth <= 1)
+					continue;
+				t.depth--;
+				if (t.lag > t.depth)
+					t.lag = t.depth;
+				break;
+			case 17:
+				if (t.slots == t.depth + 1 || t.fresh)
+					continue;
+				t.slots = t.depth + 1;
+				break;
+			case 18: case 19: case 20:
+				if (step - 18 >= t.ndrops)
+					continue;
+				for (int i = step - 18; i + 1 < t.ndrops; i++)
+					t.drops[i] = t.drops[i + 1];
+				t.ndrops--;
+				break;
+			case 21: case 22: case 23:
+				if (step - 21 >= t.ndrops || !t.drops[step - 21].with_record)
+					continue;
+				t.drops[step - 21].with_record = false;
+				break;
+			}
+			if (memcmp(&t, s, sizeof(t)) && still(&t, cls)) {
+				*s = t;
+				changed = true;
+			}
+		}
+	}
+}
+
+/* ---- printing ------------------------------------------------------------------------ */
+
+static char stream_letter(const struct rp_prog *p, const struct nl_call *c)
+{
+	for (int s = 0; s < p->nstreams; s++) {
+		bool pt = p->stream_owner[s] != 0;
+
+		if (pt ? ((c->stream == 0x2 || (c->stream == 0 && (nl_api_info[c->api].flags & NL_AF_SPT))) &&
+			  c->tid == p->stream_owner[s])
+		       : c->stream == p->stream_handle[s])
+			return p->stream_name[s];
+	}
+	return '?';
+}
+
+void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
+{
+	static const char *const stage[] = { "copy", "sparse", "forward" };
+	uint64_t evs[RP_MAX_EVENTS_PRINT];
+	int nevs = 0;
+
+	fprintf(f, "streams:");
+	for (int s = 0; s < p->nstreams; s++)
+		fprintf(f, " %c=0x%llx%s", p->stream_name[s], (unsigned long long)p->stream_handle[s],
+			p->stream_owner[s] ? "(per-thread)" : "");
+	fprintf(f, "\n");
+	for (int i = 0; i < p->n; i++) {
+		const struct rp_call *rc = &p->calls[i];
+		struct nl_call c;
+		char ev[16] = "";
+
+		if (nl_decode(&rc->rec, sizeof(rc->rec), &c))
+			continue;
+		if (c.fields & (NL_F_EVENT | NL_F_HANDLE)) {
+			uint64_t h = (c.fields & NL_F_HANDLE) ? c.handle : c.event;
+			int k;
+
+			for (k = 0; k < nevs && evs[k] != h; k++)
+				;
+			if (k == nevs && nevs < RP_MAX_EVENTS_PRINT)
+				evs[nevs++] = h;
+			snprintf(ev, sizeof(ev), " e%d", k);
+		}
+		fprintf(f, "  %-3d t%-2u %-26s", i, c.tid - p->pid, nl_api_info[c.api].name);
+		if (c.fields & NL_F_STREAM)
+			fprintf(f, " %c", stream_letter(p, &c));
+		fprintf(f, "%s", ev);
+		if (c.kind == NL_K_EVENT_QUERY || (c.fields & NL_F_RC && c.rc))
+			fprintf(f, " rc=%lld", (long long)c.rc);
+		if (rc->stage >= 0)
+			fprintf(f, "   %s(%d)%s", stage[rc->stage], rc->batch, rc->reads ? "" : " no-read");
+		else if (rc->batch >= 0 && rc->sid >= 0)
+			fprintf(f, "   backward(%d)", rc->batch);
+		fprintf(f, "\n");
+	}
+	for (int T = 0; T < p->spec.nb; T++) {
+		fprintf(f, "batch %d: truth %s", T, nl_verdict_name(p->truth[T].verdict));
+		if (p->truth[T].first >= 0)
+			fprintf(f, " %s", nl_edge_name(p->truth[T].first));
+		if (r && r->have[T]) {
+			char e[40];
+
+			edges_str(r->got[T].missing_mask, e, sizeof(e));
+			fprintf(f, "; engine %s %s", nl_verdict_name(r->got[T].verdict),
+				r->got[T].verdict == NL_VERDICT_UNTRUSTED ? e : "");
+		} else if (r)
+			fprintf(f, "; engine: %s", r->merged[T] ? "merged into an earlier batch's copies"
+								  : "no audit");
+		fprintf(f, "\n");
+	}
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Random pipeline programs and their truth (docs/engine.md, "Model-based
+ * random testing"). A seed gives a spec (streams, depth, issue order, dropped
+ * and added waits, noise, threads); the spec gives the call stream as the
+ * ring buffer delivers it (struct nl_rec_call, in ring order) and, apart
+ * from the engine, the truth per batch: a happens-before model of its own
+ * (per-stream FIFO, event record/wait, null-stream implicit sync) over the
+ * ops the generator knows to be copy(T), sparse(T) and forward(T).
+ *
+ * Deterministic per seed and spec; no global state.
+ */
+#ifndef NANLOG_RANDPROG_H
+#define NANLOG_RANDPROG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine.h"
+#include "nanlog_rec.h"
+
+#define RP_MAX_BATCHES 12
+#define RP_MAX_DROPS 3
+#define RP_MAX_STREAMS 8
+
+/* What a wait is for; a drop names one (purpose, batch). */
+enum rp_purpose {
+	RP_W_CS = 0,  /* data-dist waits on copy(T): copy->sparse */
+	RP_W_SF,      /* compute takes T from data-dist (or from copy without sparse) */
+	RP_W_DN,      /* collective stream waits on data-dist before T's all-to-all */
+	RP_W_ND,      /* data-dist waits on the all-to-all's end before dist_init(T) */
+	RP_W_EARLY,   /* TorchRec's step a: compute waits on data-dist at the tick's start */
+	RP_W_BUF,     /* copy stream waits on compute before copying T (buffer reuse) */
+	RP_W_ADDED,   /* compute also waits on the copy stream when it takes T */
+	RP_W_BWD_IN,  /* backward stream waits on compute (backward on its own stream) */
+	RP_W_BWD_OUT, /* compute waits on the backward stream before the next forward */
+	RP_NPURPOSES
+};
+
+enum rp_compute { RP_C_NULL = 0, RP_C_PERTHREAD, RP_C_CREATED };
+
+/* Items of one tick i, in the program's issue order. */
+enum rp_item {
+	RP_I_PARTB = 0, /* split sparse: dist_init(i) (waits the all-to-all's end) */
+	RP_I_TAKE,      /* compute waits on the producer of batch i */
+	RP_I_FWD,       /* forward(i) kernels */
+	RP_I_BWD,       /* backward(i), optimizer */
+	RP_I_COPY,      /* copy(i + depth) */
+	RP_I_SPARSE,    /* sparse(i + lag), or its first part when split */
+	RP_NITEMS
+};
+
+struct rp_drop {
+	uint8_t purpose; /* enum rp_purpose */
+	int8_t batch;
+	bool with_record; /* the record goes too (a whole wait_stream missing) */
+};
+
+struct rp_spec {
+	uint64_t seed;       /* details: kernel counts, times, handles */
+	int nb;              /* batches */
+	int depth;           /* ticks between copy(T) and forward(T) */
+	int lag;             /* sparse(T) is issued in tick T - lag, 1 <= lag <= depth */
+	bool sparse;         /* a data-dist stream */
+	bool coll;           /* a collective stream (with sparse) */
+	bool split;          /* sparse in two parts, the second in tick T (with coll) */
+	int compute;         /* enum rp_compute */
+	bool spt;            /* per-thread compute through the _spt entry points, stream 0 */
+	bool fresh;          /* edges as wait_stream: an event created per wait */
+	int slots;           /* reused events per edge kind */
+	bool loader;         /* copies from a loader thread */
+	bool autograd;       /* backward from another thread */
+	bool early;          /* TorchRec's step-a wait (fresh only) */
+	bool buf_wait;       /* added: copy stream waits on compute */
+	bool added_cm;       /* added: compute waits on the copy stream too */
+	bool noise_pool;     /* allocator events recorded and queried, never waited */
+	bool noise_watchdog; /* a thread querying the collectives' end events */
+	bool noise_item;     /* loss.item(): D2H copy on compute + hipStreamSynchronize */
+	bool blocking;       /* producer streams created blocking (flags 0) */
+	bool pretrace;       /* producer streams created before tracing (no create calls) */
+	uint8_t order[RP_NITEMS]; /* the items of a tick in issue order */
+	int ncopies;         /* copies per batch (constant, as a batch's tensors are) */
+	int ndrops;
+	struct rp_drop drops[RP_MAX_DROPS];
+};
+
+/* Why a program is outside what the audit can decide from calls alone. */
+enum rp_undecidable {
+	RP_U_NONE = 0,
+	RP_U_PRETRACE_NULL,     /* a producer stream created before tracing, compute on the
+				 * null stream: whether the null stream orders it (a
+				 * blocking stream) is not in the calls */
+	RP_U_FEW_HANDOFFS,      /* fewer copy-stream hand-offs than role learning needs */
+};
+
+/* One call in ring order, with what the generator knows about it. */
+struct rp_call {
+	struct nl_rec_call rec;
+	int8_t sid;      /* logical stream it enqueues on; -1: not a stream op */
+	int8_t stage;    /* enum nl_stage_id, -1: none */
+	int8_t batch;
+	bool reads;      /* a consumer op that reads its batch's producers' output */
+};
+
+struct rp_truth {
+	int verdict;       /* NL_VERDICT_TRUSTED / UNTRUSTED */
+	uint32_t all_mask; /* 1u << edge for every edge with an unordered read */
+	int first;         /* the named edge (-1 when trusted) */
+};
+
+struct rp_prog {
+	struct rp_spec spec;
+	uint32_t pid;
+	uint64_t start_ns, end_ns;
+	int n, cap;
+	struct rp_call *calls;
+	int nstreams;
+	bool stream_blocking[RP_MAX_STREAMS];
+	bool stream_null[RP_MAX_STREAMS];
+	uint64_t stream_handle[RP_MAX_STREAMS];
+	uint32_t stream_owner[RP_MAX_STREAMS]; /* per-thread stream: its thread */
+	char stream_name[RP_MAX_STREAMS];      /* M D N C B */
+	bool oversync;     /* a wait covered a newer batch's producer work */
+	int handoffs;      /* waits on copy-stream events that were kept */
+	int undecidable;   /* enum rp_undecidable */
+	struct rp_truth truth[RP_MAX_BATCHES];
+};
+
+/* A spec drawn from seed (the whole range of what the generator makes). */
+void rp_spec_random(struct rp_spec *s, uint64_t seed);
+/* The program of a spec, and its truth. 0 or -ENOMEM. */
+int rp_build(struct rp_prog *p, const struct rp_spec *s);
+void rp_free(struct rp_prog *p);
+
+/* One line describing a spec (for findings and fixtures). */
+void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len);
+const char *rp_purpose_name(int purpose);
+const char *rp_undecidable_name(int u);
+
+/* ---- running it through the engine and comparing ------------------------ */
+
+#define RP_CLASS_LEN 96
+#define RP_MAX_DIFFS 8
+
+struct rp_result {
+	int naudits;
+	bool have[RP_MAX_BATCHES];
+	struct {
+		int verdict;
+		uint32_t skip_mask, missing_mask;
+	} got[RP_MAX_BATCHES];
+	int extra;          /* audits that match no batch of the program */
+	bool merged[RP_MAX_BATCHES]; /* its copies inside another batch's copy window */
+	int numbering;      /* audits whose engine batch number is not the program's */
+	char roles[32];     /* streams whose learned role is wrong, as "C=sparse D=compute" */
+	int ndiffs;
+	char diffs[RP_MAX_DIFFS][RP_CLASS_LEN]; /* class of each batch disagreement */
+	int diff_batch[RP_MAX_DIFFS];
+};
+
+/* Feed the program to a fresh engine (as --replay would) and compare with
+ * the truth. 0 or -errno. */
+int rp_run(const struct rp_prog *p, struct rp_result *r);
+
+/* Write the program as a --record file, and the truth next to it. 0 or -errno. */
+int rp_write_recording(const struct rp_prog *p, const char *path);
+/* from_seed: the seed the program was drawn from (before shrinking). */
+int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, uint64_t from_seed,
+		   FILE *f);
+
+/* The program's calls, one a line, with the streams named and what each op is. */
+void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f);
+
+/* Shrink a disagreeing spec while the first disagreement class stays. */
+void rp_minimize(struct rp_spec *s, const char *cls);
+
+#endif

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Model-based random testing of the audit (tests/audit, docs/engine.md):
+ * the truth model on programs whose answer is known by hand, the generator's
+ * ring order and determinism, the --record round trip, and a bounded sample
+ * of random programs through the engine, where every disagreement must be
+ * listed in tests/audit/known-disagreements.txt and every listed one must
+ * still occur (an entry the engine no longer needs is stale: remove it).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "decode.h"
+#include "randprog.h"
+#include "recording.h"
+
+#define SAMPLE_FIRST 1
+#define SAMPLE_COUNT 400
+#define KNOWN_PATH "tests/audit/known-disagreements.txt"
+
+/* TorchRec's depth-2 loop: take(i), sparse(i+1), forward(i), copy(i+2). */
+static void torchrec_spec(struct rp_spec *s, bool fresh, bool coll)
+{
+	static const uint8_t order[RP_NITEMS] = { RP_I_PARTB, RP_I_TAKE, RP_I_SPARSE,
+						 RP_I_FWD,   RP_I_COPY, RP_I_BWD };
+
+	memset(s, 0, sizeof(*s));
+	s->seed = 42;
+	s->nb = 8;
+	s->depth = 2;
+	s->lag = 1;
+	s->sparse = true;
+	s->coll = coll;
+	s->split = coll;
+	s->compute = RP_C_NULL;
+	s->fresh = fresh;
+	s->slots = 3;
+	s->ncopies = 2;
+	memcpy(s->order, order, sizeof(order));
+}
+
+/* A plain depth-1 loop: take(i), forward(i), copy(i+1), sparse(i+1), backward(i). */
+static void plain_spec(struct rp_spec *s, bool fresh, bool sparse)
+{
+	static const uint8_t order[RP_NITEMS] = { RP_I_PARTB, RP_I_TAKE, RP_I_FWD,
+						 RP_I_COPY,  RP_I_SPARSE, RP_I_BWD };
+
+	memset(s, 0, sizeof(*s));
+	s->seed = 7;
+	s->nb = 6;
+	s->depth = 1;
+	s->lag = 1;
+	s->sparse = sparse;
+	s->compute = RP_C_PERTHREAD;
+	s->autograd = true;
+	s->loader = true;
+	s->fresh = fresh;
+	s->slots = 2;
+	s->ncopies = 3;
+	memcpy(s->order, order, sizeof(order));
+}
+
+static void drop(struct rp_spec *s, int purpose, int batch, bool with_record)
+{
+	s->drops[s->ndrops].purpose = (uint8_t)purpose;
+	s->drops[s->ndrops].batch = (int8_t)batch;
+	s->drops[s->ndrops].with_record = with_record;
+	s->ndrops++;
+}
+
+/* The truth of a spec: every batch trusted but `bad`, which is untrusted `edge`. */
+static void expect_truth(const struct rp_spec *s, int bad, int edge)
+{
+	struct rp_prog p;
+
+	assert_int_equal(rp_build(&p, s), 0);
+	for (int T = 0; T < s->nb; T++) {
+		if (T == bad) {
+			assert_int_equal(p.truth[T].verdict, NL_VERDICT_UNTRUSTED);
+			assert_int_equal(p.truth[T].first, edge);
+		} else {
+			if (p.truth[T].verdict != NL_VERDICT_TRUSTED)
+				fail_msg("batch %d: untrusted %s, expected trusted", T,
+					 nl_edge_name(p.truth[T].first));
+		}
+	}
+	rp_free(&p);
+}
+
+static void test_truth_clean(void **state)
+{
+	struct rp_spec s;
+
+	(void)state;
+	for (int f = 0; f < 2; f++) {
+		torchrec_spec(&s, f, true);
+		expect_truth(&s, -1, -1);
+		torchrec_spec(&s, f, false);
+		expect_truth(&s, -1, -1);
+		plain_spec(&s, f, true);
+		expect_truth(&s, -1, -1);
+		plain_spec(&s, f, false);
+		expect_truth(&s, -1, -1);
+	}
+}
+
+/* One necessary wait dropped: that batch, that edge, nothing else. */
+static void test_truth_one_drop(void **state)
+{
+	static const struct {
+		int purpose, edge;
+	} cases[] = {
+		{ RP_W_CS, NL_EDGE_COPY_SPARSE },
+		{ RP_W_SF, NL_EDGE_SPARSE_FORWARD },
+		{ RP_W_DN, NL_EDGE_COPY_SPARSE },  /* the all-to-all read the batch unordered */
+		{ RP_W_ND, NL_EDGE_SPARSE_FORWARD }, /* forward not after the all-to-all */
+	};
+	struct rp_spec s;
+
+	(void)state;
+	for (int f = 0; f < 2; f++)
+		for (int rec = 0; rec < 2; rec++)
+			for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+				for (int K = 0; K < 8; K += 3) {
+					torchrec_spec(&s, f, true);
+					drop(&s, cases[c].purpose, K, rec);
+					expect_truth(&s, K, cases[c].edge);
+				}
+	for (int f = 0; f < 2; f++)
+		for (int K = 0; K < 6; K += 2) {
+			plain_spec(&s, f, true);
+			drop(&s, RP_W_CS, K, f);
+			expect_truth(&s, K, NL_EDGE_COPY_SPARSE);
+			plain_spec(&s, f, true);
+			drop(&s, RP_W_SF, K, f);
+			expect_truth(&s, K, NL_EDGE_SPARSE_FORWARD);
+			plain_spec(&s, f, false);
+			drop(&s, RP_W_SF, K, f);
+			expect_truth(&s, K, NL_EDGE_COPY_FORWARD);
+		}
+}
+
+/* Waits whose absence orders nothing away stay silent. */
+static void test_truth_redundant(void **state)
+{
+	struct rp_spec s;
+
+	(void)state;
+	/* TorchRec's step-a wait, with step d's in place */
+	torchrec_spec(&s, true, true);
+	s.early = true;
+	drop(&s, RP_W_EARLY, 3, true);
+	expect_truth(&s, -1, -1);
+	/* without the split, step a already covers the whole sparse stage: step d's
+	 * wait is the redundant one */
+	torchrec_spec(&s, true, false);
+	s.early = true;
+	drop(&s, RP_W_SF, 3, true);
+	expect_truth(&s, -1, -1);
+	/* with the split, step a misses dist_init: step d's wait is necessary */
+	torchrec_spec(&s, true, true);
+	s.early = true;
+	drop(&s, RP_W_SF, 3, true);
+	expect_truth(&s, 3, NL_EDGE_SPARSE_FORWARD);
+	/* added waits */
+	torchrec_spec(&s, false, true);
+	s.buf_wait = s.added_cm = true;
+	drop(&s, RP_W_BUF, 2, false);
+	drop(&s, RP_W_ADDED, 4, true);
+	expect_truth(&s, -1, -1);
+	/* the added compute-on-copy wait does not stand in for the data-dist one */
+	torchrec_spec(&s, false, false);
+	s.added_cm = true;
+	drop(&s, RP_W_SF, 4, false);
+	expect_truth(&s, 4, NL_EDGE_SPARSE_FORWARD);
+}
+
+/* The null stream orders blocking streams: a dropped take is then redundant. */
+static void test_truth_implicit_sync(void **state)
+{
+	struct rp_spec s;
+
+	(void)state;
+	torchrec_spec(&s, false, false);
+	s.blocking = true;
+	drop(&s, RP_W_SF, 5, false);
+	expect_truth(&s, -1, -1);
+	/* and the copy stream's: copy(5) is issued a tick before sparse(5), the
+	 * forward between joins M (blocking), and sparse(5) on D (blocking) joins
+	 * that null-stream work: ordered through the null stream */
+	torchrec_spec(&s, false, false);
+	s.blocking = true;
+	drop(&s, RP_W_CS, 5, false);
+	expect_truth(&s, -1, -1);
+	/* unless copy and sparse fall in one tick with no null-stream op between */
+	plain_spec(&s, false, true);
+	s.compute = RP_C_NULL;
+	s.autograd = s.loader = false;
+	s.blocking = true;
+	drop(&s, RP_W_CS, 3, false);
+	expect_truth(&s, 3, NL_EDGE_COPY_SPARSE);
+	/* non-blocking streams: nothing implicit */
+	torchrec_spec(&s, false, false);
+	drop(&s, RP_W_SF, 5, false);
+	expect_truth(&s, 5, NL_EDGE_SPARSE_FORWARD);
+}
+
+/* Same seed, same bytes; each thread's calls in time order; creates before use. */
+static void test_generator_ring_order(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		struct rp_spec s;
+		struct rp_prog p, q;
+		uint64_t last[16] = { 0 };
+
+		rp_spec_random(&s, seed);
+		assert_int_equal(rp_build(&p, &s), 0);
+		assert_int_equal(rp_build(&q, &s), 0);
+		assert_int_equal(p.n, q.n);
+		assert_memory_equal(p.calls, q.calls, (size_t)p.n * sizeof(*p.calls));
+		for (int i = 0; i < p.n; i++) {
+			const struct nl_rec_call *r = &p.calls[i].rec;
+			struct nl_call c;
+			unsigned t = (r->tid - p.pid) & 15;
+
+			assert_int_equal(nl_decode(r, sizeof(*r), &c), 0);
+			/* calls made inside a collective come before it, at their entry */
+			if (r->coll_depth)
+				continue;
+			if (r->ts_ns <= last[t])
+				fail_msg("seed %llu call %d: thread %u's time goes back",
+					 (unsigned long long)seed, i, t);
+			last[t] = r->ts_ns;
+			if (r->flags & NL_RF_RET)
+				assert_true(r->ret_ns >= r->ts_ns);
+		}
+		rp_free(&p);
+		rp_free(&q);
+	}
+}
+
+/* The --record file holds exactly the program's records, and they audit the same. */
+static void test_recording_roundtrip(void **state)
+{
+	char path[] = "/tmp/nl-randprog-XXXXXX";
+	int fd = mkstemp(path);
+	struct rp_spec s;
+	struct rp_prog p;
+	struct rp_result r1, r2;
+	struct nl_recording_reader *rd = NULL;
+	struct nl_recording_item *it = malloc(sizeof(*it));
+	char err[256];
+	int n = 0, rc;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_non_null(it);
+	rp_spec_random(&s, 8);
+	assert_int_equal(rp_build(&p, &s), 0);
+	assert_int_equal(rp_write_recording(&p, path), 0);
+	assert_int_equal(nl_recording_open(&rd, path, 0, err, sizeof(err)), 0);
+	assert_int_equal(nl_recording_header(rd)->ntargets, 1);
+	assert_int_equal(nl_recording_header(rd)->targets[0].pid, p.pid);
+	while ((rc = nl_recording_next(rd, it, err, sizeof(err))) == NL_RECORDING_ITEM) {
+		if (it->kind != NL_RI_RECORD)
+			continue;
+		assert_true(n < p.n);
+		assert_int_equal(it->rec.size, sizeof(p.calls[n].rec));
+		assert_memory_equal(&it->rec.data.call, &p.calls[n].rec, sizeof(p.calls[n].rec));
+		n++;
+	}
+	assert_int_equal(rc, NL_RECORDING_END);
+	assert_int_equal(n, p.n);
+	nl_recording_free(rd);
+	unlink(path);
+	assert_int_equal(rp_run(&p, &r1), 0);
+	assert_int_equal(rp_run(&p, &r2), 0);
+	assert_int_equal(r1.ndiffs, r2.ndiffs);
+	assert_memory_equal(r1.got, r2.got, sizeof(r1.got));
+	rp_free(&p);
+	free(it);
+}
+
+struct entry {
+	uint64_t seed;
+	char cls[RP_CLASS_LEN];
+	bool seen;
+};
+
+static int load_known(struct entry **out)
+{
+	FILE *f = fopen(KNOWN_PATH, "r");
+	char line[256];
+	struct entry *v = NULL;
+	int n = 0;
+
+	if (!f)
+		fail_msg("%s: cannot open (run from the repository's top)", KNOWN_PATH);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strchr(line, ' '), *nl = strchr(line, '\n');
+
+		if (line[0] == '#' || !sp)
+			continue;
+		if (nl)
+			*nl = '\0';
+		v = realloc(v, (size_t)(n + 1) * sizeof(*v));
+		assert_non_null(v);
+		v[n].seed = strtoull(line, NULL, 10);
+		snprintf(v[n].cls, sizeof(v[n].cls), "%s", sp + 1);
+		v[n].seen = false;
+		n++;
+	}
+	fclose(f);
+	*out = v;
+	return n;
+}
+
+/* The bounded sample: no disagreement outside the known list, none listed in vain. */
+static void test_random_sample(void **state)
+{
+	struct entry *known = NULL;
+	int nknown = load_known(&known), fresh = 0, stale = 0, decided = 0, disagree = 0;
+
+	(void)state;
+	for (uint64_t seed = SAMPLE_FIRST; seed < SAMPLE_FIRST + SAMPLE_COUNT; seed++) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+
+		rp_spec_random(&s, seed);
+		assert_int_equal(rp_build(&p, &s), 0);
+		assert_int_equal(rp_run(&p, &r), 0);
+		decided += !p.undecidable;
+		disagree += r.ndiffs > 0;
+		for (int i = 0; i < r.ndiffs; i++) {
+			bool listed = false;
+
+			for (int k = 0; k < nknown; k++)
+				if (known[k].seed == seed && !strcmp(known[k].cls, r.diffs[i])) {
+					known[k].seen = true;
+					listed = true;
+				}
+			if (!listed) {
+				print_message("NEW disagreement: seed %llu: %s (fuzz_audit -p %llu)\n",
+					      (unsigned long long)seed, r.diffs[i],
+					      (unsigned long long)seed);
+				fresh++;
+			}
+		}
+		rp_free(&p);
+	}
+	for (int k = 0; k < nknown; k++)
+		if (known[k].seed >= SAMPLE_FIRST && known[k].seed < SAMPLE_FIRST + SAMPLE_COUNT &&
+		    !known[k].seen) {
+			print_message("STALE (the engine agrees now: remove it from %s): %llu %s\n",
+				      KNOWN_PATH, (unsigned long long)known[k].seed, known[k].cls);
+			stale++;
+		}
+	print_message("random sample: %d programs, %d decided, %d with a disagreement, "
+		      "%d known entries, %d new, %d stale\n",
+		      SAMPLE_COUNT, decided, disagree, nknown, fresh, stale);
+	free(known);
+	assert_int_equal(fresh, 0);
+	assert_int_equal(stale, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_truth_clean),
+		cmocka_unit_test(test_truth_one_drop),
+		cmocka_unit_test(test_truth_redundant),
+		cmocka_unit_test(test_truth_implicit_sync),
+		cmocka_unit_test(test_generator_ring_order),
+		cmocka_unit_test(test_recording_roundtrip),
+		cmocka_unit_test(test_random_sample),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
