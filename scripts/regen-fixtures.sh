@@ -5,10 +5,23 @@
 # review the diff of the .expected.json files: it is the change in behaviour.
 # The workload runs in its own mount namespace with the simulated runtime at
 # /opt/rocm/lib, so the recordings name no folder of this machine.
+#   scripts/regen-fixtures.sh --expected   only the .expected.json, from the
+#                                          committed recordings (no root)
 set -eu
 cd "$(dirname "$0")/.."
 B=${B:-build}
 F=tests/fixtures
+
+expected() { # NAME: the audits the replay of NAME.rec prints
+	"$B/nanlog-bpf" --replay "$F/$1.rec" --raw -q --force -o "$F/$1.expected.json"
+}
+
+if [ "${1:-}" = --expected ]; then
+	for rec in "$F"/*.rec; do
+		expected "$(basename "$rec" .rec)"
+	done
+	exit 0
+fi
 [ "$(id -u)" = 0 ] || { echo "regen-fixtures: needs root (BPF)" >&2; exit 1; }
 
 scenario() { # NAME WORKLOAD-ARGS...
@@ -29,7 +42,7 @@ scenario() { # NAME WORKLOAD-ARGS...
 	wait "$tool"
 	wait "$wl" || true
 	rm -f "$F/.wl"
-	"$B/nanlog-bpf" --replay "$F/$name.rec" --raw -q -o "$F/$name.expected.json"
+	expected "$name"
 	echo "$name: $(stat -c %s "$F/$name.rec") bytes, $(grep -c '"type":"batch"' "$F/$name.expected.json") batches"
 }
 

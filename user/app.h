@@ -70,6 +70,9 @@ struct nl_app {
 	struct nl_live *live;        /* --live */
 	uint64_t last_live_ns;
 	bool trace_named;            /* the summary gave the tracks their roles */
+	bool summary_done;           /* the engine's summary was written: the fields below hold */
+	bool evidence_valid;         /* its verdict on the run, for --check */
+	uint32_t invalid_mask, missing_stages;
 	int rec_err;
 	bool replay;                 /* --replay: no loader, facts from the trailer */
 	bool replay_incomplete;      /* the recording had no trailer: exit 1 after the audits */

@@ -164,6 +164,15 @@ void nl_audit_json_batch(FILE *f, const struct nl_batch_audit *a)
 	nl_json_end(&j);
 }
 
+/* Batches by verdict, the same four keys wherever counts are given. */
+static void verdict_counts(struct nl_json *j, const struct nl_verdict_counts *n)
+{
+	nl_json_ku64(j, "batches", n->batches);
+	nl_json_ku64(j, "trusted", n->trusted);
+	nl_json_ku64(j, "untrusted", n->untrusted);
+	nl_json_ku64(j, "skipped", n->skipped);
+}
+
 static void histogram(struct nl_json *j, const char *key, const uint64_t *v, int n,
 		      const char *(*name)(int))
 {
@@ -182,10 +191,11 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s)
 	nl_json_begin(&j, f);
 	nl_json_kstr(&j, "type", "summary");
 	nl_json_ku64(&j, "schema", NL_AUDIT_SCHEMA);
-	nl_json_ku64(&j, "batches", s->batches);
-	nl_json_ku64(&j, "trusted", s->trusted);
-	nl_json_ku64(&j, "untrusted", s->untrusted);
-	nl_json_ku64(&j, "skipped", s->skipped);
+	nl_json_kbool(&j, "evidence_valid", s->evidence_valid);
+	name_list(&j, "invalid_reasons", s->invalid_mask, NL_NINVALID, nl_invalid_name);
+	name_list(&j, "missing_stages", s->missing_stages, NL_NSTAGES, nl_stage_name);
+	verdict_counts(&j, &(struct nl_verdict_counts){ s->batches, s->trusted, s->untrusted,
+							 s->skipped });
 	histogram(&j, "skip_reasons", s->skip_reasons, NL_NSKIP, nl_skip_name);
 	histogram(&j, "missing_edges", s->missing_edges, NL_NEDGES, nl_edge_name);
 	nl_json_ku64(&j, "records", s->records);
@@ -228,11 +238,12 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s)
 
 		nl_json_obj(&j);
 		nl_json_ku64(&j, "pid", p->pid);
-		nl_json_ku64(&j, "batches", p->batches);
+		verdict_counts(&j, &p->n);
 		nl_json_ku64(&j, "ticks", p->ticks);
 		ku64_or_null(&j, "depth", (uint64_t)p->depth, p->depth >= 0);
 		ku64_or_null(&j, "tick_ns", p->tick_ns, p->tick_ns != 0);
 		nl_json_kstr(&j, "pattern", !p->has_copy ? "none" : p->has_sparse ? "sparse" : "simple");
+		name_list(&j, "missing_stages", p->missing_stages, NL_NSTAGES, nl_stage_name);
 		nl_json_kbool(&j, "mid_run", p->mid_run);
 		nl_json_obj_end(&j);
 	}

@@ -39,8 +39,7 @@ static void line(FILE *f, const char *fmt, ...)
 	fprintf(f, "%s\n", buf);
 }
 
-/* Names of the bits set in mask, comma-separated. */
-static void names(char *buf, size_t len, uint32_t mask, int n, const char *(*name)(int))
+void nl_mask_names(char *buf, size_t len, uint32_t mask, int n, const char *(*name)(int))
 {
 	size_t off = 0;
 
@@ -81,9 +80,9 @@ void nl_audit_table_batch(FILE *f, const struct nl_batch_audit *a)
 		snprintf(fwd, sizeof(fwd), "-");
 	count(expo, sizeof(expo), h->found, h->exposure);
 	if (a->verdict == NL_VERDICT_SKIPPED)
-		names(detail, sizeof(detail), a->skip_mask, NL_NSKIP, nl_skip_name);
+		nl_mask_names(detail, sizeof(detail), a->skip_mask, NL_NSKIP, nl_skip_name);
 	else if (a->verdict == NL_VERDICT_UNTRUSTED)
-		names(detail, sizeof(detail), a->missing_mask, NL_NEDGES, nl_edge_name);
+		nl_mask_names(detail, sizeof(detail), a->missing_mask, NL_NEDGES, nl_edge_name);
 	else if (a->overlap_known)
 		snprintf(detail, sizeof(detail), "overlap %.2f ms", (double)a->overlap_ns / 1e6);
 	else
@@ -131,6 +130,23 @@ static void words(FILE *f, const char *title, const char *const *w, uint32_t n)
 	line(f, "%s", buf);
 }
 
+/* The line a user checks: "evidence valid", or why not. */
+static void evidence(FILE *f, const struct nl_summary *s)
+{
+	char why[NL_TABLE_WIDTH * 2], stages[64];
+
+	if (s->evidence_valid) {
+		line(f, "evidence valid");
+		return;
+	}
+	nl_mask_names(why, sizeof(why), s->invalid_mask, NL_NINVALID, nl_invalid_name);
+	nl_mask_names(stages, sizeof(stages), s->missing_stages, NL_NSTAGES, nl_stage_name);
+	if (s->missing_stages)
+		line(f, "evidence NOT valid: %s; missing stages: %s", why, stages);
+	else
+		line(f, "evidence NOT valid: %s", why);
+}
+
 void nl_audit_table_summary(FILE *f, const struct nl_summary *s)
 {
 	const struct nl_run_info *r = &s->run;
@@ -141,6 +157,7 @@ void nl_audit_table_summary(FILE *f, const struct nl_summary *s)
 	     s->batches, s->trusted, s->untrusted, s->skipped);
 	histogram(f, "skipped", s->skip_reasons, NL_NSKIP, nl_skip_name);
 	histogram(f, "missing", s->missing_edges, NL_NEDGES, nl_edge_name);
+	evidence(f, s);
 	if (s->depth >= 0)
 		line(f, "ticks %" PRIu64 ", depth %d, tick %.2f ms", s->pipeline_ticks, s->depth,
 		     (double)s->tick_ns / 1e6);

@@ -25,6 +25,15 @@ static const char *const edge_names[NL_NEDGES] = {
 	[NL_EDGE_COPY_FORWARD] = "copy->forward",
 };
 
+static const char *const invalid_names[NL_NINVALID] = {
+	[NL_INVALID_NO_BATCHES] = "no_batches",     [NL_INVALID_UNTRUSTED] = "untrusted_batches",
+	[NL_INVALID_SKIPPED] = "skipped_batches",   [NL_INVALID_MISSING_STAGE] = "missing_stage",
+	[NL_INVALID_LOST_RECORDS] = "lost_records", [NL_INVALID_BAD_RECORDS] = "bad_records",
+	[NL_INVALID_UNTRACKED] = "untracked_records", [NL_INVALID_EVICTED] = "evicted",
+	[NL_INVALID_PROBE_MISSING] = "probe_missing",
+	[NL_INVALID_LATE_OPS] = "late_ops",
+};
+
 #define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[i] : "?")
 
 const char *nl_role_name(int role)
@@ -50,6 +59,11 @@ const char *nl_skip_name(int reason)
 const char *nl_edge_name(int edge)
 {
 	return NAME_OF(edge_names, edge);
+}
+
+const char *nl_invalid_name(int reason)
+{
+	return NAME_OF(invalid_names, reason);
 }
 
 bool nl_engine_api_matters(int api)
@@ -101,6 +115,33 @@ static void set_defaults(struct nl_engine_opts *o)
 		o->nsparse = NL_ENGINE_MAX_SPARSE;
 }
 
+static int proc_index(struct nl_engine *e, uint32_t pid);
+
+/* Every batch passes here on its way out to the caller's sink: the
+ * per-process counts of the summary. */
+static void tally_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct nl_engine *e = ctx;
+	int i = proc_index(e, a->pid);
+
+	if (i >= 0) {
+		struct nl_proc *p = e->procs[i];
+
+		p->verdicts.batches++;
+		if (a->verdict == NL_VERDICT_TRUSTED)
+			p->verdicts.trusted++;
+		else if (a->verdict == NL_VERDICT_UNTRUSTED)
+			p->verdicts.untrusted++;
+		else
+			p->verdicts.skipped++;
+		for (int st = 0; st < NL_NSTAGES; st++)
+			if (a->stage[st].ops)
+				p->stage_batches[st]++;
+	}
+	if (e->out.batch)
+		e->out.batch(e->out.ctx, a);
+}
+
 struct nl_engine *nl_engine_new(const struct nl_engine_opts *o, const struct nl_sink *sink)
 {
 	struct nl_engine *e = calloc(1, sizeof(*e));
@@ -111,7 +152,8 @@ struct nl_engine *nl_engine_new(const struct nl_engine_opts *o, const struct nl_
 		e->o = *o;
 	set_defaults(&e->o);
 	if (sink)
-		e->sink = *sink;
+		e->out = *sink;
+	e->sink = (struct nl_sink){ .ctx = e, .batch = tally_batch };
 	e->procs = calloc(e->o.max_procs, sizeof(*e->procs));
 	if (!e->procs) {
 		free(e);
@@ -311,6 +353,7 @@ void nl_engine_probe_missing(struct nl_engine *e, uint32_t pid, int api)
 
 	if (!e || e->finished || !nl_engine_api_matters(api))
 		return;
+	e->probe_missing = true;
 	if (pid == 0) {
 		e->skip_all_new |= bit;
 		for (uint32_t i = 0; i < e->o.max_procs; i++)
@@ -356,6 +399,57 @@ static int grow(void **v, uint32_t *cap, uint32_t need, size_t size)
 	return 0;
 }
 
+#define STAGE_BIT(st) (1u << NL_STAGE_##st)
+
+/* A stream without a role between the copy stream and compute: it did work
+ * ordered after copy work (not through compute), and compute is ordered
+ * after it. That is a producer stage the roles do not know (a data-dist
+ * stream that appeared after learning in a process without a sparse
+ * stage), so no batch audits its work. */
+static bool unplaced_producer(const struct nl_proc *p)
+{
+	const int cp = p->copy_slot, cc = p->compute_slot;
+
+	if (cp < 0 || cc < 0)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *s = &p->s[i];
+		uint32_t n = s->nring < NL_RING ? s->nring : NL_RING;
+		bool work = false;
+
+		if (!s->used || s->role != NL_ROLE_OTHER || (int)i == cp || (int)i == cc)
+			continue;
+		if (!s->vc[cp] || s->vc[cc] || !p->s[cc].vc[i])
+			continue;
+		for (uint32_t k = 0; k < n && !work; k++)
+			work = s->ring[k].work;
+		if (work)
+			return true;
+	}
+	return false;
+}
+
+/* The stages p has that no batch of it showed (docs/output.md,
+ * "missing_stages"). A process that put no work on any stream is no
+ * pipeline and lacks nothing. */
+static uint32_t missing_stages(const struct nl_proc *p)
+{
+	uint32_t m = 0;
+	bool work = false;
+
+	for (uint32_t i = 0; i < p->w && !work; i++)
+		work = p->s[i].used && p->s[i].ops;
+	if (!p->has_copy)
+		return work ? STAGE_BIT(COPY) : 0; /* no batch could be cut */
+	if (!p->stage_batches[NL_STAGE_COPY])
+		m |= STAGE_BIT(COPY);
+	if ((p->has_sparse && !p->stage_batches[NL_STAGE_SPARSE]) || unplaced_producer(p))
+		m |= STAGE_BIT(SPARSE);
+	if (!p->stage_batches[NL_STAGE_FORWARD])
+		m |= STAGE_BIT(FORWARD);
+	return m;
+}
+
 /* Append p's streams and its line to the vectors (the engine's, or a report's). */
 static void describe_proc(const struct nl_proc *p, struct nl_stream_summary **ss, uint32_t *nss,
 			  uint32_t *sscap, struct nl_proc_summary **ps, uint32_t *nps, uint32_t *pscap)
@@ -378,10 +472,11 @@ static void describe_proc(const struct nl_proc *p, struct nl_stream_summary **ss
 		return;
 	q = &(*ps)[(*nps)++];
 	*q = (struct nl_proc_summary){
-		.pid = p->pid, .batches = p->batches, .ticks = (uint64_t)p->ticks,
+		.pid = p->pid, .n = p->verdicts, .ticks = (uint64_t)p->ticks,
 		.tick_ns = p->nfwd > 1 ? (p->last_fwd_ts - p->first_fwd_ts) / (p->nfwd - 1) : 0,
 		.depth = mode_of(p->depth_hist), .has_copy = p->has_copy,
 		.has_sparse = p->has_sparse, .mid_run = p->mid_run,
+		.missing_stages = missing_stages(p),
 	};
 }
 
@@ -407,6 +502,40 @@ static void retire(struct nl_engine *e, int i)
 	e->procs[i] = NULL;
 	if (e->last_proc == i)
 		e->last_proc = -1;
+}
+
+/* evidence_valid and why not (docs/output.md). The one counter that does
+ * not make the evidence invalid is ignored_records: a call that failed did
+ * nothing. A late op is stage work its batch's verdict never weighed. */
+static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
+{
+	const struct nl_run_info *r = &s->run;
+	uint32_t m = 0;
+
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		s->missing_stages |= s->procs[i].missing_stages;
+	if (!s->batches)
+		m |= 1u << NL_INVALID_NO_BATCHES;
+	if (s->untrusted)
+		m |= 1u << NL_INVALID_UNTRUSTED;
+	if (s->skipped)
+		m |= 1u << NL_INVALID_SKIPPED;
+	if (s->missing_stages)
+		m |= 1u << NL_INVALID_MISSING_STAGE;
+	if (s->lost_records || (s->has_run_info && (r->lost_ringbuf || r->lost_stash)))
+		m |= 1u << NL_INVALID_LOST_RECORDS;
+	if (s->has_run_info && r->bad_records)
+		m |= 1u << NL_INVALID_BAD_RECORDS;
+	if (s->untracked_records)
+		m |= 1u << NL_INVALID_UNTRACKED;
+	if (s->evicted_streams || s->evicted_events || s->evicted_batches)
+		m |= 1u << NL_INVALID_EVICTED;
+	if (e->probe_missing)
+		m |= 1u << NL_INVALID_PROBE_MISSING;
+	if (s->late_ops)
+		m |= 1u << NL_INVALID_LATE_OPS;
+	s->invalid_mask = m;
+	s->evidence_valid = m == 0;
 }
 
 static void emit_summary(struct nl_engine *e)
@@ -442,8 +571,9 @@ static void emit_summary(struct nl_engine *e)
 	s.nstreams = nss;
 	s.procs = ps;
 	s.nprocs = nps;
-	if (e->sink.summary)
-		e->sink.summary(e->sink.ctx, &s);
+	judge_evidence(e, &s);
+	if (e->out.summary)
+		e->out.summary(e->out.ctx, &s);
 	free(ss);
 	free(ps);
 }

@@ -43,11 +43,28 @@ enum nl_skip_reason {
 /* The hand-off an untrusted batch lacks; a mask of (1u << edge). */
 enum nl_edge { NL_EDGE_COPY_SPARSE = 0, NL_EDGE_SPARSE_FORWARD, NL_EDGE_COPY_FORWARD, NL_NEDGES };
 
+/* Why a run's evidence is not valid; nl_summary.invalid_mask is a mask of
+ * (1u << reason). docs/output.md says what each one counts. */
+enum nl_invalid_reason {
+	NL_INVALID_NO_BATCHES = 0,  /* no batch was audited at all */
+	NL_INVALID_UNTRUSTED,       /* some batch is untrusted */
+	NL_INVALID_SKIPPED,         /* some batch was skipped */
+	NL_INVALID_MISSING_STAGE,   /* a process lacks a stage it has (missing_stages) */
+	NL_INVALID_LOST_RECORDS,    /* ring-buffer or return-probe stash records lost */
+	NL_INVALID_BAD_RECORDS,     /* records that did not decode */
+	NL_INVALID_UNTRACKED,       /* calls of processes beyond the process cap */
+	NL_INVALID_EVICTED,         /* state pushed out by a cap */
+	NL_INVALID_PROBE_MISSING,   /* a probe that matters could not attach */
+	NL_INVALID_LATE_OPS,        /* ops that came after their batch's verdict */
+	NL_NINVALID
+};
+
 const char *nl_role_name(int role);        /* "other" "copy" "sparse" "compute" */
 const char *nl_stage_name(int stage);      /* "copy" "sparse" "forward" */
 const char *nl_verdict_name(int verdict);  /* "trusted" "untrusted" "skipped" */
 const char *nl_skip_name(int reason);      /* "lost_records" ... */
 const char *nl_edge_name(int edge);        /* "copy->sparse" ... */
+const char *nl_invalid_name(int reason);   /* "no_batches" "untrusted_batches" ... */
 
 #define NL_ENGINE_MAX_SPARSE 8
 
@@ -149,11 +166,18 @@ struct nl_stream_summary {
 	bool created;      /* its creation was seen (flags known) */
 };
 
+/* Batches by verdict: of a run, a process (and, to come, a pipeline). */
+struct nl_verdict_counts {
+	uint64_t batches, trusted, untrusted, skipped;
+};
+
 struct nl_proc_summary {
 	uint32_t pid;
-	uint64_t batches, ticks, tick_ns;
+	struct nl_verdict_counts n;
+	uint64_t ticks, tick_ns;
 	int depth;         /* -1 unknown */
 	bool has_copy, has_sparse, mid_run;
+	uint32_t missing_stages; /* 1u << enum nl_stage_id: stages it has that no batch showed */
 };
 
 /* What the loader knows and the engine does not; see nl_engine_set_run_info. */
@@ -168,6 +192,11 @@ struct nl_run_info {
 };
 
 struct nl_summary {
+	/* The one line a user checks: every batch trusted, every stage seen,
+	 * nothing lost (docs/output.md). */
+	bool evidence_valid;
+	uint32_t invalid_mask;    /* 1u << enum nl_invalid_reason; 0 exactly when valid */
+	uint32_t missing_stages;  /* 1u << enum nl_stage_id, over every process */
 	uint64_t batches, trusted, untrusted, skipped;
 	uint64_t skip_reasons[NL_NSKIP];
 	uint64_t missing_edges[NL_NEDGES];
@@ -223,6 +252,9 @@ void nl_audit_json_batch(FILE *f, const struct nl_batch_audit *a);
 void nl_audit_json_summary(FILE *f, const struct nl_summary *s);
 /* A sink printing JSON Lines to f. */
 struct nl_sink nl_audit_json_sink(FILE *f);
+
+/* The names of the bits set in mask (name(0) .. name(n - 1)), comma-separated. */
+void nl_mask_names(char *buf, size_t len, uint32_t mask, int n, const char *(*name)(int));
 
 #define NL_TABLE_WIDTH 80
 /* A text line made to fit width columns: trailing blanks dropped, a longer

@@ -262,12 +262,18 @@ struct nl_proc {
 	uint64_t lru, last_rec_ts, records, batches;
 	uint64_t edges, implicit_edges, late_ops;
 	uint64_t evicted_streams, evicted_events, evicted_batches;
+	/* its emitted batches, for the summary: by verdict, and how many had
+	 * ops in each stage */
+	struct nl_verdict_counts verdicts;
+	uint64_t stage_batches[NL_NSTAGES];
 	uint32_t *tmp_vc;
 };
 
 struct nl_engine {
 	struct nl_engine_opts o;
-	struct nl_sink sink;
+	struct nl_sink sink;    /* what the engine emits to: engine.c's tally, then out */
+	struct nl_sink out;     /* the caller's sink */
+	bool probe_missing;     /* a probe that matters could not attach somewhere */
 	struct nl_proc **procs;
 	int last_proc;
 	uint32_t skip_all_new;  /* probe_missing(pid 0): every process */

@@ -83,6 +83,10 @@ static void app_summary(void *ctx, const struct nl_summary *sum)
 	struct nl_app *a = ctx;
 
 	a->out_sink.summary(a->out_sink.ctx, sum);
+	a->summary_done = true;
+	a->evidence_valid = sum->evidence_valid;
+	a->invalid_mask = sum->invalid_mask;
+	a->missing_stages = sum->missing_stages;
 	nl_trace_summary(a->trace, sum);
 	if (a->metrics)
 		nl_metrics_summary(a->metrics, sum);

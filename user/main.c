@@ -428,6 +428,40 @@ static int run(struct nl_app *a)
 	return 0;
 }
 
+/*
+ * --check, once the run ended without a failure of the tool: a command that
+ * failed comes first (its run is what broke, and the evidence about it is
+ * then rarely complete), then the summary's evidence_valid (docs/usage.md).
+ */
+static int check_status(const struct nl_app *a)
+{
+	char why[256], stages[64];
+	int st = a->child_status;
+
+	if (!a->o.check)
+		return NL_EXIT_OK;
+	if (a->child > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		if (WIFSIGNALED(st))
+			diag(0, "check: %s was killed by signal %d", a->o.cmd[0], WTERMSIG(st));
+		else
+			diag(0, "check: %s exited with status %d", a->o.cmd[0], WEXITSTATUS(st));
+		return NL_EXIT_CMD_FAILED;
+	}
+	if (!a->summary_done)
+		return NL_EXIT_FAIL;
+	if (a->evidence_valid) {
+		diag(1, "check: evidence valid");
+		return NL_EXIT_OK;
+	}
+	nl_mask_names(why, sizeof(why), a->invalid_mask, NL_NINVALID, nl_invalid_name);
+	nl_mask_names(stages, sizeof(stages), a->missing_stages, NL_NSTAGES, nl_stage_name);
+	if (!a->o.quiet)
+		fprintf(stderr, "nanlog-bpf: check: evidence not valid: %s%s%s%s\n", why,
+			a->missing_stages ? " (missing stages: " : "", stages,
+			a->missing_stages ? ")" : "");
+	return NL_EXIT_INVALID;
+}
+
 int main(int argc, char **argv)
 {
 	struct nl_loader_cb cb = { .ctx = &app, .record = on_record, .attached = on_attached,
@@ -466,7 +500,9 @@ int main(int argc, char **argv)
 		nl_app_finish(&app, mono_ns(), err);
 		if (app.out != stdout && fclose(app.out) && !err)
 			err = -EIO;
-		return err || app.write_err || app.replay_incomplete ? NL_EXIT_FAIL : NL_EXIT_OK;
+		if (err || app.write_err || app.replay_incomplete)
+			return NL_EXIT_FAIL;
+		return check_status(&app);
 	}
 	err = check_environment();
 	if (err)
@@ -511,7 +547,8 @@ out:
 	if (app.child > 0 && !app.child_reaped) {
 		if (err)
 			kill(app.child, SIGKILL);
-		waitpid(app.child, NULL, 0);
+		if (waitpid(app.child, &app.child_status, 0) == app.child)
+			app.child_reaped = true;
 	}
 	if (app.out && app.out != stdout && fclose(app.out) && !err) {
 		diag(0, "%s: %s", app.o.out_path, strerror(errno));
@@ -522,5 +559,5 @@ out:
 	}
 	if (!err && app.write_err)
 		err = app.write_err;
-	return err ? NL_EXIT_FAIL : NL_EXIT_OK;
+	return err ? NL_EXIT_FAIL : check_status(&app);
 }

@@ -44,6 +44,8 @@ const char nl_usage[] =
 	"                           (ADDR defaults to 127.0.0.1; port 0 picks one)\n"
 	"      --live               a terminal view on stderr, refreshed every second\n"
 	"      --replay FILE        audit a recording offline (no root, no target)\n"
+	"      --check              exit 3 when the summary's evidence_valid is false\n"
+	"                           (with -- CMD: 4 when CMD fails; docs/usage.md)\n"
 	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
 	"      --copy-stream H      --sparse-stream H (repeatable)   --compute-stream H\n"
 	"Run:\n"
@@ -66,7 +68,8 @@ const char nl_usage[] =
 	"                           which API-table entries that library exports (-v: each)\n"
 	"  -h, --help               this text\n"
 	"\n"
-	"Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
+	"Exit status: 0 success, 1 runtime failure, 2 usage error; with --check\n"
+	"also 3 evidence not valid, 4 the command failed.\n";
 
 enum {
 	OPT_LIB = 256,
@@ -95,6 +98,7 @@ enum {
 	OPT_METRICS,
 	OPT_LIVE,
 	OPT_HEARTBEAT,
+	OPT_CHECK,
 };
 
 static const struct option longopts[] = {
@@ -129,6 +133,7 @@ static const struct option longopts[] = {
 	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -333,6 +338,9 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 		case OPT_LIVE:
 			o->live = true;
 			break;
+		case OPT_CHECK:
+			o->check = true;
+			break;
 		case OPT_HEARTBEAT:
 			if (strcmp(optarg, "0") == 0)
 				o->heartbeat_s = 0;
@@ -385,5 +393,7 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 		return fail(err, errlen, "-q and -v cannot be combined");
 	if (o->no_audit && o->format == NL_FMT_TABLE)
 		return fail(err, errlen, "--format table needs the audit (drop --no-audit)");
+	if (o->no_audit && o->check)
+		return fail(err, errlen, "--check needs the audit (drop --no-audit)");
 	return 0;
 }

@@ -16,6 +16,8 @@
 #define NL_EXIT_OK 0
 #define NL_EXIT_FAIL 1
 #define NL_EXIT_USAGE 2
+#define NL_EXIT_INVALID 3     /* --check: the summary's evidence_valid is false */
+#define NL_EXIT_CMD_FAILED 4  /* --check with -- CMD: the command failed */
 
 enum nl_format { NL_FMT_JSON = 0, NL_FMT_TABLE };
 enum nl_retprobe_policy { NL_RET_AUTO = 0, NL_RET_FORCE, NL_RET_NEVER };
@@ -41,6 +43,7 @@ struct nl_opts {
 	bool no_placement;    /* --no-placement: every probe at its symbol */
 	uint64_t ringbuf_size; /* bytes, power of two >= page size */
 	bool post_step;
+	bool check;           /* --check: the exit status says whether the evidence is valid */
 	bool has_copy_stream, has_compute_stream;
 	uint64_t copy_stream, compute_stream;
 	uint64_t sparse_streams[NL_MAX_ROLE_STREAMS];

@@ -70,6 +70,15 @@ static void test_command_mode(void **state)
 	assert_int_equal(o.ncmd, 3);
 	assert_string_equal(o.cmd[0], "prog");
 	assert_string_equal(o.cmd[1], "-p"); /* the command's own flags are not ours */
+	assert_false(o.check);
+	/* --check works with every way of naming what to audit */
+	assert_int_equal(parse(&o, err, "--check", "--", "python", "train.py", "--check", NULL), 0);
+	assert_true(o.check);
+	assert_int_equal(o.ncmd, 3);
+	assert_int_equal(parse(&o, err, "--check", "-p", "5", NULL), 0);
+	assert_true(o.check);
+	assert_int_equal(parse(&o, err, "--check", "--replay", "run.rec", NULL), 0);
+	assert_true(o.check);
 }
 
 static void test_help_version(void **state)
@@ -122,6 +131,8 @@ static void test_nonsense(void **state)
 	BAD("-p", "1", "--copy-stream", "zz");
 	BAD("-p", "1", "-q", "-v");
 	BAD("-p", "1", "--no-audit", "--format", "table");
+	BAD("-p", "1", "--no-audit", "--check");
+	BAD("-p", "1", "--check=yes");
 	BAD("-p", "1", "-o", "");
 	BAD("-p", "1", "--poll", "0.001");
 }
