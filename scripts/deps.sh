@@ -6,7 +6,8 @@ set -eu
 # -fsanitize=fuzzer links libclang_rt.fuzzer-x86_64.a from it). clang only
 # recommends it, and recommends are not installed below. (libfuzzer-14-dev is
 # not needed: it is the standalone libFuzzer.a, not what -fsanitize=fuzzer uses.)
-# The package and its tests (docs/packaging.md): debhelper and dpkg-dev build
+# The package and its tests (docs/packaging.md): build-essential (dpkg-buildpackage
+# checks for it), debhelper and dpkg-dev build
 # it (make deb), lintian checks it, mmdebstrap makes the Debian 12 root it is
 # installed into, groff and man-db render the man page, bash-completion runs
 # the completion, systemd's systemd-analyze checks the unit, logrotate its
@@ -22,7 +23,7 @@ libcmocka-dev libcap-dev libamdhip64-dev libamdhip64-5 jq libmicrohttpd-dev util
 yamllint yq python3-kubernetes
 procps psmisc iproute2 tmux curl prometheus bpftrace time
 libclang-rt-14-dev valgrind
-debhelper dpkg-dev lintian mmdebstrap groff man-db bash-completion systemd logrotate
+build-essential debhelper dpkg-dev lintian mmdebstrap groff man-db bash-completion systemd logrotate
 podman runc catatonit"
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
