@@ -32,6 +32,7 @@ static const char *const invalid_names[NL_NINVALID] = {
 	[NL_INVALID_UNTRACKED] = "untracked_records", [NL_INVALID_EVICTED] = "evicted",
 	[NL_INVALID_PROBE_MISSING] = "probe_missing",
 	[NL_INVALID_LATE_OPS] = "late_ops",
+	[NL_INVALID_UNPLACED] = "unplaced_work",
 };
 
 #define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[i] : "?")
@@ -486,6 +487,7 @@ static void add_counts(struct nl_summary *s, const struct nl_proc *p)
 	s->edges += p->edges;
 	s->implicit_edges += p->implicit_edges;
 	s->late_ops += p->late_ops;
+	s->unplaced_streams += p->unplaced_streams;
 	s->evicted_streams += p->evicted_streams;
 	s->evicted_events += p->evicted_events;
 	s->evicted_batches += p->evicted_batches;
@@ -534,6 +536,8 @@ static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
 		m |= 1u << NL_INVALID_PROBE_MISSING;
 	if (s->late_ops)
 		m |= 1u << NL_INVALID_LATE_OPS;
+	if (s->unplaced_streams)
+		m |= 1u << NL_INVALID_UNPLACED;
 	s->invalid_mask = m;
 	s->evidence_valid = m == 0;
 }

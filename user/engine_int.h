@@ -78,6 +78,11 @@ struct nl_stream {
 	bool handed, adopted;
 	int64_t handed_tok;
 	uint32_t wait_clock;  /* clock of its last wait */
+	/* a stream with no role that copies host-to-device and whose events
+	 * another stream waited on: a producer the audit cannot place (a
+	 * second pipeline, a second copy stream), counted once */
+	uint64_t h2d;
+	bool feeds, unplaced;
 	uint64_t joins;       /* how often vc took another stream's clock */
 	uint64_t ops, lru, last_join_ts;
 	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
@@ -261,6 +266,7 @@ struct nl_proc {
 	/* counters */
 	uint64_t lru, last_rec_ts, records, batches;
 	uint64_t edges, implicit_edges, late_ops;
+	uint64_t unplaced_streams;
 	uint64_t evicted_streams, evicted_events, evicted_batches;
 	/* its emitted batches, for the summary: by verdict, and how many had
 	 * ops in each stage */

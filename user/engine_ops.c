@@ -237,6 +237,17 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
 
+/* Work the audit cannot place must not vanish: a stream without a role that
+ * copies to the device and feeds another stream is counted, and the run's
+ * evidence is then not valid (unplaced_work). */
+static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
+{
+	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d && s->feeds) {
+		s->unplaced = true;
+		p->unplaced_streams++;
+	}
+}
+
 /* The hand-off rule, for work the producer enqueued between the record
  * compute now takes and this take, with no wait on it since: if a newer
  * batch had been copied by then, that work (and the events recorded after
@@ -335,8 +346,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->joins++;
 		}
 		s->last_join_ts = c->ts_ns;
-		if (ev->slot != slot)
+		if (ev->slot != slot) {
 			p->edges++;
+			if (from && from->role == NL_ROLE_OTHER) {
+				p->s[ev->slot].feeds = true;
+				note_unplaced(p, &p->s[ev->slot]);
+			}
+		}
 		/* A stream that starts waiting on the data-dist side later in the
 		 * run joins it (only where the process has a sparse stage, and not
 		 * when --sparse-stream named the set). */
@@ -441,6 +457,11 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			r->api = c->api;
 		nl_account(e, p, slot, c, th->inner_clock, th->inner_token, true, true);
 		return;
+	}
+	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_KIND) &&
+	    (c->kindarg == 1 || c->kindarg == 4)) {
+		s->h2d++;
+		note_unplaced(p, s);
 	}
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
