@@ -39,6 +39,8 @@ typedef int (*fn3ppu)(void *, void *, unsigned);
 typedef int (*fn2pi)(void *, int);
 typedef int (*fn3pui)(void *, unsigned, int);
 typedef int (*fn3ppp)(void *, void *, void *);
+typedef int (*inst5)(void *, void *, void *, char *, size_t);
+typedef int (*inst3)(void *, void *, unsigned long long);
 typedef int (*copy5)(void *, const void *, size_t, int, void *);
 typedef int (*copy4)(void *, const void *, size_t, void *);
 typedef int (*peer6)(void *, int, const void *, int, size_t, void *);
@@ -152,7 +154,19 @@ static int call(const char *name, void *f, unsigned r)
 		line(name, rc, STREAM ",\"fn\":\"0xac00\"", s);
 	} else if (IS("hipGraphLaunch")) {
 		rc = ((fn2pp)f)(H(0xac10), H(s));
-		line(name, rc, STREAM ",\"fn\":\"0xac10\"", s);
+		line(name, rc, STREAM ",\"exec\":\"0xac10\"", s);
+	} else if (IS("hipGraphInstantiate")) {
+		rc = ((inst5)f)(&out, H(0xad00 + r), NULL, NULL, 0);
+		line(name, rc, "\"graph\":\"%#x\"", 0xad00 + r);
+	} else if (IS("hipGraphInstantiateWithFlags")) {
+		rc = ((inst3)f)(&out, H(0xad00 + r), 0);
+		line(name, rc, "\"graph\":\"%#x\"", 0xad00 + r);
+	} else if (IS("hipGraphExecDestroy")) {
+		rc = ((fn1p)f)(H(0xae00 + r));
+		line(name, rc, "\"exec\":\"%#x\"", 0xae00 + r);
+	} else if (IS("hipGraphDestroy")) {
+		rc = ((fn1p)f)(H(0xad00 + r));
+		line(name, rc, "\"graph\":\"%#x\"", 0xad00 + r);
 	} else if (IS("hipEventCreate") || IS("hipStreamCreate")) {
 		rc = ((fn1p)f)(&out);
 		line(name, rc, "%s", handle(rc, out, hb, sizeof(hb)) + (rc ? 0 : 1));

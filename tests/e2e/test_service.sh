@@ -27,10 +27,14 @@ U=$B/nanlog-bpf.service
 # the unit's command, with the tool of this tree, a free metrics port (other
 # runs may hold 9464), a log folder of the test and a duration
 cmd=$(sed -n "s/^ExecStart=\/bin\/sh -c '\(.*\)'\$/\1/p" "$U")
-LOG=$(pwd)/$B/service-test.$$
+# the tool and the log folder under /var/tmp, which the sandbox keeps in
+# sight wherever this checkout lives (under /tmp or /home it is hidden)
+SVC=$(mktemp -d /var/tmp/nanlog-bpf-service.XXXXXX)
+at_exit "rm -rf '$SVC'"
+LOG=$SVC/log
 mkdir -p "$LOG"
-at_exit "rm -rf '$LOG'"
-run=$(echo "$cmd" | sed -e "s|[^ ]*/sbin/nanlog-bpf |$(pwd)/$TOOL |" -e 's|127\.0\.0\.1:9464|127.0.0.1:0|' \
+cp "$TOOL" "$SVC/nanlog-bpf"
+run=$(echo "$cmd" | sed -e "s|[^ ]*/sbin/nanlog-bpf |$SVC/nanlog-bpf |" -e 's|127\.0\.0\.1:9464|127.0.0.1:0|' \
 	-e "s| >>/var/log/nanlog-bpf/| --duration 6 >>$LOG/|")
 check "the unit's ExecStart is the node agent appending to /var/log/nanlog-bpf ($cmd)" sh -c \
 	"echo '$cmd' | grep -q '^exec [^ ]*/sbin/nanlog-bpf --all --metrics 127.0.0.1:9464 >>/var/log/nanlog-bpf/audit.jsonl\$' &&
