@@ -5,6 +5,9 @@
 # $B/pkgroot; apt inside reaches the archive of this host's own apt
 # sources), where the installed tool prints its version, replays a recorded
 # fixture as the tree's tool does and has its man page. Needs root (chroot).
+# Run by `make test` alone on a fresh tree it builds the package and the root
+# itself, which takes minutes:
+# e2e-timeout: 900
 # shellcheck shell=sh
 . tests/e2e/lib.sh
 
