@@ -494,7 +494,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved)
 {
 	const struct nl_stream *s = &p->s[slot];
-	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	uint32_t start = nl_ring_start(s);
 	struct nl_stage_acc *acc;
 
 	for (int i = 0; i < b->nbs; i++) {
@@ -513,14 +513,12 @@ void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut,
 			bs->has_up = last != NULL;
 			bs->pending = false;
 			if (last)
-				bs->last_up = (struct nl_opi){ true, slot, last->clock, last->api,
-							       last->tid, last->ts, 0 };
+				bs->last_up = nl_ring_opi(slot, last);
 		}
 		if (bs->has_work && bs->last_work.clock > cut) {
 			bs->has_work = last != NULL;
 			if (last)
-				bs->last_work = (struct nl_opi){ true, slot, last->clock, last->api,
-								 last->tid, last->ts, 0 };
+				bs->last_work = nl_ring_opi(slot, last);
 		}
 		if (bs->last_clock > cut)
 			bs->last_clock = cut;
@@ -639,7 +637,7 @@ static struct nl_opi first_unseen(const struct nl_proc *p, const struct nl_batch
 	const struct nl_ring_op *r = nl_ring_first_after(&p->s[bs->slot], seen, b->token, true);
 
 	if (r)
-		return (struct nl_opi){ true, bs->slot, r->clock, r->api, r->tid, r->ts, 0 };
+		return nl_ring_opi(bs->slot, r);
 	return bs->has_up ? bs->last_up : bs->last_work;
 }
 

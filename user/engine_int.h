@@ -312,6 +312,25 @@ static inline uint32_t nl_pow2_at_least(uint32_t n)
 	return v;
 }
 
+/* A host-to-device copy, or one of default kind (unified addressing decides). */
+static inline bool nl_call_is_h2d(const struct nl_call *c)
+{
+	return (c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_KIND) &&
+	       (c->kindarg == 1 || c->kindarg == 4);
+}
+
+/* The oldest position of a stream's recent-op ring still held. */
+static inline uint32_t nl_ring_start(const struct nl_stream *s)
+{
+	return s->nring > NL_RING ? s->nring - NL_RING : 0;
+}
+
+/* A ring entry as an op reference on stream slot. */
+static inline struct nl_opi nl_ring_opi(int slot, const struct nl_ring_op *r)
+{
+	return (struct nl_opi){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
+}
+
 /* ---- vector clocks -------------------------------------------------------- */
 
 static inline void nl_vc_join(uint32_t *dst, const uint32_t *src, uint32_t w)

@@ -258,7 +258,7 @@ static void take_after_record(struct nl_engine *e, struct nl_proc *p, const stru
 	struct nl_stream *s = &p->s[slot];
 	int64_t tok = ev->token, next = tok + 1;
 	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
-	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	uint32_t start = nl_ring_start(s);
 	uint64_t moved = 0;
 	bool any = false;
 
@@ -458,8 +458,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_account(e, p, slot, c, th->inner_clock, th->inner_token, true, true);
 		return;
 	}
-	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_KIND) &&
-	    (c->kindarg == 1 || c->kindarg == 4)) {
+	if (nl_call_is_h2d(c)) {
 		s->h2d++;
 		note_unplaced(p, s);
 	}

@@ -249,9 +249,7 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[i].work++;
 		if (c->kind == NL_K_LAUNCH && !c->coll_depth)
 			l->s[i].launches++;
-		/* host-to-device, or default kind (unified addressing decides) */
-		if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_KIND) &&
-		    (c->kindarg == 1 || c->kindarg == 4))
+		if (nl_call_is_h2d(c))
 			l->s[i].h2d++;
 		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT) && c->event)
 			note_record(l, c->event, i);

@@ -255,7 +255,7 @@ void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, 
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
 					     int64_t token, bool work)
 {
-	uint32_t start = s->nring > NL_RING ? s->nring - NL_RING : 0;
+	uint32_t start = nl_ring_start(s);
 
 	for (uint32_t i = start; i < s->nring; i++) {
 		const struct nl_ring_op *r = &s->ring[i % NL_RING];
