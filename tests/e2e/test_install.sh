@@ -41,6 +41,13 @@ check "PREFIX=/usr: /usr/sbin, /usr/share/man/man8, UNITDIR as given" sh -c \
 # --- a user who may not write the prefix: one permission error, nothing written
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
 	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	# the user must be able to read the checkout (a clone in a mktemp -d
+	# folder is 0700): open it to others for these checks, then close it
+	if ! asnobody test -r Makefile; then
+		mode=$(stat -c %a .)
+		chmod o+rx .
+		at_exit "chmod $mode '$(pwd)'"
+	fi
 	mkdir -p "$TMP/ro" && chmod 755 "$TMP" "$TMP/ro"
 	asnobody make -s install DESTDIR="$TMP/ro" >"$TMP/ro.out" 2>&1
 	rc=$?
