@@ -16,46 +16,47 @@
 
 #define RP_MAX_EVENTS_PRINT 256
 
-struct collect {
-	const struct rp_prog *p;
-	struct rp_result *r;
-};
-
-static void on_batch(void *ctx, const struct nl_batch_audit *a)
+/* Whether call x is the one whose record says ts: the same time in a
+ * generated program; inside the call's span in a live run (end_ns). */
+static bool call_at(const struct rp_call *x, uint64_t ts)
 {
-	struct collect *c = ctx;
+	return x->end_ns ? ts >= x->rec.ts_ns && ts <= x->end_ns : ts == x->rec.ts_ns;
+}
 
-	if (a->pid != c->p->pid)
+void rp_result_batch(const struct rp_prog *p, struct rp_result *r, const struct nl_batch_audit *a)
+{
+	if (a->pid != p->pid)
 		return;
-	c->r->naudits++;
+	r->naudits++;
 	/* the batch is the one whose first copy opens the audit's copy window:
 	 * an engine that merged or split copy segments numbers the rest shifted */
 	const struct nl_stage_audit *cp = &a->stage[NL_STAGE_COPY];
 	int T = -1;
 
-	for (int i = 0; i < c->p->n && T < 0; i++) {
-		const struct rp_call *x = &c->p->calls[i];
+	for (int i = 0; i < p->n && T < 0; i++) {
+		const struct rp_call *x = &p->calls[i];
 
-		if (x->stage == NL_STAGE_COPY && x->rec.ts_ns == cp->first_ns)
+		if (x->stage == NL_STAGE_COPY && call_at(x, cp->first_ns))
 			T = x->batch;
 	}
-	for (int i = 0; i < c->p->n; i++) {
-		const struct rp_call *x = &c->p->calls[i];
+	for (int i = 0; i < p->n; i++) {
+		const struct rp_call *x = &p->calls[i];
+		uint64_t end = x->end_ns ? x->end_ns : x->rec.ts_ns;
 
 		if (x->stage == NL_STAGE_COPY && x->batch != T && cp->ops &&
-		    x->rec.ts_ns >= cp->first_ns && x->rec.ts_ns <= cp->last_ns)
-			c->r->merged[x->batch] = true;
+		    end >= cp->first_ns && x->rec.ts_ns <= cp->last_ns)
+			r->merged[x->batch] = true;
 	}
-	if (T < 0 || c->r->have[T]) {
-		c->r->extra++;
+	if (T < 0 || r->have[T]) {
+		r->extra++;
 		return;
 	}
 	if (a->batch != (uint64_t)T)
-		c->r->numbering++;
-	c->r->have[T] = true;
-	c->r->got[T].verdict = a->verdict;
-	c->r->got[T].skip_mask = a->skip_mask;
-	c->r->got[T].missing_mask = a->missing_mask;
+		r->numbering++;
+	r->have[T] = true;
+	r->got[T].verdict = a->verdict;
+	r->got[T].skip_mask = a->skip_mask;
+	r->got[T].missing_mask = a->missing_mask;
 }
 
 static int expected_role(char name)
@@ -73,11 +74,9 @@ static int expected_role(char name)
 	}
 }
 
-static void on_summary(void *ctx, const struct nl_summary *s)
+void rp_result_summary(const struct rp_prog *p, struct rp_result *r, const struct nl_summary *s)
 {
-	struct collect *c = ctx;
-	const struct rp_prog *p = c->p;
-	size_t o = 0;
+	size_t o = strlen(r->roles);
 
 	for (uint32_t i = 0; i < s->nstreams; i++) {
 		const struct nl_stream_summary *ss = &s->streams[i];
@@ -90,8 +89,8 @@ static void on_summary(void *ctx, const struct nl_summary *s)
 			if (ss->handle != p->stream_handle[k] || (pt && ss->tid != p->stream_owner[k]))
 				continue;
 			if (ss->role != expected_role(p->stream_name[k]) &&
-			    o + 12 < sizeof(c->r->roles))
-				o += (size_t)snprintf(c->r->roles + o, sizeof(c->r->roles) - o, "%s%c=%s",
+			    o + 12 < sizeof(r->roles))
+				o += (size_t)snprintf(r->roles + o, sizeof(r->roles) - o, "%s%c=%s",
 						      o ? "," : "", p->stream_name[k],
 						      nl_role_name(ss->role));
 		}
@@ -146,7 +145,7 @@ static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const 
 	r->diff_batch[r->ndiffs++] = T;
 }
 
-static void compare(const struct rp_prog *p, struct rp_result *r)
+void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 {
 	char what[64], a[40], b[40];
 
@@ -209,6 +208,25 @@ static void compare(const struct rp_prog *p, struct rp_result *r)
 		add_diff(p, r, p->spec.nb, "extra-audits");
 }
 
+struct collect {
+	const struct rp_prog *p;
+	struct rp_result *r;
+};
+
+static void on_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct collect *c = ctx;
+
+	rp_result_batch(c->p, c->r, a);
+}
+
+static void on_summary(void *ctx, const struct nl_summary *s)
+{
+	struct collect *c = ctx;
+
+	rp_result_summary(c->p, c->r, s);
+}
+
 int rp_run(const struct rp_prog *p, struct rp_result *r)
 {
 	struct collect c = { .p = p, .r = r };
@@ -232,7 +250,7 @@ int rp_run(const struct rp_prog *p, struct rp_result *r)
 	nl_engine_exit(e, p->pid, p->end_ns);
 	nl_engine_finish(e, p->end_ns + 1000);
 	nl_engine_free(e);
-	compare(p, r);
+	rp_result_compare(p, r);
 	return 0;
 }
 
