@@ -1,0 +1,114 @@
+# Random pipeline programs through real probes (docs/engine.md, "Model-based
+# random testing"): build/audit/randrun executes the program fuzz_audit makes
+# of a seed on simhip, each call from its own thread in the program's order,
+# and the tool audits it live. For each seed:
+#  - its audits disagree with the program's truth exactly where the same
+#    program replayed in process does (same classes at the same batches,
+#    fuzz_audit --check-audit: one comparison for both paths);
+#  - every thread's calls, as the tool saw them, are the program's, API by
+#    API in order.
+# The sample: the first AUDIT_LIVE_SEEDS (17) seeds of 1..400 with no known
+# disagreement, and AUDIT_LIVE_KNOWN (3) listed in
+# tests/audit/known-disagreements.txt, spread over its classes, whose listed
+# class must show up live too. A seed listed in
+# tests/audit/known-live-differences.txt differs live in a known way: SKIP
+# while it does, FAIL once it does not (remove it from the list then).
+# Needs root and BPF.
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+KNOWN=tests/audit/known-disagreements.txt
+KNOWN_LIVE=tests/audit/known-live-differences.txt
+RANDRUN=$B/audit/randrun
+FUZZ=$B/audit/fuzz_audit
+NFREE=${AUDIT_LIVE_SEEDS:-17}
+NKNOWN=${AUDIT_LIVE_KNOWN:-3}
+
+if why=$(bpf_unavailable); then
+	skip "random programs live: $why"
+	exit 0
+fi
+for f in "$RANDRUN" "$FUZZ"; do
+	[ -x "$f" ] || { fail "random programs live: $f is not built (make)"; exit 0; }
+done
+
+# the seeds of 1..400 with no known disagreement, the first NFREE
+free=$(awk -v n="$NFREE" '$1 ~ /^[0-9]+$/ { k[$1] = 1 }
+	END { for (s = 1; s <= 400 && c < n; s++) if (!(s in k)) { print s; c++ } }' "$KNOWN")
+# NKNOWN classes spread over the known list, each with its first seed: "SEED CLASS"
+known=$(awk -v n="$NKNOWN" '/^## / { head = 1; next } head && $1 ~ /^[0-9]+$/ { line[c++] = $0; head = 0 }
+	END { for (i = 0; i < n && i < c; i++) print line[int(i * c / n)] }' "$KNOWN")
+
+# live SEED: the program held at its gate, the tool attached by pid, the gate
+# opened; $TMP/SEED.run (randrun's truth and calls) and $TMP/SEED.json
+live() {
+	start_gated "$TMP/$1.out" "$TMP/$1.err" "$RANDRUN" -g -o "$TMP/$1.run" "$1" || return 1
+	"$TOOL" -p "$GATED_PID" --raw -o "$TMP/$1.json" 2>"$TMP/$1.tool" &
+	lt=$!
+	wait_for '"type":"attach".*librccl' "$TMP/$1.json" || { kill "$lt"; return 1; }
+	kill -USR1 "$GATED_PID"
+	wait "$GATED_PID" || { echo "  randrun: $(cat "$TMP/$1.err")" >&2; kill "$lt"; return 1; }
+	wait "$lt" || { echo "  tool: $(cat "$TMP/$1.tool")" >&2; return 1; }
+}
+
+# same_thread_calls SEED: each thread's APIs in the live stream are the program's
+same_thread_calls() {
+	jq -n -e --slurpfile r "$TMP/$1.run" --slurpfile o "$TMP/$1.json" '
+		def by_tid: reduce .[] as $c ({}; .[$c.tid | tostring] += [$c.api]);
+		($r[0].pid) as $pid
+		| ($r | map(select(.type == "call")) | by_tid)
+		  == ($o | map(select(.type == "call" and .pid == $pid)) | by_tid)' >/dev/null
+}
+
+n=0 calls=0
+t0=$(date +%s)
+for entry in $free $(echo "$known" | awk '{print "k" $1}'); do
+	seed=${entry#k}
+	n=$((n + 1))
+	if ! live "$seed"; then
+		fail "seed $seed: the program runs under the tool"
+		continue
+	fi
+	c=$(grep -c '"type":"call"' "$TMP/$seed.run")
+	calls=$((calls + c))
+	if same_thread_calls "$seed"; then
+		pass "seed $seed: the tool saw the program's $c calls, each thread's in order"
+	else
+		fail "seed $seed: the tool saw the program's $c calls, each thread's in order"
+	fi
+	jq -r -f tests/audit/audit_flat.jq "$TMP/$seed.json" |
+		"$FUZZ" --check-audit - -r "$TMP/$seed.run" >"$TMP/$seed.check"
+	rc=$?
+	what="seed $seed: live audits disagree with the truth exactly where the replay does"
+	listed=$(awk -v s="$seed" '$1 == s { $1 = ""; sub(/^ /, ""); print; exit }' "$KNOWN_LIVE")
+	if [ -n "$listed" ]; then
+		if [ $rc = 1 ] && grep -qF "live: batch" "$TMP/$seed.check" &&
+			grep -F "  live: " "$TMP/$seed.check" | grep -qF "$listed"; then
+			skip "$what: known live difference ($listed)"
+		elif [ $rc = 0 ]; then
+			fail "$what: it does now: remove seed $seed from $KNOWN_LIVE"
+		else
+			sed 's/^/  /' "$TMP/$seed.check"
+			fail "$what (not as $KNOWN_LIVE says)"
+		fi
+		continue
+	fi
+	if [ $rc = 0 ]; then
+		pass "$what ($(sed -n '1s/.*: \([0-9]*\) live audits.*/\1/p' "$TMP/$seed.check") audits)"
+	else
+		sed 's/^/  /' "$TMP/$seed.check"
+		fail "$what"
+	fi
+	case $entry in
+	k*)
+		cls=$(echo "$known" | awk -v s="$seed" '$1 == s { $1 = ""; sub(/^ /, ""); print; exit }')
+		if grep -F "  live: " "$TMP/$seed.check" | grep -qF -- "$cls"; then
+			pass "seed $seed: its known disagreement shows up live ($cls)"
+		else
+			fail "seed $seed: its known disagreement shows up live ($cls)"
+		fi
+		;;
+	esac
+done
+echo "  $n programs, $calls calls, in $(($(date +%s) - t0)) s"
+check "random programs run live" test "$n" -gt 0
