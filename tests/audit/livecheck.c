@@ -45,7 +45,7 @@ static int64_t mask_of(char *list, int n, const char *(*name)(int))
 }
 
 /* Put the live values of randrun's file into the program made from its seed. */
-static int read_run(FILE *f, struct rp_prog *p, uint64_t *seed)
+static int read_run(FILE *f, struct rp_prog *p, uint64_t *seed, bool *mid_run)
 {
 	char line[LC_LINE];
 	unsigned long long a, b, c;
@@ -65,6 +65,7 @@ static int read_run(FILE *f, struct rp_prog *p, uint64_t *seed)
 			if (p->n != calls)
 				return -EINVAL; /* another generator made the file */
 			p->pid = pid;
+			*mid_run = strstr(line, "\"mid_run\":true") != NULL;
 			n++;
 		} else if (!n) {
 			return -EINVAL;
@@ -162,6 +163,7 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out)
 	struct rp_prog p, g;
 	struct rp_result live, replay;
 	uint64_t seed = 0;
+	bool mid_run = false;
 	FILE *f;
 	int rc;
 
@@ -169,7 +171,7 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out)
 	f = fopen(run_path, "r");
 	if (!f)
 		return -errno;
-	rc = read_run(f, &p, &seed);
+	rc = read_run(f, &p, &seed, &mid_run);
 	fclose(f);
 	if (rc) {
 		rp_free(&p);
@@ -196,7 +198,7 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out)
 		rp_free(&p);
 		return rc;
 	}
-	rp_run(&g, &replay);
+	rp_run_attached(&g, mid_run, &replay);
 	rp_free(&g);
 
 	bool same = live.ndiffs == replay.ndiffs;
@@ -206,8 +208,9 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out)
 		same &= has_diff(&replay, live.diffs[i], live.diff_batch[i]);
 	for (int i = 0; i < replay.ndiffs; i++)
 		same &= has_diff(&live, replay.diffs[i], replay.diff_batch[i]);
-	fprintf(out, "seed %llu: %d live audits, %d in process; %s\n", (unsigned long long)seed,
-		live.naudits, replay.naudits, same ? "same classes" : "different classes");
+	fprintf(out, "seed %llu%s: %d live audits, %d in process; %s\n", (unsigned long long)seed,
+		mid_run ? " (attached mid-run)" : "", live.naudits, replay.naudits,
+		same ? "same classes" : "different classes");
 	for (int i = 0; i < replay.ndiffs; i++)
 		fprintf(out, "  replay: batch %d: %s\n", replay.diff_batch[i], replay.diffs[i]);
 	for (int i = 0; i < live.ndiffs; i++)

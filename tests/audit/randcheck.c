@@ -229,6 +229,11 @@ static void on_summary(void *ctx, const struct nl_summary *s)
 
 int rp_run(const struct rp_prog *p, struct rp_result *r)
 {
+	return rp_run_attached(p, false, r);
+}
+
+int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
+{
 	struct collect c = { .p = p, .r = r };
 	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
 	struct nl_engine_opts o;
@@ -240,7 +245,7 @@ int rp_run(const struct rp_prog *p, struct rp_result *r)
 	if (!e)
 		return -ENOMEM;
 	/* as --replay: the target from the header, each record decoded, the exit, the end */
-	nl_engine_attach(e, p->pid, p->start_ns, false);
+	nl_engine_attach(e, p->pid, p->start_ns, mid_run);
 	for (int i = 0; i < p->n; i++) {
 		struct nl_call call;
 

@@ -6,6 +6,7 @@
  * "Model-based random testing").
  *
  *   randrun [-g] [-o FILE] SEED
+ *   randrun -d SEED          print the program's spec (as fuzz_audit -p does) and exit
  *
  * Every call of the program is made in the program's order, each from its own
  * thread (main, loader, autograd, watchdog): one host thread per thread of
@@ -15,9 +16,12 @@
  * simhip returns; the calls RCCL makes inside a collective (the communicator's
  * done event, the all-to-all's kernel) are made by simulated RCCL itself.
  * Streams the program says were created before tracing are created before
- * the gate (-g: "ready PID" on stderr, then wait for SIGUSR1).
+ * the gate (-g: "ready PID" on stderr, then wait for SIGUSR1), so that they
+ * are not traced: such a program must be held at the gate and the tool
+ * attached by pid. A gated run is one the tool attached to while it was
+ * running (mid-run); without -g the tool is meant to start it (-- CMD).
  *
- * -o FILE: JSON lines: the program (seed, pid), its streams with the real
+ * -o FILE: JSON lines: the program (seed, pid, mid_run), its streams with the real
  * handles and threads, every call with its thread and the CLOCK_MONOTONIC
  * span it was made in, and the truth per batch. `fuzz_audit --check-audit`
  * reads it back.
@@ -398,7 +402,7 @@ static int set_up(void)
 	return 0;
 }
 
-static int write_truth(FILE *f, uint64_t seed)
+static int write_truth(FILE *f, uint64_t seed, bool mid_run)
 {
 	const struct rp_prog *p = &L.p;
 	static const char *const role[] = { ['M'] = "copy",    ['D'] = "sparse", ['N'] = "sparse",
@@ -416,6 +420,7 @@ static int write_truth(FILE *f, uint64_t seed)
 	nl_json_kstr(&j, "spec", desc);
 	nl_json_kstr(&j, "undecidable", rp_undecidable_name(p->undecidable));
 	nl_json_kbool(&j, "oversync", p->oversync);
+	nl_json_kbool(&j, "mid_run", mid_run);
 	rc |= nl_json_end(&j);
 	for (int k = 0; k < p->nstreams; k++) {
 		uint64_t h = p->stream_handle[k];
@@ -464,20 +469,22 @@ static int write_truth(FILE *f, uint64_t seed)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: randrun [-g] [-o FILE] SEED\n");
+	fprintf(stderr, "usage: randrun [-g] [-o FILE] SEED | randrun -d SEED\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *out = NULL;
-	bool gate = false;
+	bool gate = false, describe = false;
 	uint64_t seed;
 	struct rp_spec s;
 	int opt, rc;
 
-	while ((opt = getopt(argc, argv, "go:")) != -1) {
+	while ((opt = getopt(argc, argv, "dgo:")) != -1) {
 		if (opt == 'g')
 			gate = true;
+		else if (opt == 'd')
+			describe = true;
 		else if (opt == 'o')
 			out = optarg;
 		else {
@@ -490,6 +497,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rp_spec_random(&s, seed);
+	if (describe) {
+		char desc[512];
+
+		rp_spec_describe(&s, desc, sizeof(desc));
+		printf("%s\n", desc);
+		return 0;
+	}
+	if (s.pretrace && !gate) {
+		fprintf(stderr, "randrun: seed %llu creates streams before tracing: run it with -g "
+				"and attach by pid\n", (unsigned long long)seed);
+		return 2;
+	}
 	if (rp_build(&L.p, &s)) {
 		fprintf(stderr, "randrun: seed %llu: out of memory\n", (unsigned long long)seed);
 		return 1;
@@ -532,7 +551,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "randrun: %s: %s\n", out, strerror(errno));
 			return 1;
 		}
-		rc = write_truth(f, seed);
+		rc = write_truth(f, seed, gate);
 		if (fclose(f) || rc) {
 			fprintf(stderr, "randrun: %s: write error\n", out);
 			return 1;

@@ -4,13 +4,17 @@
 # and the tool audits it live. For each seed:
 #  - its audits disagree with the program's truth exactly where the same
 #    program replayed in process does (same classes at the same batches,
-#    fuzz_audit --check-audit: one comparison for both paths);
+#    fuzz_audit --check-audit: one comparison for both paths), the tool
+#    starting the program as the replay does, or, for a program with streams
+#    created before tracing, attached to it by pid and the replay mid-run too;
 #  - every thread's calls, as the tool saw them, are the program's, API by
 #    API in order.
 # The sample: the first AUDIT_LIVE_SEEDS (17) seeds of 1..400 with no known
-# disagreement, and AUDIT_LIVE_KNOWN (3) listed in
-# tests/audit/known-disagreements.txt, spread over its classes, whose listed
-# class must show up live too. A seed listed in
+# disagreement (and the first such with pre-trace streams), and
+# AUDIT_LIVE_KNOWN (3) listed in
+# tests/audit/known-disagreements.txt, spread over its classes (each its
+# first seed without pre-trace streams), whose listed class must show up
+# live too. A seed listed in
 # tests/audit/known-live-differences.txt differs live in a known way: SKIP
 # while it does, FAIL once it does not (remove it from the list then).
 # Needs root and BPF.
@@ -32,20 +36,44 @@ for f in "$RANDRUN" "$FUZZ"; do
 	[ -x "$f" ] || { fail "random programs live: $f is not built (make)"; exit 0; }
 done
 
-# the seeds of 1..400 with no known disagreement, the first NFREE
-free=$(awk -v n="$NFREE" '$1 ~ /^[0-9]+$/ { k[$1] = 1 }
-	END { for (s = 1; s <= 400 && c < n; s++) if (!(s in k)) { print s; c++ } }' "$KNOWN")
-# NKNOWN classes spread over the known list, each with its first seed: "SEED CLASS"
-known=$(awk -v n="$NKNOWN" '/^## / { head = 1; next } head && $1 ~ /^[0-9]+$/ { line[c++] = $0; head = 0 }
-	END { for (i = 0; i < n && i < c; i++) print line[int(i * c / n)] }' "$KNOWN")
+# the seeds of 1..400 with no known disagreement: the first NFREE, and the
+# first with streams created before tracing (attached by pid) if none of them is
+allfree=$(awk '$1 ~ /^[0-9]+$/ { k[$1] = 1 } END { for (s = 1; s <= 400; s++) if (!(s in k)) print s }' "$KNOWN")
+free=$(echo "$allfree" | head -n "$NFREE")
+for s in $allfree; do
+	"$RANDRUN" -d "$s" | grep -q pretrace || continue
+	echo "$free" | grep -qx "$s" || free="$free $s"
+	break
+done
+# NKNOWN classes spread over the known list, each with its first seed that
+# runs from its start (the list is of from-start replays): "SEED CLASS"
+known=$(grep '^## ' "$KNOWN" | sed 's/^## \(.*\) ([0-9]*)$/\1/' |
+	awk -v n="$NKNOWN" '{ c[NR - 1] = $0 } END { for (i = 0; i < n && i < NR; i++) print c[int(i * NR / n)] }' |
+	while IFS= read -r cls; do
+		for s in $(awk -v c="$cls" '$1 ~ /^[0-9]+$/ { s = $1; $1 = ""; sub(/^ /, ""); if ($0 == c) print s }' "$KNOWN"); do
+			"$RANDRUN" -d "$s" | grep -q pretrace || { echo "$s $cls"; break; }
+		done
+	done)
 
-# live SEED: the program held at its gate, the tool attached by pid, the gate
-# opened; $TMP/SEED.run (randrun's truth and calls) and $TMP/SEED.json
+# live SEED: the tool runs the program from its start (-- CMD), as the replay
+# feeds it; a program with streams created before tracing is held at its
+# gate instead and the tool attached by pid, mid-run (randrun makes those
+# streams before the gate; fuzz_audit then replays it attached mid-run too).
+# $TMP/SEED.run (randrun's truth and calls) and $TMP/SEED.json
 live() {
+	if ! "$RANDRUN" -d "$1" | grep -q pretrace; then
+		LD_LIBRARY_PATH=$SIM "$TOOL" --raw -o "$TMP/$1.json" -- "$RANDRUN" -o "$TMP/$1.run" "$1" \
+			>"$TMP/$1.out" 2>"$TMP/$1.tool" ||
+			{ echo "  tool: $(cat "$TMP/$1.tool")" >&2; return 1; }
+		return 0
+	fi
 	start_gated "$TMP/$1.out" "$TMP/$1.err" "$RANDRUN" -g -o "$TMP/$1.run" "$1" || return 1
 	"$TOOL" -p "$GATED_PID" --raw -o "$TMP/$1.json" 2>"$TMP/$1.tool" &
 	lt=$!
-	wait_for '"type":"attach".*librccl' "$TMP/$1.json" || { kill "$lt"; return 1; }
+	# both libraries' probes in place before the first call (the program may
+	# be done in less time than the second attach takes)
+	{ wait_for '"type":"attach".*"lib":"librccl"' "$TMP/$1.json" &&
+		wait_for '"type":"attach".*"lib":"libamdhip64"' "$TMP/$1.json"; } || { kill "$lt"; return 1; }
 	kill -USR1 "$GATED_PID"
 	wait "$GATED_PID" || { echo "  randrun: $(cat "$TMP/$1.err")" >&2; kill "$lt"; return 1; }
 	wait "$lt" || { echo "  tool: $(cat "$TMP/$1.tool")" >&2; return 1; }
