@@ -90,7 +90,7 @@ same_thread_calls() {
 
 n=0 calls=0
 t0=$(date +%s)
-for entry in $free $(echo "$known" | awk '{print "k" $1}'); do
+for entry in $free $(echo "$known" | awk 'NF { print "k" $1 }'); do
 	seed=${entry#k}
 	n=$((n + 1))
 	if ! live "$seed"; then
