@@ -142,7 +142,9 @@ static int event_of(uint64_t h, hipEvent_t *e)
 	return 0;
 }
 
-/* The generator's kernels are function ids; simhip's are descriptors. */
+/* The generator's kernels are function ids (randprog.c: 0x42xx input_dist,
+ * 0x43xx dist_init, 0x44xx the all-to-all, 0x45xx forward, 0x46xx backward);
+ * simhip's are descriptors, one per id, named after it for its traces. */
 static const void *kernel_of(uint64_t fn)
 {
 	static const char *const names[] = { "input_dist", "dist_init", "all_to_all", "forward",
