@@ -53,14 +53,26 @@ if [ -n "${AUDIT_LIVE_RANGE:-}" ]; then
 	NKNOWN=0
 fi
 # NKNOWN classes spread over the known list, each with its first seed that
-# runs from its start (the list is of from-start replays): "SEED CLASS"
-known=$(grep '^## ' "$KNOWN" | sed 's/^## \(.*\) ([0-9]*)$/\1/' |
-	awk -v n="$NKNOWN" '{ c[NR - 1] = $0 } END { for (i = 0; i < n && i < NR; i++) print c[int(i * NR / n)] }' |
-	while IFS= read -r cls; do
+# runs from its start (the list is of from-start replays; a class with none
+# gives way to the next): "SEED CLASS"
+classes=$(grep '^## ' "$KNOWN" | sed 's/^## \(.*\) ([0-9]*)$/\1/')
+nc=$(echo "$classes" | grep -c .)
+known=""
+i=0
+while [ "$i" -lt "$NKNOWN" ] && [ "$nc" -gt 0 ]; do
+	j=$((i * nc / NKNOWN + 1))
+	found=""
+	while [ -z "$found" ] && [ "$j" -le "$nc" ]; do
+		cls=$(echo "$classes" | sed -n "${j}p")
 		for s in $(awk -v c="$cls" '$1 ~ /^[0-9]+$/ { s = $1; $1 = ""; sub(/^ /, ""); if ($0 == c) print s }' "$KNOWN"); do
-			"$RANDRUN" -d "$s" | grep -q pretrace || { echo "$s $cls"; break; }
+			"$RANDRUN" -d "$s" | grep -q pretrace || { found="$s $cls"; break; }
 		done
-	done)
+		j=$((j + 1))
+	done
+	[ -n "$found" ] && known="$known
+$found"
+	i=$((i + 1))
+done
 
 # live SEED: the tool runs the program from its start (-- CMD), as the replay
 # feeds it; a program with streams created before tracing is held at its
