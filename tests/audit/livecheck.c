@@ -58,6 +58,8 @@ static int read_run(FILE *f, struct rp_prog *p, uint64_t *seed, bool *mid_run)
 			   &calls) == 3) {
 			struct rp_spec s;
 
+			if (n)
+				return -EINVAL; /* one program a file */
 			*seed = a;
 			rp_spec_random(&s, a);
 			if (rp_build(p, &s))
