@@ -182,6 +182,12 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r);
  * that cannot be read. */
 int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
 
+/* Feed launches as the probes send them by default: a launch that follows a
+ * launch of the same thread on the same stream, with no other call of the
+ * process between, is counted in that run and arrives without its kernel
+ * address (user/runs.h). Off: as --every-launch sends them. */
+extern bool rp_counted_launches;
+
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */
 int rp_write_recording(const struct rp_prog *p, const char *path);
 /* from_seed: the seed the program was drawn from (before shrinking). */
