@@ -316,6 +316,7 @@ struct pipe {
 	struct ev evm[RING], evd[RING];
 	int next;     /* next batch number: goes on across eval rounds */
 	int rounds;   /* times opened */
+	bool open;    /* its streams exist */
 	hipStream_t old_copy, old_sparse; /* handles destroyed at the last close */
 };
 
@@ -391,6 +392,7 @@ static void pipe_open(struct pipe *p, int id, int ncopy)
 		put(",\"recycled\":null");
 	put(",\"compute\":\"0x0\"}\n");
 	p->rounds++;
+	p->open = true;
 }
 
 /* Destroys the pipeline's events and streams. simhip hands destroyed streams
@@ -405,6 +407,7 @@ static void pipe_close(struct pipe *p)
 		order[0] = p->copy[0];
 		order[1] = p->sparse;
 	}
+	p->open = false;
 	attr(p->id, -1, "teardown");
 	for (int i = RING - 1; i >= 0; i--) {
 		if (opt.sparse)
@@ -749,7 +752,8 @@ int main(int argc, char **argv)
 	attr(-1, -1, "teardown");
 	t0 = now_ns();
 	called("hipDeviceSynchronize", t0, hipDeviceSynchronize(), "%s", "");
-	pipe_close(&pipes[0]);
+	/* The train pipeline's streams and events live until the process exits,
+	 * as PyTorch's pooled streams do; only eval rounds destroy theirs. */
 	for (int i = 0; i < RING; i++)
 		for (int j = 0; j < 2; j++) {
 			t0 = now_ns();
@@ -760,8 +764,12 @@ int main(int argc, char **argv)
 		for (int i = 0; i < nbatches; i++)
 			if (batches[i].pipe == p)
 				put_batch(&batches[i], &untrusted);
-	put("{\"type\":\"end\",\"calls\":%ld,\"batches\":%d,\"untrusted\":%d}\n", next_seq, nbatches,
-	    untrusted);
+	put("{\"type\":\"end\",\"calls\":%ld,\"batches\":%d,\"untrusted\":%d,\"alive\":[", next_seq,
+	    nbatches, untrusted);
+	for (int p = 0; p < 2 && pipes[p].rounds; p++)
+		put("%s{\"pipeline\":%d,\"copy_streams\":%d,\"sparse_streams\":%d}", p ? "," : "", p,
+		    pipes[p].open ? pipes[p].ncopy : 0, pipes[p].open && opt.sparse);
+	put("]}\n");
 	for (int i = 0; i < opt.ndrops; i++)
 		if (!opt.drops[i].used) {
 			fprintf(stderr, "multipipe: --drop %d:%d:%s was never applied\n",

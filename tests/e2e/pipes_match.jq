@@ -6,13 +6,16 @@
 #             batch record carries "pipeline", no batch the truth lacks;
 #   verdict:  verdict and missing edges equal to the truth's (a batch not
 #             audited has no verdict: it differs);
-#   summary:  the process's "pipelines" counts (and copy and sparse streams of
-#             pipeline 0) equal the truth's, and every stream of a pipeline
-#             says which ("pipeline"; -1 for the compute stream).
+#   summary:  the process's "pipelines": verdict counts equal the truth's,
+#             and copy_streams and sparse_streams (those not destroyed at
+#             the end) equal the truth's "alive";
+#   streams:  every stream of a pipeline in the summary says which
+#             ("pipeline"), the compute stream -1.
 # [] when everything agrees.
 ($t | map(select(.type == "run"))[0]) as $run |
 ($t | map(select(.type == "batch"))) as $tb |
 ($t | map(select(.type == "streams"))) as $ts |
+($t | map(select(.type == "end"))[0].alive) as $alive |
 ($a | map(select(.type == "batch" and .pid == $run.pid))) as $ab |
 ($a | map(select(.type == "summary"))[0]) as $sum |
 (($sum.processes // []) | map(select(.pid == $run.pid))[0]) as $proc |
@@ -49,15 +52,14 @@ def count_of($v): if type == "array" then length == $v else . == $v end;
       else empty end),
      ($proc.pipelines[] | select(.pipeline as $p | [$tb[].pipeline] | index($p) == null) |
       {check: "summary", error: "pipeline not in the truth", got: .}),
-     ($ts | map(select(.pipeline == 0))[0] as $s0 |
-      [$proc.pipelines[] | select(.pipeline == 0)][0] // empty |
-      select((.copy_streams | count_of($s0.copy | length) | not) or
-             (.sparse_streams | count_of(if $s0.sparse then 1 else 0 end) | not)) |
-      {check: "summary", pipeline: 0, copy_streams: .copy_streams, sparse_streams: .sparse_streams,
-       want: {copy: ($s0.copy | length), sparse: (if $s0.sparse then 1 else 0 end)}}),
-     ($sum.streams[] | select(.pid == $run.pid) |
-      (if .stream == "0x0" then -1 else $owner[.stream] end) as $want |
-      select($want != null and .pipeline != $want) |
-      {check: "summary", stream: .stream, role: .role, pipeline: .pipeline, want: $want})
-   end)
+     ($alive[] | . as $w | [$proc.pipelines[] | select(.pipeline == $w.pipeline)][0] // empty |
+      select((.copy_streams | count_of($w.copy_streams) | not) or
+             (.sparse_streams | count_of($w.sparse_streams) | not)) |
+      {check: "summary", pipeline: $w.pipeline, copy_streams: .copy_streams,
+       sparse_streams: .sparse_streams, want: $w})
+   end),
+  ($sum.streams // [] | .[] | select(.pid == $run.pid) |
+   (if .stream == "0x0" then -1 else $owner[.stream] end) as $want |
+   select($want != null and .pipeline != $want) |
+   {check: "streams", stream: .stream, role: .role, pipeline: .pipeline, want: $want})
 ]

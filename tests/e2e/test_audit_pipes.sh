@@ -63,7 +63,7 @@ truth_untrusted() {
 matches() {
 	check "$2: every batch of every pipeline audited once" agrees "$1" presence
 	check "$2: verdicts and missing edges as the truth" agrees "$1" verdict
-	check "$2: summary per-pipeline counts and stream pipelines" agrees "$1" summary
+	check "$2: summary per-pipeline counts and live copy and sparse streams" agrees "$1" summary
 }
 
 # calls_traced NAME: every probed call the workload logged is in the tool's
@@ -102,49 +102,76 @@ scenario() {
 scenario one "train only, batch 3 without C's wait on D" "0:3:sparse->forward" \
 	--eval-every 64 --drop 0:3:sf
 
-# trainval defaults: 8 train batches, an eval round of 2 batches after train
-# batches 2 and 5 (eval batches 0-1, then 2-3 on the recycled handles);
-# train batches 3 and 6 were prefetched before a switch and consumed after
-scenario tv "trainval clean" ""
+# trainval: 12 train batches, an eval round of 2 batches after train batches
+# 3 and 7 (eval batches 0-1, then 2-3 on the recycled handles); train
+# batches 4 and 8 were prefetched before a switch and consumed after. The
+# first round comes after role learning (8 hand-offs, docs/engine.md "Roles")
+TV="--batches 12 --eval-every 4"
+# shellcheck disable=SC2086 # TV: words
+{
+scenario tv "trainval clean" "" $TV
 check "trainval: the second eval round got the destroyed handles back, same roles" \
 	jq -e -s '[.[] | select(.type == "streams" and .pipeline == 1) | .recycled] == [null, "same"]' \
 	"$TMP/tv.truth"
-check "trainval: train batches 3 and 6 in flight across a switch" \
-	jq -e -s '[.[] | select(.type == "batch" and .in_flight_at_switch) | [.pipeline, .batch]] == [[0, 3], [0, 6]]' \
+check "trainval: train batches 4 and 8 in flight across a switch" \
+	jq -e -s '[.[] | select(.type == "batch" and .in_flight_at_switch) | [.pipeline, .batch]] == [[0, 4], [0, 8]]' \
 	"$TMP/tv.truth"
 check "trainval: every call of the truth traced once, in order, with its arguments" \
 	calls_traced tv
 check "trainval clean: evidence_valid" \
 	jq -e -s '[.[] | select(.type == "summary")][0] | .evidence_valid' "$TMP/tv.json"
+check "trainval clean: summary streams carry their pipeline (-1 for compute)" agrees tv streams
 
-scenario tv_swap "trainval, eval handles recycled in swapped roles" "" --recycle swapped
+scenario tv_swap "trainval, eval handles recycled in swapped roles" "" $TV --recycle swapped
 check "  ...the second eval's copy stream is the first eval's data-dist stream" \
 	jq -e -s '[.[] | select(.type == "streams" and .pipeline == 1)] |
 		.[1].recycled == "swapped" and .[1].copy[0] == .[0].sparse' "$TMP/tv_swap.truth"
+check "  ...summary streams carry their pipeline (-1 for compute)" agrees tv_swap streams
 
-scenario tv_cs3 "train batch 3 (in flight across a switch) without D's wait on M" \
-	"0:3:copy->sparse" --drop 0:3:cs
-scenario tv_sf6 "train batch 6 (in flight across the second switch) without C's wait on D" \
-	"0:6:sparse->forward" --drop 0:6:sf
-scenario tv_sf_e1 "eval batch 1 without C's wait on D" "1:1:sparse->forward" --drop 1:1:sf
+scenario tv_cs4 "train batch 4 (in flight across a switch) without D's wait on M" \
+	"0:4:copy->sparse" $TV --drop 0:4:cs
+scenario tv_sf8 "train batch 8 (in flight across the second switch) without C's wait on D" \
+	"0:8:sparse->forward" $TV --drop 0:8:sf
+scenario tv_sf_e1 "eval batch 1 without C's wait on D" "1:1:sparse->forward" $TV --drop 1:1:sf
 check "  ...every train batch audited and trusted: nothing charged across pipelines" \
 	train_trusted tv_sf_e1
 scenario tv_cs_e2 "eval batch 2 (second round, swapped handles) without D's wait on M" \
-	"1:2:copy->sparse" --recycle swapped --drop 1:2:cs
+	"1:2:copy->sparse" $TV --recycle swapped --drop 1:2:cs
 check "  ...every train batch audited and trusted: nothing charged across pipelines" \
 	train_trusted tv_cs_e2
-scenario tv_cf4 "train batch 4 without C's wait on M (redundant: D carries it)" "" --drop 0:4:cf
-scenario tv_two "one drop in each pipeline" "0:3:sparse->forward 1:0:copy->sparse" \
-	--drop 0:3:sf --drop 1:0:cs
-scenario tv_ns "no sparse stage, eval batch 3 without C's wait on M" "1:3:copy->forward" \
-	--no-sparse --drop 1:3:cf
+scenario tv_cf5 "train batch 5 without C's wait on M (redundant: D carries it)" "" $TV --drop 0:5:cf
+scenario tv_two "one drop in each pipeline" "0:4:sparse->forward 1:0:copy->sparse" \
+	$TV --drop 0:4:sf --drop 1:0:cs
+}
+
+# no sparse stage: one hand-off a train batch, so role learning lasts 8
+# train batches; eval rounds after train batches 7 and 15 (eval batches 0-1
+# and 2-3)
+NS="--batches 20 --eval-every 8 --no-sparse"
+# shellcheck disable=SC2086 # NS: words
+{
+scenario tv_ns "no sparse stage, eval batch 1 without C's wait on M" "1:1:copy->forward" \
+	$NS --drop 1:1:cf
 check "  ...every train batch audited and trusted: nothing charged across pipelines" \
 	train_trusted tv_ns
+scenario tv_ns_last "no sparse stage, eval batch 3 (the last eval round's last) without C's wait on M" \
+	"1:3:copy->forward" $NS --drop 1:3:cf
+}
+
+# the workload's defaults: 8 train batches, eval rounds after train batches
+# 2 and 5, the first while roles are still being learned
+scenario early "eval round during role learning, clean" ""
+scenario early_sf "eval round during role learning, eval batch 1 without C's wait on D" \
+	"1:1:sparse->forward" --drop 1:1:sf
+scenario early_ns "eval round during role learning, no sparse stage, clean" "" --no-sparse
+check "  ...every train batch audited and trusted: nothing charged across pipelines" \
+	train_trusted early_ns
 
 # twocopy: batch i copied on M[i % 2]; batches 3 and 5 on M[1]
 scenario tc "twocopy clean" "" --mode twocopy
 check "twocopy clean: evidence_valid" \
 	jq -e -s '[.[] | select(.type == "summary")][0] | .evidence_valid' "$TMP/tc.json"
+check "twocopy clean: summary streams carry their pipeline (-1 for compute)" agrees tc streams
 scenario tc_cs3 "twocopy, batch 3 (copied on M[1]) without D's wait on M" "0:3:copy->sparse" \
 	--mode twocopy --drop 0:3:cs
 check "  ...batch 3 was copied on M[1]" jq -e -s \
@@ -155,7 +182,9 @@ scenario tc_ns5 "twocopy, no sparse stage, batch 5 (M[1]) without C's wait on M"
 
 # the same run recorded, then replayed: the same audits
 TOOL_ARGS="--record $TMP/rec.rec"
-check "recorded run (drops in both pipelines): workload and tool ran" pipes rec --drop 1:1:sf --drop 0:6:cs
+# shellcheck disable=SC2086 # TV: words
+check "recorded run (drops in both pipelines): workload and tool ran" \
+	pipes rec $TV --drop 1:1:sf --drop 0:8:cs
 TOOL_ARGS=
 matches rec "recorded run"
 "$TOOL" --replay "$TMP/rec.rec" --raw -o "$TMP/rec.replay" 2>"$TMP/rec.replay.err"
