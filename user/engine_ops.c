@@ -200,6 +200,61 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
+static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
+			 int64_t tok);
+
+#define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
+
+/* A record ends the copy stream's segment. Segments of a steady size K
+ * teach it; one of exactly n * K work ops (n > 1) is n batches whose
+ * records went with dropped waits (a fresh event per wait_stream: the
+ * record is made only when the wait is), so it is cut into n, the ops past
+ * each K-th handed to a new batch (docs/engine.md, "Merged segments"). */
+static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *s = &p->s[slot];
+	uint32_t k = s->seg_k, n = s->seg_work, idx = 0, cut = 0, start = nl_ring_start(s);
+	int64_t tok = s->token, cur = tok;
+	struct nl_batch *b = nl_batch_of(p, tok);
+	uint64_t moved = 0;
+	uint32_t held = 0;
+
+	if (!s->seg_open || !n)
+		return;
+	if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
+		if (n == k) {
+			s->seg_k_n++;
+		} else {
+			s->seg_k = n;
+			s->seg_k_n = 1;
+		}
+		return;
+	}
+	for (uint32_t i = start; i < s->nring; i++)
+		held += s->ring[i % NL_RING].work && s->ring[i % NL_RING].token == tok;
+	if (held != n)
+		return; /* part of it is no longer remembered */
+	for (uint32_t i = start; i < s->nring; i++) {
+		struct nl_ring_op *r = &s->ring[i % NL_RING];
+
+		if (r->token != tok)
+			continue;
+		if (r->work && idx && idx % k == 0) {
+			nl_close_segment(p, s);
+			nl_mint(e, p, s, r->ts);
+			cur = s->token;
+		}
+		if (r->work && cur == tok)
+			cut = r->clock;
+		idx += r->work;
+		if (cur != tok) {
+			account_ring(e, p, slot, r, cur);
+			moved++;
+		}
+	}
+	nl_batch_cut(p, b, slot, cut, moved);
+}
+
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		      uint64_t handle)
 {
@@ -217,6 +272,8 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		ev->recorded = false;
 		return;
 	}
+	if (s->role == NL_ROLE_COPY)
+		segment_end(e, p, slot);
 	clock = ++s->vc[slot];
 	ev->recorded = true;
 	ev->capture = false;
@@ -307,8 +364,10 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 			nl_close_segment(p, m);
 		if (r->work && !m->seg_open && cut)
 			nl_mint(e, p, m, r->ts);
-		if (r->work)
+		if (r->work) {
 			last = r;
+			m->seg_work++;
+		}
 		if (m->token != NL_NO_TOKEN) {
 			account_ring(e, p, slot, r, m->token);
 			if (rec)
@@ -409,6 +468,71 @@ static void take_after_record(struct nl_engine *e, struct nl_proc *p, const stru
 	retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
 }
 
+/* Compute takes a batch of a pipeline with a sparse stage from its sparse
+ * streams: a wait of compute on the copy stream orders (its clock is
+ * joined) but does not move compute to the copy stream's newer batch, which
+ * a legal wait made after that batch's copy would (the [oversync] programs
+ * of the random testing). */
+static bool over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
+		      const struct nl_event *ev)
+{
+	const struct nl_pipe *q;
+
+	if (slot != p->compute_slot || !from || from->role != NL_ROLE_COPY ||
+	    ev->token == NL_NO_TOKEN)
+		return false;
+	q = &p->pipes[nl_tok_pipe(ev->token)];
+	return q->has_sparse && ev->token > q->fwd_max;
+}
+
+/* Every producer op of the batch is ordered before the stream's clock vc,
+ * and the stream did no work after the last of them (work that could have
+ * been this batch's forward, begun without its edge). */
+static bool batch_covered(const struct nl_batch *b, const struct nl_stream *s)
+{
+	uint64_t last = 0, mine = 0;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_bstream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (bs->last_work.clock > s->vc[bs->slot])
+			return false;
+		if (bs->last_work.ts > last)
+			last = bs->last_work.ts;
+	}
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+		if (s->ring[k % NL_RING].work)
+			mine = s->ring[k % NL_RING].ts;
+	return last && mine < last;
+}
+
+/* Tick cadence: a wait of compute that brings batch tok but also covers an
+ * older batch of its pipeline that no forward began yet (a legal wait made
+ * after a newer batch's producer work: a fill phase whose data-dist record
+ * covers two batches) takes that older batch first; the next wait moves on.
+ * Not a batch whose forward already restarted without it (the dropped-edge
+ * signature of "end of a run"), nor one whose sparse stage it never reached:
+ * those were passed over. */
+static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	int64_t t;
+
+	if (slot != p->compute_slot || !q)
+		return tok;
+	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+	for (; t < tok; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && b->copy_closed &&
+		    (!q->has_sparse || b->reached_sparse) && batch_covered(b, &p->s[slot]))
+			return t;
+	}
+	return tok;
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -455,6 +579,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		s->last_join_ts = c->ts_ns;
 		if (ev->slot != slot) {
 			p->edges++;
+			if (from && from->role == NL_ROLE_COPY)
+				s->fed_by_copy = true;
 			if (from)
 				discover(e, p, slot, ev);
 			if (from && from->role == NL_ROLE_OTHER) {
@@ -471,7 +597,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 		}
-		set_token(e, p, slot, ev->token, c->ts_ns);
+		if (!over_copy(p, slot, from, ev))
+			set_token(e, p, slot, cadence(p, slot, ev->token), c->ts_ns);
 		if (ev->token != NL_NO_TOKEN) {
 			/* a batch reached the stream: the hand-off rule ends */
 			s->handed = false;
@@ -482,10 +609,23 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN &&
 		    from->token == ev->token) {
 			p->s[ev->slot].handed = true;
+			p->s[ev->slot].handed_in = false;
 			p->s[ev->slot].handed_tok = ev->token;
 			take_after_record(e, p, ev);
+		} else if (s->role == NL_ROLE_SPARSE && from && ev->slot != slot &&
+			   from->role == NL_ROLE_SPARSE && from->pipe == s->pipe &&
+			   s->fed_by_copy && !from->fed_by_copy && ev->token != NL_NO_TOKEN &&
+			   from->token == ev->token && !from->handed) {
+			/* the same rule inside the sparse stage: the data-dist stream
+			 * (fed by the copy stream) took batch T from the collective
+			 * stream (fed only by it), whose later work before a wait
+			 * brings it a batch again is the next batch's */
+			p->s[ev->slot].handed = p->s[ev->slot].handed_in = true;
+			p->s[ev->slot].handed_tok = ev->token;
 		}
 	}
+	if (s->handed_in) /* fed again, whatever it brought */
+		s->handed = s->handed_in = false;
 	/* created but not recorded in this generation: HIP makes the wait a no-op */
 	clock = ++s->vc[slot];
 	s->wait_clock = clock;
@@ -507,6 +647,7 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
 	s->seg_mark = th->compute_work;
+	s->seg_work++;
 }
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
