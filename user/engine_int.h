@@ -81,6 +81,7 @@ struct nl_stream {
 	struct nl_skey key;
 	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
 	int64_t token;        /* current batch token */
+	int64_t carry;        /* null stream: the newest token its implicit joins brought */
 	/* copy stream: an open segment, its thread and that thread's compute work then */
 	bool seg_open;
 	uint32_t seg_tid;
@@ -165,6 +166,8 @@ struct nl_bstream {
 struct nl_stage_acc {
 	uint64_t ops, work, bytes, first_ts, last_ts;
 	uint64_t first_sig[2];   /* the stage's first two work ops (valid up to work) */
+	bool first_named[2];     /* ...and whether each named its kernel (a launch the
+				  * kernel counted in a run arrives without it) */
 	uint32_t first_tid;      /* the thread of the first */
 	uint32_t colls, ntids;
 	uint32_t tids[8];
@@ -179,6 +182,8 @@ struct nl_batch {
 	uint64_t first_ts, close_ts;
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
+	bool merged;           /* cut from a merged copy segment, not the last part:
+				* it had no record of its own (its edge dropped) */
 	/* a sparse work op of the batch not ordered after its copy ops (only
 	 * possible for ops taken over by the hand-off rule) */
 	struct {
