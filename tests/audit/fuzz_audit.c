@@ -142,8 +142,13 @@ static void group_name(const char *cls, char *out, size_t len)
 		where = " far-from-drop";
 	else if (sp && !strncmp(sp + 1, "clean", 5))
 		where = " clean";
-	snprintf(out, len, "%.*s%s%s%s", kind, cls, where, strstr(cls, "[oversync]") ? " [oversync]" : "",
-		 strstr(cls, "[implicit]") ? " [implicit]" : "");
+	else if (sp && !strncmp(sp + 1, "cross-pipeline", 14))
+		where = " cross-pipeline";
+	snprintf(out, len, "%.*s%s%s%s%s%s%s", kind, cls, where,
+		 strstr(cls, "[oversync]") ? " [oversync]" : "",
+		 strstr(cls, "[implicit]") ? " [implicit]" : "",
+		 strstr(cls, "[altcopy]") ? " [altcopy]" : "", strstr(cls, "[pipes]") ? " [pipes]" : "",
+		 strstr(cls, "[recreate]") ? " [recreate]" : "");
 }
 
 static int by_programs(const void *a, const void *b)
@@ -204,7 +209,8 @@ int main(int argc, char **argv)
 {
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
-		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0;
+		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
+		 by_shape[RP_NSHAPES][3] = { { 0 } };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false;
 	long long write_seed = -1, print_seed = -1;
@@ -335,10 +341,17 @@ int main(int argc, char **argv)
 		} else {
 			int tag = (p.oversync ? 1 : 0) | (s.blocking && s.compute == RP_C_NULL ? 2 : 0);
 
+			bool cross = false;
+
 			decided++;
 			oversync += p.oversync;
 			by_tag[tag][0]++;
 			by_tag[tag][1] += r.ndiffs > 0;
+			for (int i = 0; i < r.ndiffs; i++)
+				cross |= strstr(r.diffs[i], "cross-pipeline") != NULL;
+			by_shape[s.shape][0]++;
+			by_shape[s.shape][1] += r.ndiffs > 0;
+			by_shape[s.shape][2] += cross;
 		}
 		for (int i = 0; i < r.ndiffs; i++) {
 			bool fresh, dup = false;
@@ -415,6 +428,13 @@ int main(int argc, char **argv)
 	for (int t = 0; t < 4; t++)
 		printf("  %-22s %7llu decided, %7llu with a disagreement\n", tags[t],
 		       (unsigned long long)by_tag[t][0], (unsigned long long)by_tag[t][1]);
+	static const char *const shapes[RP_NSHAPES] = { "one pipeline", "[altcopy]", "[pipes]",
+							"[pipes] [recreate]" };
+	printf("by shape:\n");
+	for (int t = 0; t < RP_NSHAPES; t++)
+		printf("  %-22s %7llu decided, %7llu with a disagreement, %7llu cross-pipeline\n",
+		       shapes[t], (unsigned long long)by_shape[t][0],
+		       (unsigned long long)by_shape[t][1], (unsigned long long)by_shape[t][2]);
 	qsort(groups, (size_t)ngroups, sizeof(*groups), by_programs);
 	qsort(classes, (size_t)nclasses, sizeof(*classes), by_programs);
 	printf("groups (programs, first seed):\n");

@@ -56,15 +56,22 @@ static void on_batch(void *ctx, const struct nl_batch_audit *a)
 	c->r->got[T].verdict = a->verdict;
 	c->r->got[T].skip_mask = a->skip_mask;
 	c->r->got[T].missing_mask = a->missing_mask;
+#if RP_ENGINE_PIPELINES
+	c->r->got[T].pipeline = a->pipeline;
+#endif
+	c->r->got[T].number = a->batch;
 }
 
 static int expected_role(char name)
 {
 	switch (name) {
 	case 'M':
+	case 'A':
+	case 'm':
 		return NL_ROLE_COPY;
 	case 'D':
 	case 'N':
+	case 'd':
 		return NL_ROLE_SPARSE;
 	case 'C':
 		return NL_ROLE_COMPUTE;
@@ -110,16 +117,26 @@ static void edges_str(uint32_t mask, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Where batch T stands to the program's dropped waits: the nearest drop. */
+static void drop_str(const struct rp_prog *p, const struct rp_drop *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s",
+		 p->truth[d->batch].verdict == NL_VERDICT_TRUSTED ? "redundant-" : "",
+		 rp_purpose_name(d->purpose), d->with_record ? "+rec" : "");
+}
+
+/* Where batch T stands to the program's dropped waits: the nearest drop of
+ * its own pipeline (by number within it); none near, but one in the other
+ * pipeline: cross-pipeline. */
 static void context(const struct rp_prog *p, int T, char *buf, size_t len)
 {
 	static const int offs[] = { 0, 1, -1, 2, -2, 3, -3 };
+	int P = T < p->spec.nb ? p->pipe[T] : 0, L = T < p->spec.nb ? p->local[T] : T;
 
 	for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
 		for (int i = 0; i < p->spec.ndrops; i++) {
 			const struct rp_drop *d = &p->spec.drops[i];
 
-			if (d->batch != T + offs[k])
+			if (p->pipe[d->batch] != P || p->local[d->batch] != L + offs[k])
 				continue;
 			snprintf(buf, len, "drop@T%+d:%s%s%s", offs[k],
 				 p->truth[d->batch].verdict == NL_VERDICT_TRUSTED ? "redundant-" : "",
@@ -128,22 +145,81 @@ static void context(const struct rp_prog *p, int T, char *buf, size_t len)
 				buf[6] = '\0' == 0 ? buf[6] : buf[6];
 			return;
 		}
+	for (int i = 0; i < p->spec.ndrops; i++)
+		if (p->pipe[p->spec.drops[i].batch] != P) {
+			char d[32];
+
+			drop_str(p, &p->spec.drops[i], d, sizeof(d));
+			snprintf(buf, len, "cross-pipeline:%s", d);
+			return;
+		}
 	snprintf(buf, len, "%s", p->spec.ndrops ? "drop-far" : "clean");
+}
+
+/* The tags of a program's shape (randprog.h, enum rp_shape). */
+static const char *shape_tag(const struct rp_prog *p)
+{
+	static const char *const tags[RP_NSHAPES] = { "", " [altcopy]", " [pipes]",
+						      " [pipes] [recreate]" };
+
+	return p->spec.shape > 0 && p->spec.shape < RP_NSHAPES ? tags[p->spec.shape] : "";
 }
 
 static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const char *what)
 {
-	char ctx[48] = "";
+	char ctx[48] = "", pipe[8] = "";
 
 	if (r->ndiffs >= RP_MAX_DIFFS)
 		return;
 	if (T >= 0)
 		context(p, T, ctx, sizeof(ctx));
-	/* tags: a wait covered a newer batch; blocking streams ordered by the null stream */
-	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
-		 p->oversync ? " [oversync]" : "",
-		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "");
+	if (T >= 0 && T < p->spec.nb && p->spec.shape >= RP_S_TWO)
+		snprintf(pipe, sizeof(pipe), " p%d", p->pipe[T]);
+	/* tags: a wait covered a newer batch; blocking streams ordered by the null
+	 * stream; the shape beyond one pipeline with one copy stream */
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
+		 pipe, p->oversync ? " [oversync]" : "",
+		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "",
+		 shape_tag(p));
 	r->diff_batch[r->ndiffs++] = T;
+}
+
+/* Pipelines and batch numbers (docs/output.md): each pipeline's batches under
+ * one engine pipeline, numbered in order of discovery (the program's
+ * pipeline 0 runs first), and batch numbers 0, 1, 2 ... within it. One
+ * disagreement each at most. */
+static void numbering(const struct rp_prog *p, struct rp_result *r)
+{
+	int64_t map[RP_MAX_PIPES] = { -1, -1 };
+	bool split = false, number = false;
+	char what[64];
+
+	for (int T = 0; T < p->spec.nb; T++) {
+		int P = p->pipe[T];
+
+		if (!r->have[T])
+			continue;
+		if (map[P] < 0)
+			map[P] = r->got[T].pipeline;
+		else if (map[P] != (int64_t)r->got[T].pipeline && !split) {
+			split = true;
+			snprintf(what, sizeof(what), "split-pipeline:%u", r->got[T].pipeline);
+			add_diff(p, r, T, what);
+		}
+		if (r->got[T].number != (uint64_t)p->local[T] && !number) {
+			number = true;
+			snprintf(what, sizeof(what), "numbering:%llu",
+				 (unsigned long long)r->got[T].number);
+			add_diff(p, r, T, what);
+		}
+	}
+	if (map[1] >= 0 && map[0] == map[1])
+		add_diff(p, r, -1, "one-pipeline");
+	else if ((map[0] >= 0 && map[0] != 0) || (map[1] >= 0 && map[1] != 1)) {
+		snprintf(what, sizeof(what), "pipeline-numbers:%lld,%lld", (long long)map[0],
+			 (long long)map[1]);
+		add_diff(p, r, -1, what);
+	}
 }
 
 static void compare(const struct rp_prog *p, struct rp_result *r)
@@ -207,6 +283,8 @@ static void compare(const struct rp_prog *p, struct rp_result *r)
 	}
 	if (r->extra)
 		add_diff(p, r, p->spec.nb, "extra-audits");
+	if (RP_ENGINE_PIPELINES && p->spec.shape != RP_S_SINGLE)
+		numbering(p, r);
 }
 
 int rp_run(const struct rp_prog *p, struct rp_result *r)
@@ -293,8 +371,8 @@ int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, uint64_t 
 	for (int T = 0; T < p->spec.nb; T++) {
 		const struct rp_truth *t = &p->truth[T];
 
-		fprintf(f, "%s{\"batch\":%d,\"verdict\":\"%s\",\"edge\":", T ? "," : "", T,
-			nl_verdict_name(t->verdict));
+		fprintf(f, "%s{\"pipeline\":%d,\"batch\":%d,\"verdict\":\"%s\",\"edge\":",
+			T ? "," : "", p->pipe[T], p->local[T], nl_verdict_name(t->verdict));
 		if (t->first < 0)
 			fprintf(f, "null,\"edges\":[]}");
 		else {
@@ -351,18 +429,18 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 
 	while (changed) {
 		changed = false;
-		for (int step = 0; step < 24; step++) {
+		for (int step = 0; step < 26; step++) {
 			struct rp_spec t = *s;
 
 			switch (step) {
 			case 0: /* fewer batches: the last */
-				if (t.nb <= 2)
+				if (t.nb - t.nb1 <= 2)
 					continue;
 				t.nb--;
 				drop_batch_shift(&t, 0);
 				break;
 			case 1: /* the first */
-				if (t.nb <= 2)
+				if (t.nb - t.nb1 <= 2)
 					continue;
 				t.nb--;
 				drop_batch_shift(&t, 1);
@@ -408,6 +486,18 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 				if (step - 21 >= t.ndrops || !t.drops[step - 21].with_record)
 					continue;
 				t.drops[step - 21].with_record = false;
+				break;
+			case 24: /* fewer batches of pipeline 1 */
+				if (t.nb1 <= 1)
+					continue;
+				t.nb1--;
+				t.nb--;
+				drop_batch_shift(&t, 0);
+				break;
+			case 25: /* pipeline 1 one batch at a time longer */
+				if (t.nb1 == 0 || t.run1 >= t.nb1)
+					continue;
+				t.run1++;
 				break;
 			}
 			if (memcmp(&t, s, sizeof(t)) && still(&t, cls)) {
@@ -474,7 +564,10 @@ void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 		fprintf(f, "\n");
 	}
 	for (int T = 0; T < p->spec.nb; T++) {
-		fprintf(f, "batch %d: truth %s", T, nl_verdict_name(p->truth[T].verdict));
+		fprintf(f, "batch %d", T);
+		if (p->spec.shape >= RP_S_TWO)
+			fprintf(f, " (pipeline %d batch %d)", p->pipe[T], p->local[T]);
+		fprintf(f, ": truth %s", nl_verdict_name(p->truth[T].verdict));
 		if (p->truth[T].first >= 0)
 			fprintf(f, " %s", nl_edge_name(p->truth[T].first));
 		if (r && r->have[T]) {
@@ -483,6 +576,9 @@ void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 			edges_str(r->got[T].missing_mask, e, sizeof(e));
 			fprintf(f, "; engine %s %s", nl_verdict_name(r->got[T].verdict),
 				r->got[T].verdict == NL_VERDICT_UNTRUSTED ? e : "");
+			if (RP_ENGINE_PIPELINES && p->spec.shape != RP_S_SINGLE)
+				fprintf(f, " (pipeline %u batch %llu)", r->got[T].pipeline,
+					(unsigned long long)r->got[T].number);
 		} else if (r)
 			fprintf(f, "; engine: %s", r->merged[T] ? "merged into an earlier batch's copies"
 								  : "no audit");
