@@ -210,7 +210,7 @@ int main(int argc, char **argv)
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
-		 by_shape[RP_NSHAPES][3] = { { 0 } };
+		 by_shape[RP_NSHAPES][5] = { { 0 } };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false;
 	long long write_seed = -1, print_seed = -1;
@@ -352,6 +352,8 @@ int main(int argc, char **argv)
 			by_shape[s.shape][0]++;
 			by_shape[s.shape][1] += r.ndiffs > 0;
 			by_shape[s.shape][2] += cross;
+			by_shape[s.shape][3] += !tag;
+			by_shape[s.shape][4] += !tag && r.ndiffs > 0;
 		}
 		for (int i = 0; i < r.ndiffs; i++) {
 			bool fresh, dup = false;
@@ -432,9 +434,11 @@ int main(int argc, char **argv)
 							"[pipes] [recreate]" };
 	printf("by shape:\n");
 	for (int t = 0; t < RP_NSHAPES; t++)
-		printf("  %-22s %7llu decided, %7llu with a disagreement, %7llu cross-pipeline\n",
+		printf("  %-20s %6llu decided, %6llu with a disagreement (untagged: %6llu, %6llu), "
+		       "%5llu cross-pipeline\n",
 		       shapes[t], (unsigned long long)by_shape[t][0],
-		       (unsigned long long)by_shape[t][1], (unsigned long long)by_shape[t][2]);
+		       (unsigned long long)by_shape[t][1], (unsigned long long)by_shape[t][3],
+		       (unsigned long long)by_shape[t][4], (unsigned long long)by_shape[t][2]);
 	qsort(groups, (size_t)ngroups, sizeof(*groups), by_programs);
 	qsort(classes, (size_t)nclasses, sizeof(*classes), by_programs);
 	printf("groups (programs, first seed):\n");

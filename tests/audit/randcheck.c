@@ -92,9 +92,15 @@ static void on_summary(void *ctx, const struct nl_summary *s)
 		if (ss->pid != p->pid)
 			continue;
 		for (int k = 0; k < p->nstreams; k++) {
-			bool pt = p->stream_owner[k] != 0;
+			bool pt = p->stream_owner[k] != 0, again = false;
 
 			if (ss->handle != p->stream_handle[k] || (pt && ss->tid != p->stream_owner[k]))
+				continue;
+			/* a recreated stream: its handle is named once */
+			for (int j = 0; j < k; j++)
+				again |= p->stream_handle[j] == p->stream_handle[k] &&
+					 p->stream_owner[j] == p->stream_owner[k];
+			if (again)
 				continue;
 			if (ss->role != expected_role(p->stream_name[k]) &&
 			    o + 12 < sizeof(c->r->roles))
