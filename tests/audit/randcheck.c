@@ -413,17 +413,25 @@ static bool still(const struct rp_spec *s, const char *cls)
 	return same;
 }
 
-static void drop_batch_shift(struct rp_spec *s, int first)
+/* After the batches of s changed from those of old (first: pipeline whose
+ * first batch went, -1 none): each drop follows its batch, by pipeline and
+ * number within it; a drop whose batch went goes too. */
+static void drops_follow(struct rp_spec *s, const struct rp_spec *old, int first)
 {
+	int8_t op[RP_MAX_BATCHES], ol[RP_MAX_BATCHES], np[RP_MAX_BATCHES], nl[RP_MAX_BATCHES];
 	int n = 0;
 
+	rp_schedule(old, op, ol);
+	rp_schedule(s, np, nl);
 	for (int i = 0; i < s->ndrops; i++) {
 		struct rp_drop d = s->drops[i];
+		int P = op[d.batch], L = ol[d.batch] - (P == first), T;
 
-		if (first)
-			d.batch--;
-		if (d.batch < 0 || d.batch >= s->nb)
+		for (T = 0; T < s->nb && (np[T] != P || nl[T] != L); T++)
+			;
+		if (L < 0 || T == s->nb)
 			continue;
+		d.batch = (int8_t)T;
 		s->drops[n++] = d;
 	}
 	s->ndrops = n;
@@ -435,7 +443,7 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 
 	while (changed) {
 		changed = false;
-		for (int step = 0; step < 26; step++) {
+		for (int step = 0; step < 29; step++) {
 			struct rp_spec t = *s;
 
 			switch (step) {
@@ -443,13 +451,13 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 				if (t.nb - t.nb1 <= 2)
 					continue;
 				t.nb--;
-				drop_batch_shift(&t, 0);
+				drops_follow(&t, s, -1);
 				break;
 			case 1: /* the first */
 				if (t.nb - t.nb1 <= 2)
 					continue;
 				t.nb--;
-				drop_batch_shift(&t, 1);
+				drops_follow(&t, s, 0);
 				break;
 			case 2: t.noise_pool = false; break;
 			case 3: t.noise_watchdog = false; break;
@@ -493,17 +501,30 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 					continue;
 				t.drops[step - 21].with_record = false;
 				break;
-			case 24: /* fewer batches of pipeline 1 */
+			case 24: /* fewer batches of pipeline 1: the last, the first */
+			case 25:
 				if (t.nb1 <= 1)
 					continue;
 				t.nb1--;
 				t.nb--;
-				drop_batch_shift(&t, 0);
+				drops_follow(&t, s, step == 25 ? 1 : -1);
 				break;
-			case 25: /* pipeline 1 one batch at a time longer */
-				if (t.nb1 == 0 || t.run1 >= t.nb1)
+			case 28: /* pipeline 1 shallower */
+				if (t.depth1 <= 1)
 					continue;
-				t.run1++;
+				t.depth1--;
+				if (t.lag1 > t.depth1)
+					t.lag1 = t.depth1;
+				break;
+			case 26: /* longer turns: fewer switches */
+			case 27:
+				if (!t.nb1 || (step == 26 ? t.run1 >= t.nb1 : t.run0 >= t.nb - t.nb1))
+					continue;
+				if (step == 26)
+					t.run1++;
+				else
+					t.run0++;
+				drops_follow(&t, s, -1);
 				break;
 			}
 			if (memcmp(&t, s, sizeof(t)) && still(&t, cls)) {
