@@ -117,6 +117,7 @@ void nl_audit_json_batch(FILE *f, const struct nl_batch_audit *a)
 		nl_json_kstr(&j, "container_id", a->container_id);
 	if (a->pod_uid && *a->pod_uid)
 		nl_json_kstr(&j, "pod_uid", a->pod_uid);
+	nl_json_ku64(&j, "pipeline", a->pipeline);
 	nl_json_ku64(&j, "batch", a->batch);
 	nl_json_kstr(&j, "verdict", nl_verdict_name(a->verdict));
 	name_list(&j, "skip_reasons", a->skip_mask, NL_NSKIP, nl_skip_name);
@@ -226,6 +227,7 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s)
 		if (st->tid)
 			nl_json_ku64(&j, "stream_tid", st->tid);
 		nl_json_kstr(&j, "role", nl_role_name(st->role));
+		ku64_or_null(&j, "pipeline", (uint64_t)st->pipeline, st->pipeline >= 0);
 		nl_json_ku64(&j, "ops", st->ops);
 		nl_json_kbool(&j, "blocking", st->blocking);
 		nl_json_kbool(&j, "created", st->created);
@@ -246,6 +248,18 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s)
 		nl_json_kstr(&j, "pattern", !p->has_copy ? "none" : p->has_sparse ? "sparse" : "simple");
 		name_list(&j, "missing_stages", p->missing_stages, NL_NSTAGES, nl_stage_name);
 		nl_json_kbool(&j, "mid_run", p->mid_run);
+		nl_json_key(&j, "pipelines");
+		nl_json_arr(&j);
+		for (uint32_t k = 0; k < p->npipes && k < NL_ENGINE_MAX_PIPES; k++) {
+			nl_json_obj(&j);
+			nl_json_ku64(&j, "pipeline", k);
+			verdict_counts(&j, &p->pipes[k].n);
+			nl_json_kstr(&j, "pattern", p->pipes[k].has_sparse ? "sparse" : "simple");
+			nl_json_ku64(&j, "copy_streams", p->pipes[k].copy_streams);
+			nl_json_ku64(&j, "sparse_streams", p->pipes[k].sparse_streams);
+			nl_json_obj_end(&j);
+		}
+		nl_json_arr_end(&j);
 		nl_json_obj_end(&j);
 	}
 	nl_json_arr_end(&j);

@@ -71,7 +71,10 @@ void nl_audit_table_batch(FILE *f, const struct nl_batch_audit *a)
 	char pid[16], batch[24], tick[24], depth[8], fwd[24], expo[24], detail[160];
 
 	snprintf(pid, sizeof(pid), "%" PRIu32, a->pid);
-	snprintf(batch, sizeof(batch), "%" PRIu64, a->batch);
+	if (a->pipeline) /* a later pipeline's batch: PIPELINE:BATCH */
+		snprintf(batch, sizeof(batch), "%" PRIu32 ":%" PRIu64, a->pipeline, a->batch);
+	else
+		snprintf(batch, sizeof(batch), "%" PRIu64, a->batch);
 	count(tick, sizeof(tick), a->tick >= 0, (uint64_t)a->tick);
 	count(depth, sizeof(depth), a->depth >= 0 && a->depth < 10, (uint64_t)a->depth);
 	if (fw->ops && a->window_end_ns > fw->first_ns)

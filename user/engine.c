@@ -118,26 +118,33 @@ static void set_defaults(struct nl_engine_opts *o)
 
 static int proc_index(struct nl_engine *e, uint32_t pid);
 
+static void count_verdict(struct nl_verdict_counts *n, int verdict)
+{
+	n->batches++;
+	if (verdict == NL_VERDICT_TRUSTED)
+		n->trusted++;
+	else if (verdict == NL_VERDICT_UNTRUSTED)
+		n->untrusted++;
+	else
+		n->skipped++;
+}
+
 /* Every batch passes here on its way out to the caller's sink: the
- * per-process counts of the summary. */
+ * per-process and per-pipeline counts of the summary. */
 static void tally_batch(void *ctx, const struct nl_batch_audit *a)
 {
 	struct nl_engine *e = ctx;
 	int i = proc_index(e, a->pid);
 
-	if (i >= 0) {
+	if (i >= 0 && a->pipeline < (uint32_t)e->procs[i]->npipes) {
 		struct nl_proc *p = e->procs[i];
+		struct nl_pipe *q = &p->pipes[a->pipeline];
 
-		p->verdicts.batches++;
-		if (a->verdict == NL_VERDICT_TRUSTED)
-			p->verdicts.trusted++;
-		else if (a->verdict == NL_VERDICT_UNTRUSTED)
-			p->verdicts.untrusted++;
-		else
-			p->verdicts.skipped++;
+		count_verdict(&p->verdicts, a->verdict);
+		count_verdict(&q->verdicts, a->verdict);
 		for (int st = 0; st < NL_NSTAGES; st++)
 			if (a->stage[st].ops)
-				p->stage_batches[st]++;
+				q->stage_batches[st]++;
 	}
 	if (e->out.batch)
 		e->out.batch(e->out.ctx, a);
@@ -250,6 +257,8 @@ static void end_learning(struct nl_engine *e, struct nl_proc *p, bool final)
 		free(p->lbuf);
 		p->lbuf = NULL;
 		nl_learn_free(&p->learn);
+		/* learned, not given: later streams earn their roles by edges */
+		p->keys_final = !e->o.has_copy_stream && !e->o.has_sparse_streams;
 	}
 }
 
@@ -407,25 +416,29 @@ static int grow(void **v, uint32_t *cap, uint32_t need, size_t size)
  * after it. That is a producer stage the roles do not know (a data-dist
  * stream that appeared after learning in a process without a sparse
  * stage), so no batch audits its work. */
-static bool unplaced_producer(const struct nl_proc *p)
+static bool unplaced_producer(const struct nl_proc *p, int pipe)
 {
-	const int cp = p->copy_slot, cc = p->compute_slot;
+	const int cc = p->compute_slot;
 
-	if (cp < 0 || cc < 0)
+	if (cc < 0)
 		return false;
-	for (uint32_t i = 0; i < p->w; i++) {
-		const struct nl_stream *s = &p->s[i];
-		uint32_t n = s->nring < NL_RING ? s->nring : NL_RING;
-		bool work = false;
+	for (uint32_t cp = 0; cp < p->w; cp++) {
+		if (!p->s[cp].used || p->s[cp].role != NL_ROLE_COPY || p->s[cp].pipe != pipe)
+			continue;
+		for (uint32_t i = 0; i < p->w; i++) {
+			const struct nl_stream *s = &p->s[i];
+			uint32_t n = s->nring < NL_RING ? s->nring : NL_RING;
+			bool work = false;
 
-		if (!s->used || s->role != NL_ROLE_OTHER || (int)i == cp || (int)i == cc)
-			continue;
-		if (!s->vc[cp] || s->vc[cc] || !p->s[cc].vc[i])
-			continue;
-		for (uint32_t k = 0; k < n && !work; k++)
-			work = s->ring[k].work;
-		if (work)
-			return true;
+			if (!s->used || s->role != NL_ROLE_OTHER || (int)i == cc)
+				continue;
+			if (!s->vc[cp] || s->vc[cc] || !p->s[cc].vc[i])
+				continue;
+			for (uint32_t k = 0; k < n && !work; k++)
+				work = s->ring[k].work;
+			if (work)
+				return true;
+		}
 	}
 	return false;
 }
@@ -442,13 +455,28 @@ static uint32_t missing_stages(const struct nl_proc *p)
 		work = p->s[i].used && p->s[i].ops;
 	if (!p->has_copy)
 		return work ? STAGE_BIT(COPY) : 0; /* no batch could be cut */
-	if (!p->stage_batches[NL_STAGE_COPY])
-		m |= STAGE_BIT(COPY);
-	if ((p->has_sparse && !p->stage_batches[NL_STAGE_SPARSE]) || unplaced_producer(p))
-		m |= STAGE_BIT(SPARSE);
-	if (!p->stage_batches[NL_STAGE_FORWARD])
-		m |= STAGE_BIT(FORWARD);
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *q = &p->pipes[i];
+
+		if (!q->stage_batches[NL_STAGE_COPY])
+			m |= STAGE_BIT(COPY);
+		if ((q->has_sparse && !q->stage_batches[NL_STAGE_SPARSE]) ||
+		    unplaced_producer(p, i))
+			m |= STAGE_BIT(SPARSE);
+		if (!q->stage_batches[NL_STAGE_FORWARD])
+			m |= STAGE_BIT(FORWARD);
+	}
 	return m;
+}
+
+/* Forward windows of all its pipelines. */
+static uint64_t proc_ticks(const struct nl_proc *p)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < p->npipes; i++)
+		t += (uint64_t)p->pipes[i].ticks;
+	return t;
 }
 
 /* Append p's streams and its line to the vectors (the engine's, or a report's). */
@@ -466,24 +494,33 @@ static void describe_proc(const struct nl_proc *p, struct nl_stream_summary **ss
 			break;
 		(*ss)[(*nss)++] = (struct nl_stream_summary){
 			.pid = p->pid, .handle = s->key.handle, .tid = s->key.tid, .role = s->role,
-			.ops = s->ops, .blocking = s->blocking, .created = s->created,
+			.pipeline = s->pipe, .ops = s->ops, .blocking = s->blocking, .created = s->created,
 		};
 	}
 	if (grow((void **)ps, pscap, *nps + 1, sizeof(**ps)))
 		return;
 	q = &(*ps)[(*nps)++];
 	*q = (struct nl_proc_summary){
-		.pid = p->pid, .n = p->verdicts, .ticks = (uint64_t)p->ticks,
+		.pid = p->pid, .n = p->verdicts, .ticks = proc_ticks(p),
 		.tick_ns = p->nfwd > 1 ? (p->last_fwd_ts - p->first_fwd_ts) / (p->nfwd - 1) : 0,
 		.depth = mode_of(p->depth_hist), .has_copy = p->has_copy,
 		.has_sparse = p->has_sparse, .mid_run = p->mid_run,
-		.missing_stages = missing_stages(p),
+		.missing_stages = missing_stages(p), .npipes = p->has_copy ? (uint32_t)p->npipes : 0,
 	};
+	for (uint32_t i = 0; i < q->npipes; i++) {
+		q->pipes[i].n = p->pipes[i].verdicts;
+		q->pipes[i].has_sparse = p->pipes[i].has_sparse;
+		for (uint32_t k = 0; k < p->w; k++)
+			if (p->s[k].used && p->s[k].pipe == (int)i && !p->s[k].destroyed) {
+				q->pipes[i].copy_streams += p->s[k].role == NL_ROLE_COPY;
+				q->pipes[i].sparse_streams += p->s[k].role == NL_ROLE_SPARSE;
+			}
+	}
 }
 
 static void add_counts(struct nl_summary *s, const struct nl_proc *p)
 {
-	s->pipeline_ticks += (uint64_t)p->ticks;
+	s->pipeline_ticks += proc_ticks(p);
 	s->edges += p->edges;
 	s->implicit_edges += p->implicit_edges;
 	s->late_ops += p->late_ops;

@@ -68,6 +68,7 @@ const char *nl_edge_name(int edge);        /* "copy->sparse" ... */
 const char *nl_invalid_name(int reason);   /* "no_batches" "untrusted_batches" ... */
 
 #define NL_ENGINE_MAX_SPARSE 8
+#define NL_ENGINE_MAX_PIPES 8 /* pipelines per process (docs/engine.md, "Pipelines") */
 
 struct nl_engine_opts {
 	/* Role overrides (stream handle values as the job passes them). */
@@ -138,7 +139,8 @@ struct nl_unordered {
 
 struct nl_batch_audit {
 	uint32_t pid;
-	uint64_t batch;          /* token: 0, 1, 2 ... per process (from attach) */
+	uint32_t pipeline;       /* 0, 1 ... per process, in the order found */
+	uint64_t batch;          /* 0, 1, 2 ... per pipeline (from attach) */
 	int verdict;             /* enum nl_verdict */
 	uint32_t skip_mask;      /* 1u << enum nl_skip_reason */
 	uint32_t missing_mask;   /* 1u << enum nl_edge */
@@ -162,12 +164,13 @@ struct nl_stream_summary {
 	uint64_t handle;
 	uint32_t tid;      /* per-thread default stream: its thread; else 0 */
 	int role;          /* enum nl_role */
+	int pipeline;      /* of a copy or sparse stream; -1 none */
 	uint64_t ops;
 	bool blocking;
 	bool created;      /* its creation was seen (flags known) */
 };
 
-/* Batches by verdict: of a run, a process (and, to come, a pipeline). */
+/* Batches by verdict: of a run, a process, a pipeline. */
 struct nl_verdict_counts {
 	uint64_t batches, trusted, untrusted, skipped;
 };
@@ -179,6 +182,12 @@ struct nl_proc_summary {
 	int depth;         /* -1 unknown */
 	bool has_copy, has_sparse, mid_run;
 	uint32_t missing_stages; /* 1u << enum nl_stage_id: stages it has that no batch showed */
+	uint32_t npipes;
+	struct {
+		struct nl_verdict_counts n;
+		uint32_t copy_streams, sparse_streams;
+		bool has_sparse;
+	} pipes[NL_ENGINE_MAX_PIPES];
 };
 
 /* What the loader knows and the engine does not; see nl_engine_set_run_info. */

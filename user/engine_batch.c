@@ -10,19 +10,37 @@
 
 #define SKIP(r) (1u << (r))
 
+struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token)
+{
+	int i = token < 0 ? -1 : nl_tok_pipe(token);
+
+	return i >= 0 && i < p->npipes && p->pipes[i].used ? &p->pipes[i] : NULL;
+}
+
+struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s)
+{
+	return s->pipe >= 0 && s->pipe < p->npipes ? &p->pipes[s->pipe] : NULL;
+}
+
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token)
 {
+	struct nl_pipe *q = nl_pipe_of_token(p, token);
 	struct nl_batch *b;
 
-	if (token < p->oldest || token >= p->next_token)
+	if (!q || token < q->oldest || token >= q->next_token)
 		return NULL;
-	b = &p->b[token % p->bcap];
+	b = &q->b[nl_tok_seq(token) % p->bcap];
 	return b->used && b->token == token ? b : NULL;
 }
 
-#define FOR_BATCHES(p, b)                                                   \
-	for (int64_t t_ = (p)->oldest; t_ < (p)->next_token; t_++)          \
+/* The batches in flight of one pipeline, and of all of them. */
+#define FOR_PIPE_BATCHES(p, q, b)                                           \
+	for (int64_t t_ = (q)->oldest; t_ < (q)->next_token; t_++)          \
 		if (((b) = nl_batch_of((p), t_)) != NULL)
+
+#define FOR_BATCHES(p, b)                                                   \
+	for (int q_ = 0; q_ < (p)->npipes; q_++)                            \
+		FOR_PIPE_BATCHES(p, &(p)->pipes[q_], b)
 
 static int stage_of_role(int role)
 {
@@ -110,7 +128,7 @@ static void close_batch(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
 {
 	b->closed = true;
 	b->close_ts = ts;
-	b->linger_until = p->ticks + e->o.linger_ticks;
+	b->linger_until = nl_pipe_of_token(p, b->token)->ticks + e->o.linger_ticks;
 	if (b->fwd_started) {
 		uint32_t i = p->nfwd_hist++ % NL_FWD_HISTORY;
 
@@ -131,25 +149,29 @@ static void close_batch(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
 	}
 }
 
-static void emit_oldest(struct nl_engine *e, struct nl_proc *p);
+static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *q);
 
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts)
 {
-	int64_t tok = p->next_token;
+	struct nl_pipe *q = nl_pipe_of_stream(p, s);
+	int64_t tok;
 	struct nl_batch *b;
 	uint32_t *vc;
 
+	if (!q)
+		return;
+	tok = q->next_token;
 	/* The cap: the oldest batch goes out, skipped when it was not final. */
-	while (tok - p->oldest >= (int64_t)p->bcap) {
-		b = nl_batch_of(p, p->oldest);
+	while (tok - q->oldest >= (int64_t)p->bcap) {
+		b = nl_batch_of(p, q->oldest);
 		if (b && !b->closed) {
 			b->skip |= SKIP(NL_SKIP_EVICTED);
 			p->evicted_batches++;
 			close_batch(e, p, b, ts);
 		}
-		emit_oldest(e, p);
+		emit_oldest(e, p, q);
 	}
-	b = &p->b[tok % p->bcap];
+	b = &q->b[nl_tok_seq(tok) % p->bcap];
 	vc = b->fwd_vc;
 	memset(b, 0, sizeof(*b));
 	b->fwd_vc = vc;
@@ -157,36 +179,38 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	b->token = tok;
 	b->skip = p->skip_all | e->skip_all_new;
 	b->first_ts = ts;
-	b->copy_tick = p->ticks;
+	b->copy_tick = q->ticks;
 	b->fwd_tick = -1;
 	b->linger_until = INT64_MAX;
 	/* Attached in the middle of a run: the first segment may have begun
 	 * before we looked, unless a record on the copy stream, or its
 	 * creation, came first. */
-	if (p->mid_run && !p->seen_copy_record && !s->born)
+	if (p->mid_run && !q->seen_copy_record && !s->born)
 		b->skip |= SKIP(NL_SKIP_ATTACHED_MID_BATCH);
 	if ((p->loss_until && ts <= p->loss_until) || (e->loss_until && ts <= e->loss_until))
 		b->skip |= SKIP(NL_SKIP_LOST_RECORDS);
-	p->next_token++;
+	q->next_token++;
 	s->token = tok;
 	s->seg_open = true;
 }
 
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)
 {
+	struct nl_pipe *q = nl_pipe_of_token(p, to);
 	struct nl_batch *b;
 
-	if (to <= p->fwd_max)
+	if (!q || to <= q->fwd_max)
 		return;
-	p->fwd_max = to;
+	q->fwd_max = to;
 	/* Ticks count forward windows, including tokens that never got one. */
-	if (to + 1 > p->ticks)
-		p->ticks = to + 1;
+	if (nl_tok_seq(to) + 1 > q->ticks)
+		q->ticks = nl_tok_seq(to) + 1;
 	if (!p->nfwd)
 		p->first_fwd_ts = ts;
 	p->last_fwd_ts = ts;
 	p->nfwd++;
-	FOR_BATCHES(p, b)
+	/* Only this pipeline's: another one's batches wait for their own. */
+	FOR_PIPE_BATCHES(p, q, b)
 		if (b->token < to && !b->closed)
 			close_batch(e, p, b, ts);
 	nl_emit_ready(e, p);
@@ -194,12 +218,16 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 
 void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
 {
-	while (p->oldest < p->next_token) {
-		struct nl_batch *b = nl_batch_of(p, p->oldest);
+	for (int i = 0; i < p->npipes; i++) {
+		struct nl_pipe *q = &p->pipes[i];
 
-		if (b && (!b->closed || (p->ticks < b->linger_until && !all_done(b))))
-			break;
-		emit_oldest(e, p);
+		while (q->oldest < q->next_token) {
+			struct nl_batch *b = nl_batch_of(p, q->oldest);
+
+			if (b && (!b->closed || (q->ticks < b->linger_until && !all_done(b))))
+				break;
+			emit_oldest(e, p, q);
+		}
 	}
 }
 
@@ -208,7 +236,7 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 	struct nl_batch *b;
 
 	FOR_BATCHES(p, b) {
-		int k = p->has_sparse && !b->reached_sparse ? 0 : 1;
+		int k = nl_pipe_of_token(p, b->token)->has_sparse && !b->reached_sparse ? 0 : 1;
 
 		if (b->closed)
 			continue;
@@ -221,8 +249,9 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 			b->skip |= SKIP(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
 		close_batch(e, p, b, ts);
 	}
-	while (p->oldest < p->next_token)
-		emit_oldest(e, p);
+	for (int i = 0; i < p->npipes; i++)
+		while (p->pipes[i].oldest < p->pipes[i].next_token)
+			emit_oldest(e, p, &p->pipes[i]);
 }
 
 /* ---- accounting --------------------------------------------------------------- */
@@ -285,11 +314,15 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const 
 	const struct nl_batch *own = nl_batch_of(p, token);
 	const struct nl_stage_acc *w = own ? &own->st[st] : NULL;
 	bool can = w && w->work >= 2 && op->tid == w->first_tid;
+	/* a consumer's op speaks of its own pipeline's batches only */
+	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
 	struct nl_batch *b;
 
 	FOR_BATCHES(p, b) {
 		bool unordered = false;
 
+		if (only >= 0 && nl_tok_pipe(b->token) != only)
+			continue;
 		if (b->closed || !b->nr[k].armed || b->nr[k].repeat ||
 		    (k == 0 ? b->reached_sparse : b->fwd_started))
 			continue;
@@ -334,7 +367,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 	if (!b->fwd_started) {
 		b->fwd_started = true;
 		b->fwd_first_clock = op->clock;
-		b->fwd_tick = p->ticks;
+		b->fwd_tick = nl_pipe_of_token(p, b->token)->ticks;
 	}
 	/* The clock of the last forward op, copied only when it took another
 	 * stream's clock since the last copy. */
@@ -659,7 +692,9 @@ static const struct nl_opi *frontier_op(const struct nl_batch *b, int stage)
 
 static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
 {
-	if (p->has_sparse && !b->reached_sparse) {
+	bool has_sparse = p->pipes[nl_tok_pipe(b->token)].has_sparse;
+
+	if (has_sparse && !b->reached_sparse) {
 		/* The sparse stage read the copy unordered, whatever compute did. */
 		const struct nl_opi *prod =
 			b->nr[0].valid ? &b->nr[0].producer : frontier_op(b, NL_STAGE_COPY);
@@ -672,10 +707,10 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
-	if ((!p->has_sparse || b->reached_sparse) && !b->fwd_started) {
+	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
 		const struct nl_opi *prod = b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
 
-		add_unordered(p, a, p->has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
+		add_unordered(p, a, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
 			      prod, b->nr[1].valid ? &b->nr[1].consumer : NULL);
 	}
 	if (!b->fwd_started)
@@ -727,7 +762,9 @@ static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t lo, hi;
 
-		if (p->fwd_hist[i].token >= b->token)
+		/* this pipeline's earlier windows; another's all overlap */
+		if (nl_tok_pipe(p->fwd_hist[i].token) == nl_tok_pipe(b->token) &&
+		    p->fwd_hist[i].token >= b->token)
 			continue;
 		lo = p->fwd_hist[i].start > s0 ? p->fwd_hist[i].start : s0;
 		hi = p->fwd_hist[i].end < s1 ? p->fwd_hist[i].end : s1;
@@ -743,7 +780,8 @@ static void build_audit(const struct nl_engine *e, const struct nl_proc *p,
 {
 	memset(a, 0, sizeof(*a));
 	a->pid = p->pid;
-	a->batch = (uint64_t)b->token;
+	a->pipeline = (uint32_t)nl_tok_pipe(b->token);
+	a->batch = (uint64_t)nl_tok_seq(b->token);
 	a->skip_mask = b->skip;
 	a->tick = b->fwd_started ? b->fwd_tick : -1;
 	a->depth = b->fwd_started ? (int)(b->fwd_tick - b->copy_tick) : -1;
@@ -751,7 +789,7 @@ static void build_audit(const struct nl_engine *e, const struct nl_proc *p,
 		const struct nl_stage_acc *acc = &b->st[st];
 		struct nl_stage_audit *sa = &a->stage[st];
 
-		sa->present = st != NL_STAGE_SPARSE || p->has_sparse;
+		sa->present = st != NL_STAGE_SPARSE || p->pipes[a->pipeline].has_sparse;
 		sa->ops = acc->ops;
 		sa->bytes = acc->bytes;
 		sa->collectives = acc->colls;
@@ -791,12 +829,12 @@ static void build_audit(const struct nl_engine *e, const struct nl_proc *p,
 	}
 }
 
-static void emit_oldest(struct nl_engine *e, struct nl_proc *p)
+static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *q)
 {
-	struct nl_batch *b = nl_batch_of(p, p->oldest);
+	struct nl_batch *b = nl_batch_of(p, q->oldest);
 	struct nl_batch_audit a;
 
-	p->oldest++;
+	q->oldest++;
 	if (!b)
 		return;
 	build_audit(e, p, b, &a);

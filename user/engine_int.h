@@ -21,6 +21,19 @@
 #define NL_MAX_STREAMS_CAP (NL_LW * 64)
 #define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
 #define NL_MAX_GRAPHS 32     /* graphs and graph execs remembered per process (LRU) */
+#define NL_PIPE_SHIFT 40     /* a token is pipeline << NL_PIPE_SHIFT | batch number */
+#define NL_MAX_COPY_KEYS 4   /* copy streams learning can give the first pipeline */
+
+/* A token's pipeline, and its batch number within it. */
+static inline int nl_tok_pipe(int64_t tok)
+{
+	return (int)(tok >> NL_PIPE_SHIFT);
+}
+
+static inline int64_t nl_tok_seq(int64_t tok)
+{
+	return tok & ((INT64_C(1) << NL_PIPE_SHIFT) - 1);
+}
 
 /* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
 struct nl_skey {
@@ -58,6 +71,7 @@ struct nl_stream {
 	bool created;         /* history known: creation seen, or the null/per-thread stream */
 	bool born;            /* its creation was seen */
 	uint8_t role;
+	int8_t pipe;          /* pipeline of a copy or sparse stream; -1 none */
 	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
 	/* origin of a capture: its id, and whether a launch of the graph can be
 	 * one op of its launch stream (only this stream's ops, no edge across
@@ -213,6 +227,20 @@ struct nl_learn {
 	uint32_t since_check;
 };
 
+/* One pipeline: its batch sequence (tokens pipe << NL_PIPE_SHIFT | n, the
+ * batches in flight at n % bcap) and what the summary counts of it. Its
+ * streams point at it (stream pipe); compute is shared. */
+struct nl_pipe {
+	bool used, has_sparse;
+	bool seen_copy_record;
+	struct nl_batch *b;
+	uint32_t *bvc;
+	int64_t next_token, oldest; /* full tokens */
+	int64_t ticks, fwd_max;
+	struct nl_verdict_counts verdicts;
+	uint64_t stage_batches[NL_NSTAGES];
+};
+
 struct nl_proc {
 	uint32_t pid;
 	bool announced, mid_run, exited;
@@ -224,12 +252,18 @@ struct nl_proc {
 	uint32_t nlbuf;
 	uint64_t lfirst_ts;
 	struct nl_learn learn;
-	/* roles by stream key */
-	bool has_copy, has_compute, has_sparse;
-	struct nl_skey copy_key, compute_key;
+	/* roles by stream key (the first pipeline's, as learning or the options
+	 * gave them); keys_final: learning is over, a stream created from now on
+	 * starts without a role whatever its handle */
+	bool has_copy, has_compute, has_sparse, keys_final;
+	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
+	int ncopy_keys;
 	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
 	int nsparse;
-	int copy_slot, compute_slot, null_slot;
+	int compute_slot, null_slot;
+	/* pipelines: [0] the first, learned; later ones found by their edges */
+	struct nl_pipe pipes[NL_ENGINE_MAX_PIPES];
+	int npipes;
 	/* streams: slot = vector clock column */
 	uint32_t w;
 	struct nl_stream *s;
@@ -247,13 +281,8 @@ struct nl_proc {
 	/* threads */
 	struct nl_thread th[NL_MAX_THREADS];
 	int th_cache;
-	/* batches in flight: token % bcap */
-	struct nl_batch *b;
-	uint32_t bcap;
-	uint32_t *bvc;
-	int64_t next_token, oldest;
-	/* ticks */
-	int64_t ticks, fwd_max;
+	uint32_t bcap;         /* batches in flight per pipeline */
+	/* forward windows, all pipelines */
 	uint64_t first_fwd_ts, last_fwd_ts, nfwd;
 	uint64_t depth_hist[NL_DEPTH_MAX];
 	struct {
@@ -261,17 +290,15 @@ struct nl_proc {
 		uint64_t start, end;
 	} fwd_hist[NL_FWD_HISTORY];
 	uint32_t nfwd_hist;
-	bool seen_copy_record;
 	uint64_t loss_until;   /* batches starting before this lost records */
 	/* counters */
 	uint64_t lru, last_rec_ts, records, batches;
 	uint64_t edges, implicit_edges, late_ops;
 	uint64_t unplaced_streams;
 	uint64_t evicted_streams, evicted_events, evicted_batches;
-	/* its emitted batches, for the summary: by verdict, and how many had
-	 * ops in each stage */
+	/* its emitted batches, for the summary: by verdict (per pipeline in
+	 * pipes[]) */
 	struct nl_verdict_counts verdicts;
-	uint64_t stage_batches[NL_NSTAGES];
 	uint32_t *tmp_vc;
 };
 
@@ -382,6 +409,12 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 /* ---- engine_batch.c -------------------------------------------------------- */
 
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
+/* The pipeline of a token or stream (NULL: none). */
+struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token);
+struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s);
+/* A pipeline for a copy stream found after learning: one whose copy
+ * streams are all destroyed, else a new one; -1 when none is left. */
+int nl_pipe_open(struct nl_proc *p);
 /* A new token on the copy stream; its batch. */
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts);
 /* Book one op (already applied to the clocks) on its batch. */

@@ -21,8 +21,8 @@ static void set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t 
 
 	if (s->role == NL_ROLE_COPY || tok == NL_NO_TOKEN)
 		return;
-	if (slot == p->compute_slot && tok > p->fwd_max)
-		nl_compute_advance(e, p, tok, ts);
+	if (slot == p->compute_slot)
+		nl_compute_advance(e, p, tok, ts); /* only a later token of its pipeline */
 	s->token = tok;
 }
 
@@ -229,13 +229,136 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	nl_ring_push(s, clock, c, s->token, false);
 	nl_account(e, p, slot, c, clock, s->token, false, false);
 	if (s->role == NL_ROLE_COPY) {
-		p->seen_copy_record = true;
+		nl_pipe_of_stream(p, s)->seen_copy_record = true;
 		if (s->seg_open)
 			nl_close_segment(p, s);
 	}
 }
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
+
+/* Book a remembered op again, on batch tok. */
+static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
+			 int64_t tok)
+{
+	struct nl_call c;
+
+	r->token = tok;
+	memset(&c, 0, sizeof(c));
+	c.pid = p->pid;
+	c.tid = r->tid;
+	c.api = r->api;
+	c.kind = (uint8_t)nl_api_info[r->api].kind;
+	c.ts_ns = r->ts;
+	nl_account(e, p, slot, &c, r->clock, tok, r->work, false);
+}
+
+/* Events recorded on slot at clock carry token tok. */
+static void retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
+			   int64_t from_tok, int64_t tok, bool adopted)
+{
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->clock > after &&
+		    o->clock <= upto && o->token == from_tok) {
+			o->token = tok;
+			o->adopted = adopted;
+		}
+	}
+}
+
+/* A copy stream found after learning: its batches are cut from the ops it
+ * still remembers, as they would have been had it had the role from the
+ * start. A segment begun before the oldest remembered op is left out (its
+ * batch would be incomplete), unless the ring holds the stream's whole life. */
+/* Whether thread tid put work on the compute stream between two times, as
+ * far as its remembered ops tell (copy_segment's rule, after the fact). */
+static bool compute_work_between(const struct nl_proc *p, uint32_t tid, uint64_t t0, uint64_t t1)
+{
+	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+
+	if (!c)
+		return false;
+	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
+		const struct nl_ring_op *r = &c->ring[k % NL_RING];
+
+		if (r->work && r->tid == tid && r->ts > t0 && r->ts < t1)
+			return true;
+	}
+	return false;
+}
+
+static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *m = &p->s[slot];
+	uint32_t start = nl_ring_start(m);
+	bool whole = start == 0 && m->born, cut = whole;
+	const struct nl_ring_op *last = NULL;
+
+	m->token = NL_NO_TOKEN;
+	m->seg_open = false;
+	for (uint32_t k = start; k < m->nring; k++) {
+		struct nl_ring_op *r = &m->ring[k % NL_RING];
+		bool rec = nl_api_info[r->api].kind == NL_K_EVENT_RECORD;
+
+		if (r->work && m->seg_open && !e->o.no_copy_split && last && last->tid == r->tid &&
+		    compute_work_between(p, r->tid, last->ts, r->ts))
+			nl_close_segment(p, m);
+		if (r->work && !m->seg_open && cut)
+			nl_mint(e, p, m, r->ts);
+		if (r->work)
+			last = r;
+		if (m->token != NL_NO_TOKEN) {
+			account_ring(e, p, slot, r, m->token);
+			if (rec)
+				retoken_events(p, slot, r->clock - 1, r->clock, NL_NO_TOKEN, m->token,
+					       false);
+		}
+		if (rec) {
+			cut = true;
+			nl_pipe_of_stream(p, m)->seen_copy_record = true;
+			if (m->seg_open)
+				nl_close_segment(p, m);
+		}
+	}
+	if (m->seg_open && last) { /* copy_segment goes on from here */
+		m->seg_tid = last->tid;
+		m->seg_mark = nl_thread_get(p, last->tid)->compute_work;
+	}
+}
+
+/* Pipelines found by their edges (docs/engine.md, "Pipelines"): a stream
+ * without a role that copies to the device, whose event another stream now
+ * waits on, is a copy stream. It belongs to the waiter's pipeline when the
+ * waiter is a sparse stream; otherwise to a pipeline of its own (one whose
+ * copy streams were all destroyed, or a new one), and a waiter without a
+ * role becomes that pipeline's sparse stream. Only after learning, and not
+ * when the options named the streams. */
+static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_event *ev)
+{
+	struct nl_stream *s = &p->s[slot], *m = &p->s[ev->slot];
+	int pipe;
+
+	if (!p->keys_final || m->role != NL_ROLE_OTHER || !m->h2d || s->role == NL_ROLE_COPY ||
+	    m->capturing || s->capturing)
+		return;
+	pipe = s->role == NL_ROLE_SPARSE ? s->pipe : nl_pipe_open(p);
+	if (pipe < 0)
+		return;
+	m->role = NL_ROLE_COPY;
+	m->pipe = (int8_t)pipe;
+	if (m->unplaced) {
+		m->unplaced = false;
+		p->unplaced_streams--;
+	}
+	if (s->role == NL_ROLE_OTHER) {
+		s->role = NL_ROLE_SPARSE;
+		s->pipe = (int8_t)pipe;
+		p->pipes[pipe].has_sparse = p->has_sparse = true;
+	}
+	restamp(e, p, ev->slot);
+}
 
 /* Work the audit cannot place must not vanish: a stream without a role that
  * copies to the device and feeds another stream is counted, and the run's
@@ -276,30 +399,14 @@ static void take_after_record(struct nl_engine *e, struct nl_proc *p, const stru
 	take_token(p, s, next);
 	for (uint32_t k = start; k < s->nring; k++) {
 		struct nl_ring_op *r = &s->ring[k % NL_RING];
-		struct nl_call c;
 
 		if (r->clock <= ev->clock || r->token != tok)
 			continue;
-		r->token = next;
-		memset(&c, 0, sizeof(c));
-		c.pid = p->pid;
-		c.tid = r->tid;
-		c.api = r->api;
-		c.kind = (uint8_t)nl_api_info[r->api].kind;
-		c.ts_ns = r->ts;
-		nl_account(e, p, slot, &c, r->clock, next, r->work, false);
+		account_ring(e, p, slot, r, next);
 		moved++;
 	}
 	nl_batch_cut(p, bt, slot, ev->clock, moved);
-	for (uint32_t i = 0; i < p->ecap; i++) {
-		struct nl_event *o = &p->ev[i];
-
-		if (o->used && o->recorded && o->slot == slot && o->clock > ev->clock &&
-		    o->token == tok) {
-			o->token = next;
-			o->adopted = true;
-		}
-	}
+	retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
 }
 
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
@@ -348,6 +455,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		s->last_join_ts = c->ts_ns;
 		if (ev->slot != slot) {
 			p->edges++;
+			if (from)
+				discover(e, p, slot, ev);
 			if (from && from->role == NL_ROLE_OTHER) {
 				p->s[ev->slot].feeds = true;
 				note_unplaced(p, &p->s[ev->slot]);
@@ -356,9 +465,12 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		/* A stream that starts waiting on the data-dist side later in the
 		 * run joins it (only where the process has a sparse stage, and not
 		 * when --sparse-stream named the set). */
-		if (s->role == NL_ROLE_OTHER && p->has_sparse && !e->o.has_sparse_streams && from &&
-		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE))
+		if (s->role == NL_ROLE_OTHER && !e->o.has_sparse_streams && from &&
+		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE) &&
+		    nl_pipe_of_stream(p, from) && nl_pipe_of_stream(p, from)->has_sparse) {
 			s->role = NL_ROLE_SPARSE;
+			s->pipe = from->pipe;
+		}
 		set_token(e, p, slot, ev->token, c->ts_ns);
 		if (ev->token != NL_NO_TOKEN) {
 			/* a batch reached the stream: the hand-off rule ends */
@@ -402,8 +514,10 @@ static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
 	s->handed = false;
 	s->adopted = true;
 	s->token = next;
-	if (p->copy_slot >= 0 && p->s[p->copy_slot].seg_open && p->s[p->copy_slot].token == next)
-		nl_close_segment(p, &p->s[p->copy_slot]);
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].seg_open &&
+		    p->s[i].token == next)
+			nl_close_segment(p, &p->s[i]);
 }
 
 /* The hand-off rule: once compute took batch T from a sparse stream, work
@@ -415,7 +529,7 @@ static void take_over(struct nl_proc *p, struct nl_stream *s)
 {
 	int64_t next = s->handed_tok + 1;
 
-	if (s->token != s->handed_tok || next >= p->next_token || !nl_batch_of(p, next))
+	if (s->token != s->handed_tok || !nl_batch_of(p, next))
 		return;
 	take_token(p, s, next);
 }
@@ -425,15 +539,21 @@ static void take_over(struct nl_proc *p, struct nl_stream *s)
  * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
 static void take_first(struct nl_proc *p, struct nl_stream *s)
 {
-	const struct nl_stream *m = p->copy_slot >= 0 ? &p->s[p->copy_slot] : NULL;
+	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
 
 	/* After an attach in the middle of a run the stream's token may come
 	 * from an edge made before we looked. */
-	if (p->mid_run)
+	if (p->mid_run || !q)
 		return;
-	if (m && m->seg_open && m->token != NL_NO_TOKEN && m->token == p->oldest &&
-	    nl_batch_of(p, m->token))
-		take_token(p, s, m->token);
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe && m->seg_open &&
+		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token)) {
+			take_token(p, s, m->token);
+			return;
+		}
+	}
 }
 
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)

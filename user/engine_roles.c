@@ -10,7 +10,10 @@
  *             H2D copies in its work), then fewest incoming edges, then most
  *             copies;
  *   sparse  = the streams reachable from copy through wait edges without
- *             passing through compute (data-dist, collective streams).
+ *             passing through compute (data-dist, collective streams);
+ *   more copy streams of the same pipeline: other streams with host-to-device
+ *             copies whose events compute or those sparse streams wait on,
+ *             fed by none of them (batch i copied on M[i % 2]).
  * Overrides from the options replace any of these. The held-back records are
  * then replayed with the roles known, so no batch is judged on a guess.
  */
@@ -96,7 +99,7 @@ static void note_record(struct nl_learn *l, uint64_t event, int slot)
 
 struct picks {
 	int copy, compute;
-	uint64_t sparse[NL_LW];
+	uint64_t sparse[NL_LW], more[NL_LW]; /* more: copy streams besides copy */
 };
 
 static int popcount_lw(const uint64_t *bits)
@@ -111,6 +114,20 @@ static int popcount_lw(const uint64_t *bits)
 static bool bit(const uint64_t *bits, int i)
 {
 	return bits[i / 64] >> (i % 64) & 1;
+}
+
+static void set_bit(uint64_t *bits, int i)
+{
+	bits[i / 64] |= 1ull << (i % 64);
+}
+
+/* Whether a and b share a stream. */
+static bool meets(const uint64_t *a, const uint64_t *b)
+{
+	for (int i = 0; i < NL_LW; i++)
+		if (a[i] & b[i])
+			return true;
+	return false;
 }
 
 /* a is a better copy-stream candidate than b */
@@ -185,9 +202,35 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 			if ((int)j == pk->copy || (int)j == pk->compute || !bit(l->s[x].out, (int)j) ||
 			    bit(pk->sparse, (int)j))
 				continue;
-			pk->sparse[j / 64] |= 1ull << (j % 64);
+			set_bit(pk->sparse, (int)j);
 			queue[qt++] = (int)j;
 		}
+	}
+	if (o->has_copy_stream)
+		return;
+	/* More copy streams: they feed what the first copy stream feeds (its
+	 * sparse streams, or compute where there are none) and take nothing
+	 * from the pipeline; their own sparse streams join it. */
+	for (uint32_t i = 0; i < l->ns; i++) {
+		const struct nl_lstream *s = &l->s[i];
+		uint64_t feeds[NL_LW], from[NL_LW];
+
+		if ((int)i == pk->compute || (int)i == pk->copy || bit(pk->sparse, (int)i) ||
+		    !s->h2d || !s->waited)
+			continue;
+		memcpy(feeds, pk->sparse, sizeof(feeds));
+		memcpy(from, pk->sparse, sizeof(from));
+		set_bit(from, pk->copy);
+		if (pk->compute >= 0 && !popcount_lw(pk->sparse))
+			set_bit(feeds, pk->compute);
+		if (!meets(s->out, feeds) || meets(s->in, from) ||
+		    (pk->compute >= 0 && bit(s->in, pk->compute)))
+			continue;
+		set_bit(pk->more, (int)i);
+		for (uint32_t j = 0; j < l->ns; j++)
+			if ((int)j != pk->compute && (int)j != pk->copy && bit(s->out, (int)j) &&
+			    !bit(pk->more, (int)j))
+				set_bit(pk->sparse, (int)j);
 	}
 }
 
@@ -280,10 +323,14 @@ bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 
 	pick(e, l, &pk);
 	p->has_copy = o->has_copy_stream || pk.copy >= 0;
+	p->ncopy_keys = 0;
 	if (o->has_copy_stream)
-		p->copy_key = override_key(o->copy_stream);
+		p->copy_keys[p->ncopy_keys++] = override_key(o->copy_stream);
 	else if (pk.copy >= 0)
-		p->copy_key = l->s[pk.copy].key;
+		p->copy_keys[p->ncopy_keys++] = l->s[pk.copy].key;
+	for (uint32_t j = 0; j < l->ns && p->ncopy_keys < NL_MAX_COPY_KEYS; j++)
+		if (bit(pk.more, (int)j))
+			p->copy_keys[p->ncopy_keys++] = l->s[j].key;
 	/* Without launches to go by, PyTorch's choice: the null stream. */
 	p->has_compute = true;
 	if (o->has_compute_stream)
@@ -302,6 +349,7 @@ bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 				p->sparse_keys[p->nsparse++] = l->s[j].key;
 	}
 	p->has_sparse = p->nsparse > 0;
+	p->pipes[0].has_sparse = p->has_sparse;
 	nl_streams_refresh_roles(p);
 	return p->has_copy;
 }

@@ -10,6 +10,46 @@
 
 #include "engine_int.h"
 
+/* A pipeline's batch table; token numbers start at pipe << NL_PIPE_SHIFT. */
+static int pipe_init(struct nl_proc *p, int i)
+{
+	struct nl_pipe *q = &p->pipes[i];
+
+	q->b = calloc(p->bcap, sizeof(*q->b));
+	q->bvc = calloc((size_t)p->bcap * p->w, sizeof(uint32_t));
+	if (!q->b || !q->bvc) {
+		free(q->b);
+		free(q->bvc);
+		q->b = NULL;
+		q->bvc = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < p->bcap; k++)
+		q->b[k].fwd_vc = q->bvc + (size_t)k * p->w;
+	q->used = true;
+	q->next_token = q->oldest = (int64_t)i << NL_PIPE_SHIFT;
+	q->fwd_max = NL_NO_TOKEN;
+	if (i >= p->npipes)
+		p->npipes = i + 1;
+	return 0;
+}
+
+int nl_pipe_open(struct nl_proc *p)
+{
+	for (int i = 0; i < p->npipes; i++) {
+		bool live = false;
+
+		for (uint32_t k = 0; k < p->w && !live; k++)
+			live = p->s[k].used && p->s[k].pipe == i && !p->s[k].destroyed &&
+			       p->s[k].role == NL_ROLE_COPY;
+		if (!live)
+			return i;
+	}
+	if (p->npipes == NL_ENGINE_MAX_PIPES || pipe_init(p, p->npipes))
+		return -1;
+	return p->npipes - 1;
+}
+
 struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -29,21 +69,16 @@ struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid)
 	p->evc = calloc((size_t)p->ecap * w, sizeof(uint32_t));
 	p->eh = calloc(p->hcap, sizeof(uint32_t));
 	p->efree = calloc(p->ecap, sizeof(uint32_t));
-	p->b = calloc(p->bcap, sizeof(*p->b));
-	p->bvc = calloc((size_t)p->bcap * w, sizeof(uint32_t));
 	p->tmp_vc = calloc(w, sizeof(uint32_t));
-	if (!p->s || !p->svc || !p->ev || !p->evc || !p->eh || !p->efree || !p->b || !p->bvc ||
-	    !p->tmp_vc)
+	if (!p->s || !p->svc || !p->ev || !p->evc || !p->eh || !p->efree || !p->tmp_vc ||
+	    pipe_init(p, 0))
 		goto fail;
 	for (uint32_t i = 0; i < w; i++)
 		p->s[i].vc = p->svc + (size_t)i * w;
 	for (uint32_t i = 0; i < p->ecap; i++)
 		p->ev[i].vc = p->evc + (size_t)i * w;
-	for (uint32_t i = 0; i < p->bcap; i++)
-		p->b[i].fwd_vc = p->bvc + (size_t)i * w;
-	p->copy_slot = p->compute_slot = p->null_slot = -1;
+	p->compute_slot = p->null_slot = -1;
 	p->cache_slot = -1;
-	p->fwd_max = NL_NO_TOKEN;
 	p->skip_all = e->skip_all_new;
 	/* Roles are learned unless every one was given. */
 	p->learning = !(o->has_copy_stream && o->has_compute_stream && o->has_sparse_streams);
@@ -72,8 +107,10 @@ void nl_proc_free(struct nl_proc *p)
 	free(p->evc);
 	free(p->eh);
 	free(p->efree);
-	free(p->b);
-	free(p->bvc);
+	for (int i = 0; i < p->npipes; i++) {
+		free(p->pipes[i].b);
+		free(p->pipes[i].bvc);
+	}
 	free(p->tmp_vc);
 	free(p);
 }
@@ -106,8 +143,9 @@ static bool key_is_per_thread(const struct nl_skey *k)
 
 int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k)
 {
-	if (p->has_copy && nl_skey_eq(k, &p->copy_key))
-		return NL_ROLE_COPY;
+	for (int i = 0; p->has_copy && i < p->ncopy_keys; i++)
+		if (nl_skey_eq(k, &p->copy_keys[i]))
+			return NL_ROLE_COPY;
 	if (p->has_compute && nl_skey_eq(k, &p->compute_key))
 		return NL_ROLE_COMPUTE;
 	for (int i = 0; i < p->nsparse; i++)
@@ -120,9 +158,8 @@ static void note_role_slot(struct nl_proc *p, int slot)
 {
 	struct nl_stream *s = &p->s[slot];
 
-	if (s->role == NL_ROLE_COPY)
-		p->copy_slot = slot;
-	else if (s->role == NL_ROLE_COMPUTE)
+	s->pipe = s->role == NL_ROLE_COPY || s->role == NL_ROLE_SPARSE ? 0 : -1;
+	if (s->role == NL_ROLE_COMPUTE)
 		p->compute_slot = slot;
 	if (nl_key_is_null(&s->key))
 		p->null_slot = slot;
@@ -130,7 +167,7 @@ static void note_role_slot(struct nl_proc *p, int slot)
 
 void nl_streams_refresh_roles(struct nl_proc *p)
 {
-	p->copy_slot = p->compute_slot = -1;
+	p->compute_slot = -1;
 	for (uint32_t i = 0; i < p->w; i++)
 		if (p->s[i].used) {
 			p->s[i].role = (uint8_t)nl_role_of_key(p, &p->s[i].key);
@@ -163,7 +200,9 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 	s->lru = ++p->lru;
 	if (blocking && !nl_key_is_null(k))
 		p->nblocking++;
-	s->role = (uint8_t)nl_role_of_key(p, k);
+	/* A stream created after learning starts clean, even on the handle of
+	 * a destroyed stream that had a role: it earns one by its edges. */
+	s->role = created && p->keys_final ? NL_ROLE_OTHER : (uint8_t)nl_role_of_key(p, k);
 	note_role_slot(p, slot);
 }
 
@@ -188,8 +227,6 @@ static int evict_stream(struct nl_proc *p)
 	for (uint32_t i = 0; i < p->ecap; i++)
 		if (p->ev[i].used && p->ev[i].slot == best)
 			p->ev[i].slot = -1;
-	if (p->copy_slot == best)
-		p->copy_slot = -1;
 	if (p->compute_slot == best)
 		p->compute_slot = -1;
 	if (p->null_slot == best)

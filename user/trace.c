@@ -237,6 +237,8 @@ static void async_slice(struct nl_trace *t, const char *name, const char *cat, u
 	nl_json_khex(&j, "id", id);
 	nl_json_key(&j, "args");
 	nl_json_obj(&j);
+	if (a->pipeline)
+		nl_json_ku64(&j, "pipeline", a->pipeline);
 	nl_json_ku64(&j, "batch", a->batch);
 	nl_json_kstr(&j, "verdict", nl_verdict_name(a->verdict));
 	nl_json_obj_end(&j);
@@ -249,20 +251,25 @@ static void async_slice(struct nl_trace *t, const char *name, const char *cat, u
 
 void nl_trace_batch(struct nl_trace *t, const struct nl_batch_audit *a)
 {
-	char name[96];
-	uint64_t from = 0, to = 0;
+	char name[128], bn[48];
+	/* the first pipeline's batches are "batch N"; later ones say which */
+	uint64_t from = 0, to = 0, pid48 = (uint64_t)a->pipeline << 48;
 	struct nl_json j;
 
 	if (!t)
 		return;
+	if (a->pipeline)
+		snprintf(bn, sizeof(bn), "pipeline %u batch %" PRIu64, a->pipeline, a->batch);
+	else
+		snprintf(bn, sizeof(bn), "batch %" PRIu64, a->batch);
 	for (int s = 0; s < NL_NSTAGES; s++) {
 		const struct nl_stage_audit *st = &a->stage[s];
 
 		if (!st->ops)
 			continue;
-		snprintf(name, sizeof(name), "batch %" PRIu64 " %s", a->batch, nl_stage_name(s));
-		/* ids: batch in the high bits, stage below, so every slice has its own */
-		async_slice(t, name, nl_stage_name(s), a->pid, (a->batch << 4) | (uint64_t)(s + 1),
+		snprintf(name, sizeof(name), "%s %s", bn, nl_stage_name(s));
+		/* ids: pipeline, batch, stage, so every slice has its own */
+		async_slice(t, name, nl_stage_name(s), a->pid, pid48 | (a->batch << 4) | (uint64_t)(s + 1),
 			    st->first_ns, st->last_ns, a);
 		if (!from || st->first_ns < from)
 			from = st->first_ns;
@@ -271,8 +278,7 @@ void nl_trace_batch(struct nl_trace *t, const struct nl_batch_audit *a)
 		if (st->completion.done_by_ns && st->nstreams) {
 			uint32_t track = track_of(t, a->pid, st->streams[0].handle, st->streams[0].tid);
 
-			snprintf(name, sizeof(name), "batch %" PRIu64 " %s done (%s)", a->batch,
-				 nl_stage_name(s), nl_api_name(st->completion.done_api) ?
+			snprintf(name, sizeof(name), "%s %s done (%s)", bn, nl_stage_name(s), nl_api_name(st->completion.done_api) ?
 							   nl_api_name(st->completion.done_api) : "?");
 			begin_ev(t, &j, "i", name, a->pid, track, st->completion.done_by_ns);
 			nl_json_kstr(&j, "cat", "evidence");
@@ -282,8 +288,8 @@ void nl_trace_batch(struct nl_trace *t, const struct nl_batch_audit *a)
 	}
 	if (a->window_end_ns > to)
 		to = a->window_end_ns;
-	snprintf(name, sizeof(name), "batch %" PRIu64 " %s", a->batch, nl_verdict_name(a->verdict));
-	async_slice(t, name, "batch", a->pid, a->batch << 4, from, to, a);
+	snprintf(name, sizeof(name), "%s %s", bn, nl_verdict_name(a->verdict));
+	async_slice(t, name, "batch", a->pid, pid48 | a->batch << 4, from, to, a);
 	if (a->verdict == NL_VERDICT_UNTRUSTED) {
 		const struct nl_stage_audit *fw = &a->stage[NL_STAGE_FORWARD];
 		char edges[64] = "";
@@ -292,7 +298,7 @@ void nl_trace_batch(struct nl_trace *t, const struct nl_batch_audit *a)
 			if (a->missing_mask & (1u << e))
 				snprintf(edges + strlen(edges), sizeof(edges) - strlen(edges), "%s%s",
 					 edges[0] ? "," : "", nl_edge_name(e));
-		snprintf(name, sizeof(name), "UNTRUSTED batch %" PRIu64 ": %s", a->batch, edges);
+		snprintf(name, sizeof(name), "UNTRUSTED %s: %s", bn, edges);
 		begin_ev(t, &j, "i", name, a->pid, 0, fw->last_ns ? fw->last_ns : to);
 		nl_json_kstr(&j, "cat", "verdict");
 		nl_json_kstr(&j, "s", "p");

@@ -400,7 +400,10 @@ static void written(void **state)
 				    "\"untrusted\":1,\"skipped\":0,"));
 	assert_non_null(strstr(buf, "{\"pid\":1000,\"batches\":5,\"trusted\":4,\"untrusted\":1,"
 				    "\"skipped\":0,\"ticks\":5,"));
-	assert_non_null(strstr(buf, "\"pattern\":\"sparse\",\"missing_stages\":[],\"mid_run\":false}"));
+	assert_non_null(strstr(buf, "\"pattern\":\"sparse\",\"missing_stages\":[],\"mid_run\":false,"
+				    "\"pipelines\":[{\"pipeline\":0,\"batches\":5,\"trusted\":4,"
+				    "\"untrusted\":1,\"skipped\":0,\"pattern\":\"sparse\","
+				    "\"copy_streams\":1,\"sparse_streams\":2}]}"));
 	assert_non_null(strstr(buf, "{\"pid\":1001,\"batches\":0,\"trusted\":0,\"untrusted\":0,"
 				    "\"skipped\":0,\"ticks\":0,\"depth\":null,\"tick_ns\":null,"
 				    "\"pattern\":\"none\",\"missing_stages\":[\"copy\"],"));

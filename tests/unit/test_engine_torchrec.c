@@ -381,41 +381,6 @@ static void one_fault_one_accusation(void **state)
 		}
 }
 
-/* A loop that copies batch i on M[i % 2]: the second copy stream is not the
- * audited one, so its work must not vanish: the evidence is not valid. The
- * clean TorchRec run, with its allocator events, stays valid. */
-static void second_copy_stream_unplaced(void **state)
-{
-	struct tr_opts o = tr_defaults(8);
-	struct tr_run r;
-	struct tb *t;
-	uint64_t M[2];
-
-	(void)state;
-	t = tr_bench(NULL, &o, &r);
-	assert_int_equal(t->sum.unplaced_streams, 0);
-	assert_true(t->sum.evidence_valid);
-	tb_free(t);
-
-	t = tb_new(NULL);
-	M[0] = tb_stream_create(t, 1);
-	M[1] = tb_stream_create(t, 1);
-	for (int i = 0; i < 12; i++) {
-		for (int k = 0; k < 3; k++)
-			tb_copy(t, M[i % 2], 1, 4096);
-		tb_wait_stream(t, 0, M[i % 2]);
-		tb_kernel(t, 0, K_LOOKUP);
-		tb_kernel(t, 0, K_GEMM);
-	}
-	tb_device_sync(t);
-	nl_engine_exit(t->e, t->pid, t->now += 1000);
-	tb_finish(t);
-	assert_int_equal(t->sum.unplaced_streams, 1);
-	assert_false(t->sum.evidence_valid);
-	assert_true(t->sum.invalid_mask & (1u << NL_INVALID_UNPLACED));
-	tb_free(t);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,7 +398,6 @@ int main(void)
 		cmocka_unit_test(early_stop_unused_batches),
 		cmocka_unit_test(exit_in_first_forward),
 		cmocka_unit_test(one_fault_one_accusation),
-		cmocka_unit_test(second_copy_stream_unplaced),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

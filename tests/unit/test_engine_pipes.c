@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+/*
+ * More than one pipeline in a process (docs/engine.md, "Pipelines"): a
+ * training pipeline and an evaluation pipeline with streams of its own on
+ * the shared compute stream, destroyed and created again on recycled
+ * handles; and one pipeline whose batches are copied on two copy streams
+ * in turn. Every batch of every pipeline is audited, each pipeline numbers
+ * its own batches, and a dropped wait in one accuses exactly one batch of
+ * that one.
+ */
+#include "test_engine_util.h"
+
+enum { EDGE_NONE, EDGE_CS, EDGE_SF, EDGE_CF };
+
+struct pl {
+	uint64_t M, D;           /* copy and data-dist streams (D 0: no sparse stage) */
+	int copied, sparsed, fwd; /* batches that went through each stage */
+	int drop_batch, drop_edge;
+};
+
+static const struct nl_batch_audit *batch_in(struct tb *t, uint32_t pipe, uint64_t k)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->got[i].pid == t->pid && t->got[i].pipeline == pipe && t->got[i].batch == k)
+			return &t->got[i];
+	fail_msg("no audit for pipeline %u batch %llu", pipe, (unsigned long long)k);
+	return NULL;
+}
+
+static uint64_t stream_create_handle(struct tb *t, uint64_t h)
+{
+	struct nl_call c = tb_call(t, NL_API_STREAM_CREATE_WITH_FLAGS);
+
+	c.flags = 1;
+	c.handle = h;
+	c.fields |= NL_F_FLAGS | NL_F_HANDLE;
+	tb_feed(t, &c);
+	return h;
+}
+
+static void stream_destroy(struct tb *t, uint64_t s)
+{
+	struct nl_call c = tb_call(t, NL_API_STREAM_DESTROY);
+
+	tb_set_stream(&c, s);
+	tb_feed(t, &c);
+}
+
+static bool keep(const struct pl *p, int batch, int edge)
+{
+	return !(p->drop_batch == batch && p->drop_edge == edge);
+}
+
+static void pl_copy(struct tb *t, struct pl *p, uint64_t M)
+{
+	(void)p;
+	tb_copy(t, M, 1, 4096);
+	tb_copy(t, M, 1, 512);
+	p->copied++;
+}
+
+static void pl_sparse(struct tb *t, struct pl *p, uint64_t M)
+{
+	tb_wait_stream_or_drop(t, p->D, M, keep(p, p->sparsed, EDGE_CS));
+	tb_kernel(t, p->D, K_INPUT_DIST);
+	tb_kernel(t, p->D, K_DIST_INIT);
+	p->sparsed++;
+}
+
+/* Compute takes batch fwd (from the data-dist stream, or the copy stream
+ * without one). */
+static void pl_take(struct tb *t, struct pl *p, uint64_t M)
+{
+	if (p->D)
+		tb_wait_stream_or_drop(t, 0, p->D, keep(p, p->fwd, EDGE_SF));
+	else
+		tb_wait_stream_or_drop(t, 0, M, keep(p, p->fwd, EDGE_CF));
+}
+
+static void pl_forward(struct tb *t, struct pl *p)
+{
+	tb_kernel(t, 0, K_LOOKUP);
+	tb_kernel(t, 0, K_GEMM);
+	tb_kernel(t, 0, K_BWD_GEMM);
+	p->fwd++;
+}
+
+/* The training pipeline in TorchRec's order at depth 2: take batch i,
+ * distribute i+1, forward i, copy i+2. */
+static void train_fill(struct tb *t, struct pl *p)
+{
+	pl_copy(t, p, p->M);
+	pl_sparse(t, p, p->M);
+	pl_copy(t, p, p->M);
+}
+
+static void train_step(struct tb *t, struct pl *p, int left)
+{
+	pl_take(t, p, p->M);
+	if (left > 1)
+		pl_sparse(t, p, p->M);
+	pl_forward(t, p);
+	if (left > 2)
+		pl_copy(t, p, p->M);
+}
+
+/* An evaluation phase: n batches at depth 1 on streams created for it. */
+static void eval_phase(struct tb *t, struct pl *p, int n, uint64_t hm, uint64_t hd)
+{
+	p->M = stream_create_handle(t, hm);
+	p->D = stream_create_handle(t, hd);
+	for (int i = 0; i < n; i++) {
+		pl_copy(t, p, p->M);
+		pl_sparse(t, p, p->M);
+		pl_take(t, p, p->M);
+		pl_forward(t, p);
+	}
+	tb_device_sync(t);
+	stream_destroy(t, p->M);
+	stream_destroy(t, p->D);
+}
+
+/* Train 10 steps, evaluate 4, train 6, evaluate 4 on the same handles,
+ * train to the end: 20 training and 8 evaluation batches. */
+static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	struct pl tr = *train_drop, ev = *eval_drop;
+
+	t->reuse_events = reuse;
+	tr.M = tb_stream_create(t, 1);
+	tr.D = tb_stream_create(t, 1);
+	train_fill(t, &tr);
+	for (int i = 0; i < 10; i++)
+		train_step(t, &tr, 20 - i);
+	eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
+	for (int i = 10; i < 16; i++)
+		train_step(t, &tr, 20 - i);
+	eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
+	for (int i = 16; i < 20; i++)
+		train_step(t, &tr, 20 - i);
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	assert_int_equal(tr.fwd, 20);
+	assert_int_equal(ev.fwd, 8);
+	return t;
+}
+
+static void expect(struct tb *t, uint32_t pipe, int n, int bad, uint32_t missing)
+{
+	for (int i = 0; i < n; i++) {
+		const struct nl_batch_audit *a = batch_in(t, pipe, (uint64_t)i);
+		int v = i == bad ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
+
+		if (a->verdict != v || a->missing_mask != (i == bad ? missing : 0) || a->skip_mask)
+			fail_msg("pipeline %u batch %d: %s missing 0x%x skip 0x%x (want bad %d 0x%x)",
+				 pipe, i, nl_verdict_name(a->verdict), a->missing_mask, a->skip_mask,
+				 bad, missing);
+	}
+}
+
+static void train_eval_clean(void **state)
+{
+	struct pl none = { .drop_batch = -1 };
+	struct tb *t;
+
+	(void)state;
+	t = train_eval(&none, &none, false);
+	assert_int_equal(t->n, 28);
+	expect(t, 0, 20, -1, 0);
+	expect(t, 1, 8, -1, 0);
+	assert_true(t->sum.evidence_valid);
+	assert_int_equal(t->sum.nprocs, 1);
+	assert_int_equal(t->procs[0].npipes, 2);
+	assert_int_equal(t->procs[0].pipes[0].n.trusted, 20);
+	assert_int_equal(t->procs[0].pipes[1].n.trusted, 8);
+	assert_true(t->procs[0].pipes[1].has_sparse);
+	assert_int_equal(t->sum.unplaced_streams, 0);
+	tb_free(t);
+}
+
+/* Each droppable wait of each pipeline, fresh events per wait (the record
+ * goes with a dropped wait) and one reused event per edge, at batches in flight across a
+ * switch (training 9 and 10, evaluation 3 and 4: the last before and the
+ * first after the handles were recycled): one accusation, in its pipeline. */
+static void train_eval_one_fault(void **state)
+{
+	static const int train_at[] = { 1, 9, 10, 11, 16 }, eval_at[] = { 0, 3, 4, 7 };
+	struct pl none = { .drop_batch = -1 };
+
+	(void)state;
+	for (int n = 0; n < 4; n++) {
+		int edge = EDGE_CS + n % 2;
+		bool reuse = n >= 2;
+		uint32_t m = 1u << (edge == EDGE_CS ? NL_EDGE_COPY_SPARSE : NL_EDGE_SPARSE_FORWARD);
+
+		for (unsigned k = 0; k < sizeof(train_at) / sizeof(train_at[0]); k++) {
+			struct pl d = { .drop_batch = train_at[k], .drop_edge = edge };
+			struct tb *t = train_eval(&d, &none, reuse);
+
+			expect(t, 0, 20, train_at[k], m);
+			expect(t, 1, 8, -1, 0);
+			tb_free(t);
+		}
+		for (unsigned k = 0; k < sizeof(eval_at) / sizeof(eval_at[0]); k++) {
+			struct pl d = { .drop_batch = eval_at[k], .drop_edge = edge };
+			struct tb *t = train_eval(&none, &d, reuse);
+
+			expect(t, 0, 20, -1, 0);
+			expect(t, 1, 8, eval_at[k], m);
+			tb_free(t);
+		}
+	}
+}
+
+/* Batch i copied on M[i % 2], with a data-dist stream or straight to
+ * compute: one pipeline, every batch audited, a dropped wait on a batch of
+ * the second copy stream named on that batch. */
+static struct tb *two_copy(bool sparse, int drop_batch, int drop_edge, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	struct pl p = { .drop_batch = drop_batch, .drop_edge = drop_edge };
+	uint64_t M[2];
+
+	t->reuse_events = reuse;
+	M[0] = tb_stream_create(t, 1);
+	M[1] = tb_stream_create(t, 1);
+	p.D = sparse ? tb_stream_create(t, 1) : 0;
+	for (int i = 0; i < 24; i++) {
+		pl_copy(t, &p, M[i % 2]);
+		if (sparse)
+			pl_sparse(t, &p, M[i % 2]);
+		pl_take(t, &p, M[i % 2]);
+		pl_forward(t, &p);
+	}
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	return t;
+}
+
+static void two_copy_streams(void **state)
+{
+	struct tb *t;
+
+	(void)state;
+	for (int n = 0; n < 4; n++) {
+		bool sparse = n % 2, reuse = n >= 2;
+		int fwd = sparse ? EDGE_SF : EDGE_CF;
+		uint32_t mf = 1u << (sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD);
+
+		t = two_copy(sparse, -1, EDGE_NONE, reuse);
+		assert_int_equal(t->n, 24);
+		expect(t, 0, 24, -1, 0);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->procs[0].pipes[0].copy_streams, 2);
+		assert_int_equal(t->sum.unplaced_streams, 0);
+		assert_true(t->sum.evidence_valid);
+		tb_free(t);
+		for (int k = 13; k <= 20; k += 7) { /* one on M[1], one on M[0] */
+			t = two_copy(sparse, k, fwd, reuse);
+			expect(t, 0, 24, k, mf);
+			tb_free(t);
+			if (!sparse)
+				continue;
+			t = two_copy(sparse, k, EDGE_CS, reuse);
+			expect(t, 0, 24, k, 1u << NL_EDGE_COPY_SPARSE);
+			tb_free(t);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(train_eval_clean),
+		cmocka_unit_test(train_eval_one_fault),
+		cmocka_unit_test(two_copy_streams),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
