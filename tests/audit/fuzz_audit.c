@@ -198,7 +198,7 @@ static int write_fixture(uint64_t seed, const char *cls, const char *dir, const 
 				rc = -EIO;
 		}
 	}
-	rp_spec_describe(&s, desc, sizeof(desc));
+	rp_spec_describe(&p.spec, desc, sizeof(desc));
 	printf("  wrote %s/%sseed-%llu: %d calls, %s\n", dir, prefix, (unsigned long long)seed, p.n,
 	       desc);
 	rp_free(&p);
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 		if (rp_build(&p, &s))
 			return 2;
 		rp_run(&p, &r);
-		rp_spec_describe(&s, desc, sizeof(desc));
+		rp_spec_describe(&p.spec, desc, sizeof(desc));
 		printf("seed %lld class \"%s\"\nspec: %s\n", print_seed, cls, desc);
 		rp_print(&p, &r, stdout);
 		rp_free(&p);

@@ -81,12 +81,16 @@ void rp_schedule(const struct rp_spec *s, int8_t *pipe, int8_t *local)
 	int want[RP_MAX_PIPES] = { nb - (two ? s->nb1 : 0), two ? s->nb1 : 0 };
 	int run[RP_MAX_PIPES] = { two && s->run0 > 0 ? s->run0 : nb, s->run1 > 0 ? s->run1 : 1 };
 
-	/* K of pipeline 0, E of pipeline 1, and again, until both are done */
-	for (int T = 0, P = 0; T < nb; P ^= two)
-		for (int k = 0; k < run[P] && n[P] < want[P]; k++) {
+	/* K of pipeline 0 (K + lead0 the first time), E of pipeline 1, and
+	 * again, until both are done */
+	for (int T = 0, P = 0; T < nb; P ^= two) {
+		int len = run[P] + (T ? 0 : two * s->lead0);
+
+		for (int k = 0; k < len && n[P] < want[P]; k++) {
 			pipe[T] = (int8_t)P;
 			local[T++] = (int8_t)n[P]++;
 		}
+	}
 }
 
 static const char item_letter[RP_NITEMS] = { 'b', 'T', 'F', 'B', 'C', 'S' };
@@ -174,11 +178,14 @@ static void spec_shape(struct rp_spec *s, uint64_t seed)
 	s->run1 = 2 + below(&r, 3);
 	s->depth1 = 1 + below(&r, 2);
 	s->lag1 = 1 + below(&r, s->depth1);
+	/* half the programs: the second pipeline starts after role learning (8
+	 * hand-offs), the others during it */
+	s->lead0 = chance(&r, 50) ? 8 + below(&r, 3) : 0;
 	if (s->depth < 2) {
 		s->depth = 2;
 		order_fix(s);
 	}
-	s->nb += s->nb1;
+	s->nb += s->nb1 + s->lead0;
 	/* the faults over every pipeline's batches (no collective in pipeline 1) */
 	rp_schedule(s, pipe, local);
 	for (int i = 0; i < s->ndrops; i++) {
@@ -301,8 +308,9 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 		snprintf(buf + strlen(buf), len - strlen(buf), " shape=altcopy");
 	else if (s->shape >= RP_S_TWO)
 		snprintf(buf + strlen(buf), len - strlen(buf),
-			 " shape=%s nb1=%d runs=%d/%d depth1=%d lag1=%d", rp_shape_name(s->shape),
-			 s->nb1, s->run0, s->run1, s->depth1, s->lag1);
+			 " shape=%s nb1=%d runs=%d/%d lead0=%d depth1=%d lag1=%d",
+			 rp_shape_name(s->shape), s->nb1, s->run0, s->run1, s->lead0, s->depth1,
+			 s->lag1);
 }
 
 /* ---- emitting the program --------------------------------------------------------- */
@@ -1060,6 +1068,9 @@ int rp_build(struct rp_prog *p, const struct rp_spec *s)
 	g->done_ev = -1;
 	if (p->spec.nb > RP_MAX_BATCHES)
 		p->spec.nb = RP_MAX_BATCHES;
+	/* a shrunk spec may have lost the order its draw made valid (a smaller
+	 * depth brings copy and sparse of a batch into one tick) */
+	order_fix(&p->spec);
 	rp_schedule(&p->spec, p->pipe, p->local);
 	g->spec1 = p->spec;
 	g->spec1.depth = s->depth1 > 0 ? s->depth1 : 1;

@@ -20,18 +20,11 @@
 #include "engine.h"
 #include "nanlog_rec.h"
 
-#define RP_MAX_BATCHES 24 /* of all pipelines */
+#define RP_MAX_BATCHES 32 /* of all pipelines */
 #define RP_MAX_DROPS 3
 #define RP_MAX_STREAMS 16
 #define RP_MAX_PIPES 2
 #define RP_DRAW_BATCHES 12 /* one pipeline: 4 .. this many */
-
-/* The engine's batch audits carry their pipeline (struct nl_batch_audit's
- * `pipeline`, `batch` numbered within it: issue 16, section 3). 0 until the
- * engine has it: then multi-pipeline programs are compared without numbers. */
-#ifndef RP_ENGINE_PIPELINES
-#define RP_ENGINE_PIPELINES 0
-#endif
 
 /* The program's layout beyond one pipeline with one copy stream. */
 enum rp_shape {
@@ -105,6 +98,7 @@ struct rp_spec {
 	int shape;           /* enum rp_shape */
 	int nb1;             /* RP_S_TWO, RP_S_RECREATE: pipeline 1's batches, within nb */
 	int run0, run1;      /* batches of pipeline 0, then 1, per turn on compute */
+	int lead0;           /* more batches in pipeline 0's first turn (role learning done) */
 	int depth1, lag1;    /* pipeline 1's depth and sparse lag (no collective stream) */
 };
 
@@ -178,7 +172,7 @@ struct rp_result {
 	struct {
 		int verdict;
 		uint32_t skip_mask, missing_mask;
-		uint32_t pipeline;  /* the engine's numbers (0 before RP_ENGINE_PIPELINES) */
+		uint32_t pipeline;  /* the engine's pipeline and batch number in it */
 		uint64_t number;
 	} got[RP_MAX_BATCHES];
 	int extra;          /* audits that match no batch of the program */

@@ -231,6 +231,15 @@ static void test_schedule(void **state)
 	rp_schedule(&s, gp, gl);
 	assert_memory_equal(gp, pipe, sizeof(pipe));
 	assert_memory_equal(gl, local, sizeof(local));
+	/* a longer first turn: pipeline 1 after role learning */
+	static const int8_t lpipe[] = { 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0 };
+	static const int8_t llocal[] = { 0, 1, 2, 3, 4, 0, 1, 2, 5, 6, 3, 7 };
+
+	s.nb = 12;
+	s.lead0 = 3;
+	rp_schedule(&s, gp, gl);
+	assert_memory_equal(gp, lpipe, sizeof(lpipe));
+	assert_memory_equal(gl, llocal, sizeof(llocal));
 	s.shape = RP_S_ALTCOPY;
 	rp_schedule(&s, gp, gl);
 	for (int T = 0; T < s.nb; T++) {
