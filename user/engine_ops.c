@@ -409,6 +409,71 @@ static void take_after_record(struct nl_engine *e, struct nl_proc *p, const stru
 	retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
 }
 
+/* Compute takes a batch of a pipeline with a sparse stage from its sparse
+ * streams: a wait of compute on the copy stream orders (its clock is
+ * joined) but does not move compute to the copy stream's newer batch, which
+ * a legal wait made after that batch's copy would (the [oversync] programs
+ * of the random testing). */
+static bool over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
+		      const struct nl_event *ev)
+{
+	const struct nl_pipe *q;
+
+	if (slot != p->compute_slot || !from || from->role != NL_ROLE_COPY ||
+	    ev->token == NL_NO_TOKEN)
+		return false;
+	q = &p->pipes[nl_tok_pipe(ev->token)];
+	return q->has_sparse && ev->token > q->fwd_max;
+}
+
+/* Every producer op of the batch is ordered before the stream's clock vc,
+ * and the stream did no work after the last of them (work that could have
+ * been this batch's forward, begun without its edge). */
+static bool batch_covered(const struct nl_batch *b, const struct nl_stream *s)
+{
+	uint64_t last = 0, mine = 0;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_bstream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (bs->last_work.clock > s->vc[bs->slot])
+			return false;
+		if (bs->last_work.ts > last)
+			last = bs->last_work.ts;
+	}
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+		if (s->ring[k % NL_RING].work)
+			mine = s->ring[k % NL_RING].ts;
+	return last && mine < last;
+}
+
+/* Tick cadence: a wait of compute that brings batch tok but also covers an
+ * older batch of its pipeline that no forward began yet (a legal wait made
+ * after a newer batch's producer work: a fill phase whose data-dist record
+ * covers two batches) takes that older batch first; the next wait moves on.
+ * Not a batch whose forward already restarted without it (the dropped-edge
+ * signature of "end of a run"), nor one whose sparse stage it never reached:
+ * those were passed over. */
+static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	int64_t t;
+
+	if (slot != p->compute_slot || !q)
+		return tok;
+	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+	for (; t < tok; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && b->copy_closed &&
+		    (!q->has_sparse || b->reached_sparse) && batch_covered(b, &p->s[slot]))
+			return t;
+	}
+	return tok;
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -471,7 +536,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 		}
-		set_token(e, p, slot, ev->token, c->ts_ns);
+		if (!over_copy(p, slot, from, ev))
+			set_token(e, p, slot, cadence(p, slot, ev->token), c->ts_ns);
 		if (ev->token != NL_NO_TOKEN) {
 			/* a batch reached the stream: the hand-off rule ends */
 			s->handed = false;
