@@ -192,6 +192,7 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	q->next_token++;
 	s->token = tok;
 	s->seg_open = true;
+	s->seg_work = 0;
 }
 
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)

@@ -85,6 +85,10 @@ struct nl_stream {
 	bool seg_open;
 	uint32_t seg_tid;
 	uint64_t seg_mark;
+	/* work ops of the open segment; the size its segments closed by a
+	 * record had, and how many in a row had it (docs/engine.md, "Merged
+	 * segments") */
+	uint32_t seg_work, seg_k, seg_k_n;
 	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
 	 * wait on an event it recorded carrying that token), and no wait on it
 	 * has brought a token since; `adopted`: its token came by that rule,

@@ -200,6 +200,61 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
+static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
+			 int64_t tok);
+
+#define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
+
+/* A record ends the copy stream's segment. Segments of a steady size K
+ * teach it; one of exactly n * K work ops (n > 1) is n batches whose
+ * records went with dropped waits (a fresh event per wait_stream: the
+ * record is made only when the wait is), so it is cut into n, the ops past
+ * each K-th handed to a new batch (docs/engine.md, "Merged segments"). */
+static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *s = &p->s[slot];
+	uint32_t k = s->seg_k, n = s->seg_work, idx = 0, cut = 0, start = nl_ring_start(s);
+	int64_t tok = s->token, cur = tok;
+	struct nl_batch *b = nl_batch_of(p, tok);
+	uint64_t moved = 0;
+	uint32_t held = 0;
+
+	if (!s->seg_open || !n)
+		return;
+	if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
+		if (n == k) {
+			s->seg_k_n++;
+		} else {
+			s->seg_k = n;
+			s->seg_k_n = 1;
+		}
+		return;
+	}
+	for (uint32_t i = start; i < s->nring; i++)
+		held += s->ring[i % NL_RING].work && s->ring[i % NL_RING].token == tok;
+	if (held != n)
+		return; /* part of it is no longer remembered */
+	for (uint32_t i = start; i < s->nring; i++) {
+		struct nl_ring_op *r = &s->ring[i % NL_RING];
+
+		if (r->token != tok)
+			continue;
+		if (r->work && idx && idx % k == 0) {
+			nl_close_segment(p, s);
+			nl_mint(e, p, s, r->ts);
+			cur = s->token;
+		}
+		if (r->work && cur == tok)
+			cut = r->clock;
+		idx += r->work;
+		if (cur != tok) {
+			account_ring(e, p, slot, r, cur);
+			moved++;
+		}
+	}
+	nl_batch_cut(p, b, slot, cut, moved);
+}
+
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		      uint64_t handle)
 {
@@ -217,6 +272,8 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		ev->recorded = false;
 		return;
 	}
+	if (s->role == NL_ROLE_COPY)
+		segment_end(e, p, slot);
 	clock = ++s->vc[slot];
 	ev->recorded = true;
 	ev->capture = false;
@@ -307,8 +364,10 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 			nl_close_segment(p, m);
 		if (r->work && !m->seg_open && cut)
 			nl_mint(e, p, m, r->ts);
-		if (r->work)
+		if (r->work) {
 			last = r;
+			m->seg_work++;
+		}
 		if (m->token != NL_NO_TOKEN) {
 			account_ring(e, p, slot, r, m->token);
 			if (rec)
@@ -573,6 +632,7 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
 	s->seg_mark = th->compute_work;
+	s->seg_work++;
 }
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)

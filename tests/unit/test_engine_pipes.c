@@ -271,12 +271,44 @@ static void two_copy_streams(void **state)
 	}
 }
 
+/* Copies made by a loader thread, compute taking each batch with
+ * wait_stream (a fresh event, so a dropped wait takes its record along):
+ * the copy stream has no record between batches k and k+1 and the thread
+ * rule cannot split them. The steady segment size does (docs/engine.md,
+ * "Merged segments"): batch k is named, k+1 stays trusted. */
+static void merged_segment_split(void **state)
+{
+	(void)state;
+	for (int copies = 1; copies <= 3; copies += 2)
+		for (int k = 6; k < 12; k += 5) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1);
+
+			for (int i = 0; i < 16; i++) {
+				t->tid = TB_MAIN + 1; /* the loader */
+				for (int c = 0; c < copies; c++)
+					tb_copy(t, M, 1, 4096);
+				t->tid = TB_MAIN;
+				tb_wait_stream_or_drop(t, 0, M, i != k);
+				tb_kernel(t, 0, K_LOOKUP);
+				tb_kernel(t, 0, K_GEMM);
+			}
+			tb_device_sync(t);
+			nl_engine_exit(t->e, t->pid, t->now += 1000);
+			tb_finish(t);
+			assert_int_equal(t->n, 16);
+			expect(t, 0, 16, k, 1u << NL_EDGE_COPY_FORWARD);
+			tb_free(t);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(train_eval_clean),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(two_copy_streams),
+		cmocka_unit_test(merged_segment_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
