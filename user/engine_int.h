@@ -94,6 +94,8 @@ struct nl_stream {
 	 * has brought a token since; `adopted`: its token came by that rule,
 	 * not by an edge (docs/engine.md, "Hand-off") */
 	bool handed, adopted;
+	bool handed_in;       /* handed to a sparse stream, not compute: any wait ends it */
+	bool fed_by_copy;     /* waited on a copy stream's event (D, not N) */
 	int64_t handed_tok;
 	uint32_t wait_clock;  /* clock of its last wait */
 	/* a stream with no role that copies host-to-device and whose events

@@ -579,6 +579,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		s->last_join_ts = c->ts_ns;
 		if (ev->slot != slot) {
 			p->edges++;
+			if (from && from->role == NL_ROLE_COPY)
+				s->fed_by_copy = true;
 			if (from)
 				discover(e, p, slot, ev);
 			if (from && from->role == NL_ROLE_OTHER) {
@@ -607,10 +609,23 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN &&
 		    from->token == ev->token) {
 			p->s[ev->slot].handed = true;
+			p->s[ev->slot].handed_in = false;
 			p->s[ev->slot].handed_tok = ev->token;
 			take_after_record(e, p, ev);
+		} else if (s->role == NL_ROLE_SPARSE && from && ev->slot != slot &&
+			   from->role == NL_ROLE_SPARSE && from->pipe == s->pipe &&
+			   s->fed_by_copy && !from->fed_by_copy && ev->token != NL_NO_TOKEN &&
+			   from->token == ev->token && !from->handed) {
+			/* the same rule inside the sparse stage: the data-dist stream
+			 * (fed by the copy stream) took batch T from the collective
+			 * stream (fed only by it), whose later work before a wait
+			 * brings it a batch again is the next batch's */
+			p->s[ev->slot].handed = p->s[ev->slot].handed_in = true;
+			p->s[ev->slot].handed_tok = ev->token;
 		}
 	}
+	if (s->handed_in) /* fed again, whatever it brought */
+		s->handed = s->handed_in = false;
 	/* created but not recorded in this generation: HIP makes the wait a no-op */
 	clock = ++s->vc[slot];
 	s->wait_clock = clock;
