@@ -788,8 +788,10 @@ static void item_fwd(struct gen *g, int T)
 {
 	uint32_t tm = g->tid_main;
 
-	for (int k = 2 + below(&g->r, 3); k > 0; k--)
-		kernel(g, g->sC, tm, K_FWD + (uint64_t)k, NL_STAGE_FORWARD, T, true);
+	/* 2-4 kernels, the same ones in the same order every step (a model's
+	 * forward), some steps running fewer of the last ones */
+	for (int k = 2 + below(&g->r, 3), i = 1; i <= k; i++)
+		kernel(g, g->sC, tm, K_FWD + (uint64_t)i, NL_STAGE_FORWARD, T, true);
 	pool_record(g, g->sC, tm);
 	if (g->s->noise_item) {
 		struct rp_call *c;
