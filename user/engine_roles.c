@@ -3,8 +3,9 @@
  * Role learning. A process's first records are held back while the engine
  * counts, per stream, launches, host-to-device copies and which streams wait
  * on whose events. Then:
- *   compute = the stream with the most kernel launches, the null stream's
- *             counting four times (PyTorch's default);
+ *   compute = the stream with the most kernel launches, the null and the
+ *             per-thread default streams' counting four times (PyTorch's
+ *             default), among those within two wait edges of a producer;
  *   copy    = a stream other than compute with host-to-device copies whose
  *             events other streams wait on; most copy-like first (share of
  *             H2D copies in its work), then fewest incoming edges, then most
@@ -148,7 +149,33 @@ static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
  * forward) does not mistake the data-dist stream for compute. */
 static uint64_t compute_score(const struct nl_lstream *s)
 {
-	return s->launches * (nl_key_is_null(&s->key) ? 4 : 1);
+	bool dflt = nl_key_is_null(&s->key) || (s->key.handle == 2 && s->key.tid);
+
+	return s->launches * (dflt ? 4 : 1);
+}
+
+/* Streams within two wait edges of a producer (a stream with H2D copies
+ * whose events are waited on): where compute reads a batch, directly from
+ * the copy stream or through its data-dist stream. Backward on another
+ * thread's stream, fed by compute only, lies further. Empty: no producer
+ * known yet. */
+static bool near_producer(const struct nl_learn *l, uint64_t *near)
+{
+	uint64_t d1[NL_LW] = { 0 };
+	bool any = false;
+
+	memset(near, 0, NL_LW * sizeof(*near));
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (l->s[i].h2d && l->s[i].waited) {
+			any = true;
+			for (int w = 0; w < NL_LW; w++)
+				d1[w] |= l->s[i].out[w];
+		}
+	for (uint32_t j = 0; j < l->ns; j++)
+		if (d1[j / 64] >> (j % 64) & 1)
+			for (int w = 0; w < NL_LW; w++)
+				near[w] |= l->s[j].out[w] | d1[w];
+	return any;
 }
 
 static struct nl_skey override_key(uint64_t handle)
@@ -168,11 +195,14 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		k = override_key(o->compute_stream);
 		pk->compute = find_key(l, &k);
 	} else {
-		uint64_t best = 0;
+		uint64_t best = 0, near[NL_LW];
+		bool known = near_producer(l, near);
 
 		for (uint32_t i = 0; i < l->ns; i++) {
 			uint64_t score = compute_score(&l->s[i]);
 
+			if (known && !bit(near, (int)i))
+				continue;
 			if (score > best) {
 				best = score;
 				pk->compute = (int)i;
