@@ -179,6 +179,8 @@ struct nl_batch {
 	uint64_t first_ts, close_ts;
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
+	bool merged;           /* cut from a merged copy segment, not the last part:
+				* it had no record of its own (its edge dropped) */
 	/* a sparse work op of the batch not ordered after its copy ops (only
 	 * possible for ops taken over by the hand-off rule) */
 	struct {

@@ -240,6 +240,10 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		if (r->token != tok)
 			continue;
 		if (r->work && idx && idx % k == 0) {
+			struct nl_batch *part = nl_batch_of(p, cur);
+
+			if (part)
+				part->merged = true;
 			nl_close_segment(p, s);
 			nl_mint(e, p, s, r->ts);
 			cur = s->token;
@@ -485,10 +489,25 @@ static bool over_copy(const struct nl_proc *p, int slot, const struct nl_stream 
 	return q->has_sparse && ev->token > q->fwd_max;
 }
 
+/* The consumer watch could have seen batch b's forward begin in compute's
+ * current window. */
+static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
+{
+	const struct nl_batch *own = nl_batch_of(p, s->token);
+
+	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
+
+	/* two different kernels: one kernel launched twice could be this
+	 * batch's forward after the other's */
+	return w && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
+	       own->token < b->token && w->work >= 2 && w->first_sig[0] != w->first_sig[1] &&
+	       b->nr[1].armed;
+}
+
 /* Every producer op of the batch is ordered before the stream's clock vc,
  * and the stream did no work after the last of them (work that could have
  * been this batch's forward, begun without its edge). */
-static bool batch_covered(const struct nl_batch *b, const struct nl_stream *s)
+static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s)
 {
 	uint64_t last = 0, mine = 0;
 
@@ -505,7 +524,12 @@ static bool batch_covered(const struct nl_batch *b, const struct nl_stream *s)
 	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
 		if (s->ring[k % NL_RING].work)
 			mine = s->ring[k % NL_RING].ts;
-	return last && mine < last;
+	/* Work after them may be this batch's forward begun without its edge.
+	 * It is not when compute held an older batch of the same pipeline
+	 * whose forward shows its first two kernels (same thread): a forward
+	 * begun again without the edge would have repeated them there
+	 * (nr[1].repeat, "end of a run"). */
+	return last && (mine < last || restart_watched(p, s, b));
 }
 
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
@@ -513,8 +537,9 @@ static bool batch_covered(const struct nl_batch *b, const struct nl_stream *s)
  * after a newer batch's producer work: a fill phase whose data-dist record
  * covers two batches) takes that older batch first; the next wait moves on.
  * Not a batch whose forward already restarted without it (the dropped-edge
- * signature of "end of a run"), nor one whose sparse stage it never reached:
- * those were passed over. */
+ * signature of "end of a run"), one cut from a merged copy segment (its
+ * record went with a dropped wait), nor one whose sparse stage it never
+ * reached: those were passed over. */
 static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
@@ -526,8 +551,9 @@ static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
-		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && b->copy_closed &&
-		    (!q->has_sparse || b->reached_sparse) && batch_covered(b, &p->s[slot]))
+		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && !b->merged &&
+		    b->copy_closed &&
+		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, &p->s[slot]))
 			return t;
 	}
 	return tok;
