@@ -81,6 +81,7 @@ struct nl_stream {
 	struct nl_skey key;
 	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
 	int64_t token;        /* current batch token */
+	int64_t carry;        /* null stream: the newest token its implicit joins brought */
 	/* copy stream: an open segment, its thread and that thread's compute work then */
 	bool seg_open;
 	uint32_t seg_tid;

@@ -26,6 +26,8 @@ static void set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t 
 	s->token = tok;
 }
 
+static int64_t cadence(struct nl_proc *p, int slot, int64_t tok);
+
 static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
 {
 	nl_vc_join(p->s[dst].vc, p->s[src].vc, p->w);
@@ -57,17 +59,24 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 			if (b->token > tok)
 				tok = b->token;
 		}
+		/* compute takes the due batch the join covers, not the newest
+		 * (tick cadence), and what was joined travels on (carry) */
+		if (tok > s->carry)
+			s->carry = tok;
 		if (tok > s->token)
-			set_token(e, p, slot, tok, ts);
+			set_token(e, p, slot, slot == p->compute_slot ? cadence(p, slot, tok) : tok, ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];
+		/* what the null stream joined travels on, whether or not it
+		 * moved compute's batch */
+		int64_t tok = ns->carry > ns->token ? ns->carry : ns->token;
 
 		if (ns->capturing || ns->vc[n] <= s->vc[n])
 			return;
 		join_implicit(p, slot, n, ts);
-		if (ns->token > s->token)
-			set_token(e, p, slot, ns->token, ts);
+		if (tok > s->token)
+			set_token(e, p, slot, tok, ts);
 	}
 }
 

@@ -195,7 +195,7 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 	s->key = *k;
 	s->created = created;
 	s->blocking = blocking;
-	s->token = NL_NO_TOKEN;
+	s->token = s->carry = NL_NO_TOKEN;
 	s->capture_origin = -1;
 	s->lru = ++p->lru;
 	if (blocking && !nl_key_is_null(k))
