@@ -491,6 +491,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		if (!acc->work)
 			acc->first_tid = c->tid;
 		acc->first_sig[acc->work] = op.sig;
+		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
 	}
 	if (work)
 		acc->work++;

@@ -166,6 +166,8 @@ struct nl_bstream {
 struct nl_stage_acc {
 	uint64_t ops, work, bytes, first_ts, last_ts;
 	uint64_t first_sig[2];   /* the stage's first two work ops (valid up to work) */
+	bool first_named[2];     /* ...and whether each named its kernel (a launch the
+				  * kernel counted in a run arrives without it) */
 	uint32_t first_tid;      /* the thread of the first */
 	uint32_t colls, ntids;
 	uint32_t tids[8];

@@ -506,11 +506,12 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 
 	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
 
-	/* two different kernels: one kernel launched twice could be this
-	 * batch's forward after the other's */
+	/* two different kernels, both named: one kernel launched twice could
+	 * be this batch's forward after the other's, and launches counted in a
+	 * run (no kernel address) cannot show a restart */
 	return w && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
-	       own->token < b->token && w->work >= 2 && w->first_sig[0] != w->first_sig[1] &&
-	       b->nr[1].armed;
+	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
+	       w->first_sig[0] != w->first_sig[1] && b->nr[1].armed;
 }
 
 /* Every producer op of the batch is ordered before the stream's clock vc,

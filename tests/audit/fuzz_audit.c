@@ -3,7 +3,7 @@
  * make fuzz-audit: random pipeline programs through the engine, compared with
  * their truth (docs/engine.md, "Model-based random testing").
  *
- *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l]
+ *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u]
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
@@ -11,7 +11,9 @@
  * Prints the programs run and the disagreements by group and class with a
  * first seed; with -o, each new group's first program is shrunk and written
  * there as a --record file and its truth (groupNN-seed-SEED.rec, .json). -k: seeds and classes listed there are known
- * (not counted as new); -l prints the disagreements as a known list.
+ * (not counted as new); -l prints the disagreements as a known list; -u feeds
+ * launches as the probes send them by default (counted in runs, without their
+ * kernel address after a run's first), not as --every-launch does.
  * Exits 1 when a disagreement was found (with -k: one not in the known list).
  */
 #include <errno.h>
@@ -221,6 +223,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "-l")) {
 			list = true;
+			continue;
+		}
+		if (!strcmp(a, "-u")) {
+			rp_counted_launches = true;
 			continue;
 		}
 		if (!v) {

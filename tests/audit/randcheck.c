@@ -289,6 +289,18 @@ static void compare(const struct rp_prog *p, struct rp_result *r)
 		numbering(p, r);
 }
 
+bool rp_counted_launches;
+
+/* A launch the kernel would count in the run of the call before it. */
+static bool counted(const struct rp_prog *p, int i, const struct nl_call *c)
+{
+	struct nl_call prev;
+
+	return rp_counted_launches && i > 0 && c->kind == NL_K_LAUNCH &&
+	       nl_decode(&p->calls[i - 1].rec, sizeof(p->calls[i - 1].rec), &prev) == 0 &&
+	       prev.kind == NL_K_LAUNCH && prev.tid == c->tid && prev.stream == c->stream;
+}
+
 int rp_run(const struct rp_prog *p, struct rp_result *r)
 {
 	struct collect c = { .p = p, .r = r };
@@ -306,8 +318,11 @@ int rp_run(const struct rp_prog *p, struct rp_result *r)
 	for (int i = 0; i < p->n; i++) {
 		struct nl_call call;
 
-		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0)
+		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0) {
+			if (counted(p, i, &call))
+				call.fields &= ~NL_F_FN;
 			nl_engine_feed(e, &call);
+		}
 	}
 	nl_engine_exit(e, p->pid, p->end_ns);
 	nl_engine_finish(e, p->end_ns + 1000);

@@ -188,6 +188,12 @@ struct rp_result {
  * the truth. 0 or -errno. */
 int rp_run(const struct rp_prog *p, struct rp_result *r);
 
+/* Feed launches as the probes send them by default: a launch that follows a
+ * launch of the same thread on the same stream, with no other call of the
+ * process between, is counted in that run and arrives without its kernel
+ * address (user/runs.h). Off: as --every-launch sends them. */
+extern bool rp_counted_launches;
+
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */
 int rp_write_recording(const struct rp_prog *p, const char *path);
 /* from_seed: the seed the program was drawn from (before shrinking). */

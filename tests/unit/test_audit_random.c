@@ -25,6 +25,8 @@
 #define SAMPLE_FIRST 1
 #define SAMPLE_COUNT 400
 #define KNOWN_PATH "tests/audit/known-disagreements.txt"
+/* the same sample with launches counted in runs, as the probes send them by default */
+#define KNOWN_COUNTED_PATH "tests/audit/known-disagreements-counted.txt"
 
 /* TorchRec's depth-2 loop: take(i), sparse(i+1), forward(i), copy(i+2). */
 static void torchrec_spec(struct rp_spec *s, bool fresh, bool coll)
@@ -367,15 +369,15 @@ struct entry {
 	bool seen;
 };
 
-static int load_known(struct entry **out)
+static int load_known(const char *path, struct entry **out)
 {
-	FILE *f = fopen(KNOWN_PATH, "r");
+	FILE *f = fopen(path, "r");
 	char line[256];
 	struct entry *v = NULL;
 	int n = 0;
 
 	if (!f)
-		fail_msg("%s: cannot open (run from the repository's top)", KNOWN_PATH);
+		fail_msg("%s: cannot open (run from the repository's top)", path);
 	while (fgets(line, sizeof(line), f)) {
 		char *sp = strchr(line, ' '), *nl = strchr(line, '\n');
 
@@ -396,12 +398,12 @@ static int load_known(struct entry **out)
 }
 
 /* The bounded sample: no disagreement outside the known list, none listed in vain. */
-static void test_random_sample(void **state)
+static void random_sample(const char *path, bool counted)
 {
 	struct entry *known = NULL;
-	int nknown = load_known(&known), fresh = 0, stale = 0, decided = 0, disagree = 0;
+	int nknown = load_known(path, &known), fresh = 0, stale = 0, decided = 0, disagree = 0;
 
-	(void)state;
+	rp_counted_launches = counted;
 	for (uint64_t seed = SAMPLE_FIRST; seed < SAMPLE_FIRST + SAMPLE_COUNT; seed++) {
 		struct rp_spec s;
 		struct rp_prog p;
@@ -421,8 +423,8 @@ static void test_random_sample(void **state)
 					listed = true;
 				}
 			if (!listed) {
-				print_message("NEW disagreement: seed %llu: %s (fuzz_audit -p %llu)\n",
-					      (unsigned long long)seed, r.diffs[i],
+				print_message("NEW disagreement: seed %llu: %s (fuzz_audit%s -p %llu)\n",
+					      (unsigned long long)seed, r.diffs[i], counted ? " -u" : "",
 					      (unsigned long long)seed);
 				fresh++;
 			}
@@ -433,15 +435,28 @@ static void test_random_sample(void **state)
 		if (known[k].seed >= SAMPLE_FIRST && known[k].seed < SAMPLE_FIRST + SAMPLE_COUNT &&
 		    !known[k].seen) {
 			print_message("STALE (the engine agrees now: remove it from %s): %llu %s\n",
-				      KNOWN_PATH, (unsigned long long)known[k].seed, known[k].cls);
+				      path, (unsigned long long)known[k].seed, known[k].cls);
 			stale++;
 		}
-	print_message("random sample: %d programs, %d decided, %d with a disagreement, "
-		      "%d known entries, %d new, %d stale\n",
+	print_message("random sample%s: %d programs, %d decided, %d with a disagreement, "
+		      "%d known entries, %d new, %d stale\n", counted ? " (counted launches)" : "",
 		      SAMPLE_COUNT, decided, disagree, nknown, fresh, stale);
+	rp_counted_launches = false;
 	free(known);
 	assert_int_equal(fresh, 0);
 	assert_int_equal(stale, 0);
+}
+
+static void test_random_sample(void **state)
+{
+	(void)state;
+	random_sample(KNOWN_PATH, false);
+}
+
+static void test_random_sample_counted(void **state)
+{
+	(void)state;
+	random_sample(KNOWN_COUNTED_PATH, true);
 }
 
 int main(void)
@@ -456,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_generator_ring_order),
 		cmocka_unit_test(test_recording_roundtrip),
 		cmocka_unit_test(test_random_sample),
+		cmocka_unit_test(test_random_sample_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
