@@ -122,12 +122,14 @@ static void eval_phase(struct tb *t, struct pl *p, int n, uint64_t hm, uint64_t 
 
 /* Train 10 steps, evaluate 4, train 6, evaluate 4 on the same handles,
  * train to the end: 20 training and 8 evaluation batches. */
-static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_drop, bool reuse)
+static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_drop, bool reuse,
+			     bool counted)
 {
 	struct tb *t = tb_new(NULL);
 	struct pl tr = *train_drop, ev = *eval_drop;
 
 	t->reuse_events = reuse;
+	t->counted = counted;
 	tr.M = tb_stream_create(t, 1);
 	tr.D = tb_stream_create(t, 1);
 	train_fill(t, &tr);
@@ -166,7 +168,7 @@ static void train_eval_clean(void **state)
 	struct tb *t;
 
 	(void)state;
-	t = train_eval(&none, &none, false);
+	t = train_eval(&none, &none, false, false);
 	assert_int_equal(t->n, 28);
 	expect(t, 0, 20, -1, 0);
 	expect(t, 1, 8, -1, 0);
@@ -181,7 +183,8 @@ static void train_eval_clean(void **state)
 }
 
 /* Each droppable wait of each pipeline, fresh events per wait (the record
- * goes with a dropped wait) and one reused event per edge, at batches in flight across a
+ * goes with a dropped wait) and one reused event per edge, launches sent
+ * one by one and counted in runs, at batches in flight across a
  * switch (training 9 and 10, evaluation 3 and 4: the last before and the
  * first after the handles were recycled): one accusation, in its pipeline. */
 static void train_eval_one_fault(void **state)
@@ -190,14 +193,14 @@ static void train_eval_one_fault(void **state)
 	struct pl none = { .drop_batch = -1 };
 
 	(void)state;
-	for (int n = 0; n < 4; n++) {
+	for (int n = 0; n < 8; n++) {
 		int edge = EDGE_CS + n % 2;
-		bool reuse = n >= 2;
+		bool reuse = n % 4 >= 2, counted = n >= 4;
 		uint32_t m = 1u << (edge == EDGE_CS ? NL_EDGE_COPY_SPARSE : NL_EDGE_SPARSE_FORWARD);
 
 		for (unsigned k = 0; k < sizeof(train_at) / sizeof(train_at[0]); k++) {
 			struct pl d = { .drop_batch = train_at[k], .drop_edge = edge };
-			struct tb *t = train_eval(&d, &none, reuse);
+			struct tb *t = train_eval(&d, &none, reuse, counted);
 
 			expect(t, 0, 20, train_at[k], m);
 			expect(t, 1, 8, -1, 0);
@@ -205,7 +208,7 @@ static void train_eval_one_fault(void **state)
 		}
 		for (unsigned k = 0; k < sizeof(eval_at) / sizeof(eval_at[0]); k++) {
 			struct pl d = { .drop_batch = eval_at[k], .drop_edge = edge };
-			struct tb *t = train_eval(&none, &d, reuse);
+			struct tb *t = train_eval(&none, &d, reuse, counted);
 
 			expect(t, 0, 20, -1, 0);
 			expect(t, 1, 8, eval_at[k], m);

@@ -321,9 +321,10 @@ static void exit_in_first_forward(void **state)
 	tb_free(t);
 }
 
-/* Issue orders x event styles x each droppable wait, at every batch: one
- * dropped necessary edge gives exactly one untrusted batch, named by that
- * edge; the redundant step-a wait stays silent. */
+/* Issue orders x event styles (and launches counted) x each droppable
+ * wait, at every batch: one dropped necessary edge gives exactly one
+ * untrusted batch, named by that edge; the redundant step-a wait stays
+ * silent. */
 enum { ORD_TORCHREC2, ORD_TORCHREC1, ORD_FWD_FIRST, NORD };
 enum { DROP_A, DROP_B, DROP_D, NDROP };
 
@@ -331,6 +332,10 @@ static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
 
+	/* 3: as 0, with launches counted in runs as the probes send them */
+	o.counted = reuse == 3;
+	if (reuse == 3)
+		reuse = 0;
 	/* 2: PyTorch's wait_stream with a loader thread and autograd on its
 	 * own per-thread stream */
 	o.loader = o.bwd_spt = reuse == 2;
@@ -348,7 +353,7 @@ static void one_fault_one_accusation(void **state)
 
 	(void)state;
 	for (int ord = 0; ord < NORD; ord++)
-		for (int reuse = 0; reuse < 3; reuse++) {
+		for (int reuse = 0; reuse < 4; reuse++) {
 			struct tr_opts o = order_opts(ord, reuse, B);
 			struct tr_run r;
 			struct tb *t = tr_bench(NULL, &o, &r);

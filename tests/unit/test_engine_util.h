@@ -45,6 +45,10 @@ struct tb {
 	struct {
 		uint64_t to, from, ev;
 	} edge_ev[16];
+	/* launches fed as the probes count them by default (tb_feed) */
+	bool counted, last_launch;
+	uint32_t last_tid;
+	uint64_t last_stream;
 	/* recording: calls are kept instead of fed (to interleave processes) */
 	bool recording;
 	struct nl_call *rec;
@@ -133,8 +137,19 @@ static inline struct nl_call tb_call(struct tb *t, int api)
 	return c;
 }
 
-static inline void tb_feed(struct tb *t, const struct nl_call *c)
+static inline void tb_feed(struct tb *t, const struct nl_call *in)
 {
+	struct nl_call cc = *in;
+	const struct nl_call *c = &cc;
+
+	/* counted: a launch right after a launch of the same thread on the same
+	 * stream arrives as the probes count it, without its kernel address */
+	if (t->counted && cc.kind == NL_K_LAUNCH && t->last_launch && t->last_tid == cc.tid &&
+	    t->last_stream == cc.stream)
+		cc.fields &= ~NL_F_FN;
+	t->last_launch = cc.kind == NL_K_LAUNCH;
+	t->last_tid = cc.tid;
+	t->last_stream = cc.stream;
 	if (t->recording) {
 		if (t->nrec == t->rec_cap) {
 			t->rec_cap = t->rec_cap ? 2 * t->rec_cap : 1024;
@@ -381,6 +396,7 @@ struct tr_opts {
 	bool reuse_events; /* one event per edge, re-recorded every iteration */
 	bool loader;      /* copies issued by a loader thread */
 	bool bwd_spt;     /* backward on the autograd thread's hipStreamPerThread */
+	bool counted;     /* launches fed as the probes count them by default */
 	int depth;        /* 1 or 2 (torchrec) */
 	int batches;
 	int drop_a, drop_b, drop_d, drop_simple; /* batch whose wait is dropped, -1 none */
@@ -669,6 +685,7 @@ static inline struct tb *tr_bench(const struct nl_engine_opts *eo, const struct 
 {
 	struct tb *t = tb_new(eo);
 
+	t->counted = o->counted;
 	tr_job(t, o, r);
 	tb_finish(t);
 	return t;
