@@ -103,6 +103,8 @@ FUZZ_LIB     := $(B)/fuzz/libnanlog-core-fuzz.a
 AUDIT_GEN_SRCS := tests/audit/randprog.c tests/audit/randcheck.c
 AUDIT_GEN_DEPS := $(AUDIT_GEN_SRCS) tests/audit/randprog.h
 FUZZ_AUDIT   := $(B)/audit/fuzz_audit
+# a random program executed on simhip, for the audit of real probes
+RANDRUN      := $(B)/audit/randrun
 FUZZ_AUDIT_SECONDS ?= 60
 FUZZ_AUDIT_COUNT ?=
 FUZZ_AUDIT_FIRST ?= 1
@@ -169,7 +171,7 @@ SAN_TOOL := $(B)/san/nanlog-bpf
 SAN_LOADER_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(LOADER_SRCS))
 
 all: $(TOOL) $(MAN) $(UNIT) $(SAN_TOOL) $(SIMHIP) $(SIMHIP_CF) $(SIMRCCL) $(PIPELINE) $(SIM_PROGS) \
-	$(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS) $(FUZZ_AUDIT)
+	$(UNIT_BINS) $(TEST_PROGS) $(BENCH_BINS) $(FUZZ_AUDIT) $(RANDRUN)
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -330,9 +332,16 @@ $(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
 
-$(FUZZ_AUDIT): tests/audit/fuzz_audit.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a $(B)/version.h | $(B)/audit
+$(FUZZ_AUDIT): tests/audit/fuzz_audit.c tests/audit/livecheck.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a $(B)/version.h | $(B)/audit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) -o $@ $< $(AUDIT_GEN_SRCS) $(B)/libnanlog-core.a -lelf -lz -lm
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) -o $@ $< tests/audit/livecheck.c $(AUDIT_GEN_SRCS) $(B)/libnanlog-core.a -lelf -lz -lm
+
+$(RANDRUN): tests/audit/randrun.c tests/audit/randprog.c tests/audit/randprog.h sim/progs/gate.h \
+		$(B)/libnanlog-core.a $(B)/version.h $(SIMHIP) $(SIMRCCL) | $(B)/audit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) -Itests/audit -Isim/progs -I$(B) $(CFLAGS) -pthread -o $@ $< \
+		tests/audit/randprog.c $(B)/libnanlog-core.a -L$(B)/sim -Wl,--as-needed -lamdhip64 -lrccl -lelf -lz -lm \
+		-Wl,-rpath,'$$ORIGIN/../sim'
 
 $(B)/tests/progs/%: tests/progs/%.c $(B)/libnanlog-core.a | $(B)/tests/progs
 	$(call msg,CC,$@)

@@ -7,6 +7,11 @@
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
+ *   fuzz_audit --check-audit FLAT -r RUN  a live run's audits (FLAT: nanlog-bpf's output
+ *                                  through tests/audit/audit_flat.jq, - for stdin) against the
+ *                                  truth in build/audit/randrun's file RUN, beside the same
+ *                                  program in process (with -u: launches counted, as the tool
+ *                                  gets them by default); exit 1 when they disagree differently
  *
  * Prints the programs run and the disagreements by group and class with a
  * first seed; with -o, each new group's first program is shrunk and written
@@ -216,7 +221,7 @@ int main(int argc, char **argv)
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false;
 	long long write_seed = -1, print_seed = -1;
-	const char *print_cls = NULL;
+	const char *print_cls = NULL, *check_audit = NULL, *check_run = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -256,6 +261,10 @@ int main(int argc, char **argv)
 		}
 		else if (!strcmp(a, "-c"))
 			print_cls = v;
+		else if (!strcmp(a, "--check-audit"))
+			check_audit = v;
+		else if (!strcmp(a, "-r"))
+			check_run = v;
 		else {
 			fprintf(stderr, "fuzz_audit: unknown option %s\n", a);
 			return 2;
@@ -264,6 +273,19 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fuzz_audit: %s: not a valid number: %s\n", a, v);
 			return 2;
 		}
+	}
+	if (check_audit || check_run) {
+		int rc;
+
+		if (!check_audit || !check_run) {
+			fprintf(stderr, "fuzz_audit: --check-audit FLAT and -r RUN go together\n");
+			return 2;
+		}
+		rc = rp_check_live(check_run, check_audit, stdout);
+		if (rc < 0)
+			fprintf(stderr, "fuzz_audit: %s, %s: %s\n", check_run, check_audit,
+				strerror(-rc));
+		return rc < 0 ? 2 : rc;
 	}
 	if (known_path && load_known(known_path))
 		return 2;

@@ -16,48 +16,49 @@
 
 #define RP_MAX_EVENTS_PRINT 256
 
-struct collect {
-	const struct rp_prog *p;
-	struct rp_result *r;
-};
-
-static void on_batch(void *ctx, const struct nl_batch_audit *a)
+/* Whether call x is the one whose record says ts: the same time in a
+ * generated program; inside the call's span in a live run (end_ns). */
+static bool call_at(const struct rp_call *x, uint64_t ts)
 {
-	struct collect *c = ctx;
+	return x->end_ns ? ts >= x->rec.ts_ns && ts <= x->end_ns : ts == x->rec.ts_ns;
+}
 
-	if (a->pid != c->p->pid)
+void rp_result_batch(const struct rp_prog *p, struct rp_result *r, const struct nl_batch_audit *a)
+{
+	if (a->pid != p->pid)
 		return;
-	c->r->naudits++;
+	r->naudits++;
 	/* the batch is the one whose first copy opens the audit's copy window:
 	 * an engine that merged or split copy segments numbers the rest shifted */
 	const struct nl_stage_audit *cp = &a->stage[NL_STAGE_COPY];
 	int T = -1;
 
-	for (int i = 0; i < c->p->n && T < 0; i++) {
-		const struct rp_call *x = &c->p->calls[i];
+	for (int i = 0; i < p->n && T < 0; i++) {
+		const struct rp_call *x = &p->calls[i];
 
-		if (x->stage == NL_STAGE_COPY && x->rec.ts_ns == cp->first_ns)
+		if (x->stage == NL_STAGE_COPY && call_at(x, cp->first_ns))
 			T = x->batch;
 	}
-	for (int i = 0; i < c->p->n; i++) {
-		const struct rp_call *x = &c->p->calls[i];
+	for (int i = 0; i < p->n; i++) {
+		const struct rp_call *x = &p->calls[i];
+		uint64_t end = x->end_ns ? x->end_ns : x->rec.ts_ns;
 
 		if (x->stage == NL_STAGE_COPY && x->batch != T && cp->ops &&
-		    x->rec.ts_ns >= cp->first_ns && x->rec.ts_ns <= cp->last_ns)
-			c->r->merged[x->batch] = true;
+		    end >= cp->first_ns && x->rec.ts_ns <= cp->last_ns)
+			r->merged[x->batch] = true;
 	}
-	if (T < 0 || c->r->have[T]) {
-		c->r->extra++;
+	if (T < 0 || r->have[T]) {
+		r->extra++;
 		return;
 	}
-	if (a->batch != (uint64_t)c->p->local[T])
-		c->r->numbering++;
-	c->r->have[T] = true;
-	c->r->got[T].verdict = a->verdict;
-	c->r->got[T].skip_mask = a->skip_mask;
-	c->r->got[T].missing_mask = a->missing_mask;
-	c->r->got[T].pipeline = a->pipeline;
-	c->r->got[T].number = a->batch;
+	if (a->batch != (uint64_t)p->local[T])
+		r->numbering++;
+	r->have[T] = true;
+	r->got[T].verdict = a->verdict;
+	r->got[T].skip_mask = a->skip_mask;
+	r->got[T].missing_mask = a->missing_mask;
+	r->got[T].pipeline = a->pipeline;
+	r->got[T].number = a->batch;
 }
 
 static int expected_role(char name)
@@ -78,11 +79,9 @@ static int expected_role(char name)
 	}
 }
 
-static void on_summary(void *ctx, const struct nl_summary *s)
+void rp_result_summary(const struct rp_prog *p, struct rp_result *r, const struct nl_summary *s)
 {
-	struct collect *c = ctx;
-	const struct rp_prog *p = c->p;
-	size_t o = 0;
+	size_t o = strlen(r->roles);
 
 	for (uint32_t i = 0; i < s->nstreams; i++) {
 		const struct nl_stream_summary *ss = &s->streams[i];
@@ -101,8 +100,8 @@ static void on_summary(void *ctx, const struct nl_summary *s)
 			if (again)
 				continue;
 			if (ss->role != expected_role(p->stream_name[k]) &&
-			    o + 12 < sizeof(c->r->roles))
-				o += (size_t)snprintf(c->r->roles + o, sizeof(c->r->roles) - o, "%s%c=%s",
+			    o + 12 < sizeof(r->roles))
+				o += (size_t)snprintf(r->roles + o, sizeof(r->roles) - o, "%s%c=%s",
 						      o ? "," : "", p->stream_name[k],
 						      nl_role_name(ss->role));
 		}
@@ -224,7 +223,7 @@ static void numbering(const struct rp_prog *p, struct rp_result *r)
 		add_diff(p, r, -1, "one-pipeline");
 }
 
-static void compare(const struct rp_prog *p, struct rp_result *r)
+void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 {
 	char what[64], a[40], b[40];
 
@@ -289,6 +288,25 @@ static void compare(const struct rp_prog *p, struct rp_result *r)
 		numbering(p, r);
 }
 
+struct collect {
+	const struct rp_prog *p;
+	struct rp_result *r;
+};
+
+static void on_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct collect *c = ctx;
+
+	rp_result_batch(c->p, c->r, a);
+}
+
+static void on_summary(void *ctx, const struct nl_summary *s)
+{
+	struct collect *c = ctx;
+
+	rp_result_summary(c->p, c->r, s);
+}
+
 bool rp_counted_launches;
 
 /* A launch the kernel would count in the run of the call before it. */
@@ -303,6 +321,11 @@ static bool counted(const struct rp_prog *p, int i, const struct nl_call *c)
 
 int rp_run(const struct rp_prog *p, struct rp_result *r)
 {
+	return rp_run_attached(p, false, r);
+}
+
+int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
+{
 	struct collect c = { .p = p, .r = r };
 	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
 	struct nl_engine_opts o;
@@ -314,7 +337,7 @@ int rp_run(const struct rp_prog *p, struct rp_result *r)
 	if (!e)
 		return -ENOMEM;
 	/* as --replay: the target from the header, each record decoded, the exit, the end */
-	nl_engine_attach(e, p->pid, p->start_ns, false);
+	nl_engine_attach(e, p->pid, p->start_ns, mid_run);
 	for (int i = 0; i < p->n; i++) {
 		struct nl_call call;
 
@@ -327,7 +350,7 @@ int rp_run(const struct rp_prog *p, struct rp_result *r)
 	nl_engine_exit(e, p->pid, p->end_ns);
 	nl_engine_finish(e, p->end_ns + 1000);
 	nl_engine_free(e);
-	compare(p, r);
+	rp_result_compare(p, r);
 	return 0;
 }
 

@@ -118,6 +118,7 @@ struct rp_call {
 	int8_t stage;    /* enum nl_stage_id, -1: none */
 	int8_t batch;
 	bool reads;      /* a consumer op that reads its batch's producers' output */
+	uint64_t end_ns; /* a live run's: the call was made in [rec.ts_ns, end_ns]; 0: at rec.ts_ns */
 };
 
 struct rp_truth {
@@ -187,6 +188,24 @@ struct rp_result {
 /* Feed the program to a fresh engine (as --replay would) and compare with
  * the truth. 0 or -errno. */
 int rp_run(const struct rp_prog *p, struct rp_result *r);
+/* The same, the engine told the process was already running when tracing
+ * began (a tool attached by pid) when mid_run. */
+int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r);
+
+/* The same comparison for audits made elsewhere (a live run's, read back):
+ * a zeroed result, each batch audit and the summary, then the comparison. */
+void rp_result_batch(const struct rp_prog *p, struct rp_result *r, const struct nl_batch_audit *a);
+void rp_result_summary(const struct rp_prog *p, struct rp_result *r, const struct nl_summary *s);
+void rp_result_compare(const struct rp_prog *p, struct rp_result *r);
+
+/* A live run's audits (the lines tests/audit/audit_flat.jq makes of
+ * nanlog-bpf's output; "-": stdin) against the truth in build/audit/randrun's
+ * file run_path, judged as above, beside the same program in process,
+ * attached as the live run was (from its start, or mid-run when randrun was
+ * held at its gate for an attach by pid); a report to out. 0: the same
+ * disagreements (class and batch) both ways, 1: not, or -errno for a file
+ * that cannot be read. */
+int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
 
 /* Feed launches as the probes send them by default: a launch that follows a
  * launch of the same thread on the same stream, with no other call of the
