@@ -149,8 +149,13 @@ static void group_name(const char *cls, char *out, size_t len)
 		where = " far-from-drop";
 	else if (sp && !strncmp(sp + 1, "clean", 5))
 		where = " clean";
-	snprintf(out, len, "%.*s%s%s%s", kind, cls, where, strstr(cls, "[oversync]") ? " [oversync]" : "",
-		 strstr(cls, "[implicit]") ? " [implicit]" : "");
+	else if (sp && !strncmp(sp + 1, "cross-pipeline", 14))
+		where = " cross-pipeline";
+	snprintf(out, len, "%.*s%s%s%s%s%s%s", kind, cls, where,
+		 strstr(cls, "[oversync]") ? " [oversync]" : "",
+		 strstr(cls, "[implicit]") ? " [implicit]" : "",
+		 strstr(cls, "[altcopy]") ? " [altcopy]" : "", strstr(cls, "[pipes]") ? " [pipes]" : "",
+		 strstr(cls, "[recreate]") ? " [recreate]" : "");
 }
 
 static int by_programs(const void *a, const void *b)
@@ -200,7 +205,7 @@ static int write_fixture(uint64_t seed, const char *cls, const char *dir, const 
 				rc = -EIO;
 		}
 	}
-	rp_spec_describe(&s, desc, sizeof(desc));
+	rp_spec_describe(&p.spec, desc, sizeof(desc));
 	printf("  wrote %s/%sseed-%llu: %d calls, %s\n", dir, prefix, (unsigned long long)seed, p.n,
 	       desc);
 	rp_free(&p);
@@ -211,7 +216,8 @@ int main(int argc, char **argv)
 {
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
-		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0;
+		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
+		 by_shape[RP_NSHAPES][5] = { { 0 } };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false;
 	long long write_seed = -1, print_seed = -1;
@@ -307,7 +313,7 @@ int main(int argc, char **argv)
 		if (rp_build(&p, &s))
 			return 2;
 		rp_run(&p, &r);
-		rp_spec_describe(&s, desc, sizeof(desc));
+		rp_spec_describe(&p.spec, desc, sizeof(desc));
 		printf("seed %lld class \"%s\"\nspec: %s\n", print_seed, cls, desc);
 		rp_print(&p, &r, stdout);
 		rp_free(&p);
@@ -363,10 +369,19 @@ int main(int argc, char **argv)
 		} else {
 			int tag = (p.oversync ? 1 : 0) | (s.blocking && s.compute == RP_C_NULL ? 2 : 0);
 
+			bool cross = false;
+
 			decided++;
 			oversync += p.oversync;
 			by_tag[tag][0]++;
 			by_tag[tag][1] += r.ndiffs > 0;
+			for (int i = 0; i < r.ndiffs; i++)
+				cross |= strstr(r.diffs[i], "cross-pipeline") != NULL;
+			by_shape[s.shape][0]++;
+			by_shape[s.shape][1] += r.ndiffs > 0;
+			by_shape[s.shape][2] += cross;
+			by_shape[s.shape][3] += !tag;
+			by_shape[s.shape][4] += !tag && r.ndiffs > 0;
 		}
 		for (int i = 0; i < r.ndiffs; i++) {
 			bool fresh, dup = false;
@@ -443,6 +458,15 @@ int main(int argc, char **argv)
 	for (int t = 0; t < 4; t++)
 		printf("  %-22s %7llu decided, %7llu with a disagreement\n", tags[t],
 		       (unsigned long long)by_tag[t][0], (unsigned long long)by_tag[t][1]);
+	static const char *const shapes[RP_NSHAPES] = { "one pipeline", "[altcopy]", "[pipes]",
+							"[pipes] [recreate]" };
+	printf("by shape:\n");
+	for (int t = 0; t < RP_NSHAPES; t++)
+		printf("  %-20s %6llu decided, %6llu with a disagreement (untagged: %6llu, %6llu), "
+		       "%5llu cross-pipeline\n",
+		       shapes[t], (unsigned long long)by_shape[t][0],
+		       (unsigned long long)by_shape[t][1], (unsigned long long)by_shape[t][3],
+		       (unsigned long long)by_shape[t][4], (unsigned long long)by_shape[t][2]);
 	qsort(groups, (size_t)ngroups, sizeof(*groups), by_programs);
 	qsort(classes, (size_t)nclasses, sizeof(*classes), by_programs);
 	printf("groups (programs, first seed):\n");

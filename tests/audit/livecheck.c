@@ -98,11 +98,11 @@ static int read_audits(FILE *f, const struct rp_prog *p, struct rp_result *r)
 	struct nl_summary sum = { .streams = ss };
 	char line[LC_LINE], verdict[16], skips[256], missing[128], first[24], last[24], role[16];
 	unsigned long long batch, handle, ops;
-	unsigned pid, tid;
+	unsigned pid, tid, pipeline;
 
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "batch %u %llu %15s %255s %127s %23s %23s %llu", &pid, &batch, verdict,
-			   skips, missing, first, last, &ops) == 8) {
+		if (sscanf(line, "batch %u %llu %15s %255s %127s %23s %23s %llu %u", &pid, &batch,
+			   verdict, skips, missing, first, last, &ops, &pipeline) == 9) {
 			struct nl_batch_audit a;
 			int64_t sm = mask_of(skips, NL_NSKIP, nl_skip_name);
 			int64_t mm = mask_of(missing, NL_NEDGES, nl_edge_name);
@@ -110,6 +110,7 @@ static int read_audits(FILE *f, const struct rp_prog *p, struct rp_result *r)
 			memset(&a, 0, sizeof(a));
 			a.pid = pid;
 			a.batch = batch;
+			a.pipeline = pipeline;
 			a.verdict = by_name(verdict, 3, nl_verdict_name);
 			if (a.verdict < 0 || sm < 0 || mm < 0)
 				return -EINVAL;

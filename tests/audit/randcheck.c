@@ -51,21 +51,26 @@ void rp_result_batch(const struct rp_prog *p, struct rp_result *r, const struct 
 		r->extra++;
 		return;
 	}
-	if (a->batch != (uint64_t)T)
+	if (a->batch != (uint64_t)p->local[T])
 		r->numbering++;
 	r->have[T] = true;
 	r->got[T].verdict = a->verdict;
 	r->got[T].skip_mask = a->skip_mask;
 	r->got[T].missing_mask = a->missing_mask;
+	r->got[T].pipeline = a->pipeline;
+	r->got[T].number = a->batch;
 }
 
 static int expected_role(char name)
 {
 	switch (name) {
 	case 'M':
+	case 'A':
+	case 'm':
 		return NL_ROLE_COPY;
 	case 'D':
 	case 'N':
+	case 'd':
 		return NL_ROLE_SPARSE;
 	case 'C':
 		return NL_ROLE_COMPUTE;
@@ -84,9 +89,15 @@ void rp_result_summary(const struct rp_prog *p, struct rp_result *r, const struc
 		if (ss->pid != p->pid)
 			continue;
 		for (int k = 0; k < p->nstreams; k++) {
-			bool pt = p->stream_owner[k] != 0;
+			bool pt = p->stream_owner[k] != 0, again = false;
 
 			if (ss->handle != p->stream_handle[k] || (pt && ss->tid != p->stream_owner[k]))
+				continue;
+			/* a recreated stream: its handle is named once */
+			for (int j = 0; j < k; j++)
+				again |= p->stream_handle[j] == p->stream_handle[k] &&
+					 p->stream_owner[j] == p->stream_owner[k];
+			if (again)
 				continue;
 			if (ss->role != expected_role(p->stream_name[k]) &&
 			    o + 12 < sizeof(r->roles))
@@ -109,16 +120,26 @@ static void edges_str(uint32_t mask, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Where batch T stands to the program's dropped waits: the nearest drop. */
+static void drop_str(const struct rp_prog *p, const struct rp_drop *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s",
+		 p->truth[d->batch].verdict == NL_VERDICT_TRUSTED ? "redundant-" : "",
+		 rp_purpose_name(d->purpose), d->with_record ? "+rec" : "");
+}
+
+/* Where batch T stands to the program's dropped waits: the nearest drop of
+ * its own pipeline (by number within it); none near, but one in the other
+ * pipeline: cross-pipeline. */
 static void context(const struct rp_prog *p, int T, char *buf, size_t len)
 {
 	static const int offs[] = { 0, 1, -1, 2, -2, 3, -3 };
+	int P = T < p->spec.nb ? p->pipe[T] : 0, L = T < p->spec.nb ? p->local[T] : T;
 
 	for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
 		for (int i = 0; i < p->spec.ndrops; i++) {
 			const struct rp_drop *d = &p->spec.drops[i];
 
-			if (d->batch != T + offs[k])
+			if (p->pipe[d->batch] != P || p->local[d->batch] != L + offs[k])
 				continue;
 			snprintf(buf, len, "drop@T%+d:%s%s%s", offs[k],
 				 p->truth[d->batch].verdict == NL_VERDICT_TRUSTED ? "redundant-" : "",
@@ -127,22 +148,79 @@ static void context(const struct rp_prog *p, int T, char *buf, size_t len)
 				buf[6] = '\0' == 0 ? buf[6] : buf[6];
 			return;
 		}
+	for (int i = 0; i < p->spec.ndrops; i++)
+		if (p->pipe[p->spec.drops[i].batch] != P) {
+			char d[32];
+
+			drop_str(p, &p->spec.drops[i], d, sizeof(d));
+			snprintf(buf, len, "cross-pipeline:%s", d);
+			return;
+		}
 	snprintf(buf, len, "%s", p->spec.ndrops ? "drop-far" : "clean");
+}
+
+/* The tags of a program's shape (randprog.h, enum rp_shape). */
+static const char *shape_tag(const struct rp_prog *p)
+{
+	static const char *const tags[RP_NSHAPES] = { "", " [altcopy]", " [pipes]",
+						      " [pipes] [recreate]" };
+
+	return p->spec.shape > 0 && p->spec.shape < RP_NSHAPES ? tags[p->spec.shape] : "";
 }
 
 static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const char *what)
 {
-	char ctx[48] = "";
+	char ctx[48] = "", pipe[8] = "";
 
 	if (r->ndiffs >= RP_MAX_DIFFS)
 		return;
 	if (T >= 0)
 		context(p, T, ctx, sizeof(ctx));
-	/* tags: a wait covered a newer batch; blocking streams ordered by the null stream */
-	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
-		 p->oversync ? " [oversync]" : "",
-		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "");
+	if (T >= 0 && T < p->spec.nb && p->spec.shape >= RP_S_TWO)
+		snprintf(pipe, sizeof(pipe), " p%d", p->pipe[T]);
+	/* tags: a wait covered a newer batch; blocking streams ordered by the null
+	 * stream; the shape beyond one pipeline with one copy stream */
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
+		 pipe, p->oversync ? " [oversync]" : "",
+		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "",
+		 shape_tag(p));
 	r->diff_batch[r->ndiffs++] = T;
+}
+
+/* Pipelines and batch numbers (docs/output.md): each pipeline's batches under
+ * one engine pipeline of their own, numbered 0, 1, 2 ... within it (a number
+ * is compared only while every earlier batch of its pipeline has its audit).
+ * Which pipeline is 0 is the engine's order of discovery, not compared. One
+ * disagreement of each kind at most. */
+static void numbering(const struct rp_prog *p, struct rp_result *r)
+{
+	int64_t map[RP_MAX_PIPES] = { -1, -1 };
+	bool split = false, number = false, gap[RP_MAX_PIPES] = { false, false };
+	char what[64];
+
+	for (int T = 0; T < p->spec.nb; T++) {
+		int P = p->pipe[T];
+
+		if (!r->have[T]) {
+			gap[P] = true;
+			continue;
+		}
+		if (map[P] < 0)
+			map[P] = r->got[T].pipeline;
+		else if (map[P] != (int64_t)r->got[T].pipeline && !split) {
+			split = true;
+			snprintf(what, sizeof(what), "split-pipeline:%u", r->got[T].pipeline);
+			add_diff(p, r, T, what);
+		}
+		if (!gap[P] && r->got[T].number != (uint64_t)p->local[T] && !number) {
+			number = true;
+			snprintf(what, sizeof(what), "numbering:%llu",
+				 (unsigned long long)r->got[T].number);
+			add_diff(p, r, T, what);
+		}
+	}
+	if (map[1] >= 0 && map[0] == map[1])
+		add_diff(p, r, -1, "one-pipeline");
 }
 
 void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
@@ -206,6 +284,8 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 	}
 	if (r->extra)
 		add_diff(p, r, p->spec.nb, "extra-audits");
+	if (p->spec.shape != RP_S_SINGLE)
+		numbering(p, r);
 }
 
 struct collect {
@@ -331,8 +411,8 @@ int rp_write_truth(const struct rp_prog *p, const struct rp_result *r, uint64_t 
 	for (int T = 0; T < p->spec.nb; T++) {
 		const struct rp_truth *t = &p->truth[T];
 
-		fprintf(f, "%s{\"batch\":%d,\"verdict\":\"%s\",\"edge\":", T ? "," : "", T,
-			nl_verdict_name(t->verdict));
+		fprintf(f, "%s{\"pipeline\":%d,\"batch\":%d,\"verdict\":\"%s\",\"edge\":",
+			T ? "," : "", p->pipe[T], p->local[T], nl_verdict_name(t->verdict));
 		if (t->first < 0)
 			fprintf(f, "null,\"edges\":[]}");
 		else {
@@ -367,17 +447,25 @@ static bool still(const struct rp_spec *s, const char *cls)
 	return same;
 }
 
-static void drop_batch_shift(struct rp_spec *s, int first)
+/* After the batches of s changed from those of old (first: pipeline whose
+ * first batch went, -1 none): each drop follows its batch, by pipeline and
+ * number within it; a drop whose batch went goes too. */
+static void drops_follow(struct rp_spec *s, const struct rp_spec *old, int first)
 {
+	int8_t op[RP_MAX_BATCHES], ol[RP_MAX_BATCHES], np[RP_MAX_BATCHES], nl[RP_MAX_BATCHES];
 	int n = 0;
 
+	rp_schedule(old, op, ol);
+	rp_schedule(s, np, nl);
 	for (int i = 0; i < s->ndrops; i++) {
 		struct rp_drop d = s->drops[i];
+		int P = op[d.batch], L = ol[d.batch] - (P == first), T;
 
-		if (first)
-			d.batch--;
-		if (d.batch < 0 || d.batch >= s->nb)
+		for (T = 0; T < s->nb && (np[T] != P || nl[T] != L); T++)
+			;
+		if (L < 0 || T == s->nb)
 			continue;
+		d.batch = (int8_t)T;
 		s->drops[n++] = d;
 	}
 	s->ndrops = n;
@@ -386,24 +474,28 @@ static void drop_batch_shift(struct rp_spec *s, int first)
 void rp_minimize(struct rp_spec *s, const char *cls)
 {
 	bool changed = true;
+	/* a program of several copy streams or pipelines keeps what its draw
+	 * gives at least (4 batches, 2 of pipeline 1): fewer cannot show the
+	 * roles of its streams, and the class would be about too few batches */
+	int min0 = s->shape ? 4 : 2, min1 = 2;
 
 	while (changed) {
 		changed = false;
-		for (int step = 0; step < 24; step++) {
+		for (int step = 0; step < 31; step++) {
 			struct rp_spec t = *s;
 
 			switch (step) {
 			case 0: /* fewer batches: the last */
-				if (t.nb <= 2)
+				if (t.nb - t.nb1 <= min0)
 					continue;
 				t.nb--;
-				drop_batch_shift(&t, 0);
+				drops_follow(&t, s, -1);
 				break;
 			case 1: /* the first */
-				if (t.nb <= 2)
+				if (t.nb - t.nb1 <= min0)
 					continue;
 				t.nb--;
-				drop_batch_shift(&t, 1);
+				drops_follow(&t, s, 0);
 				break;
 			case 2: t.noise_pool = false; break;
 			case 3: t.noise_watchdog = false; break;
@@ -446,6 +538,39 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 				if (step - 21 >= t.ndrops || !t.drops[step - 21].with_record)
 					continue;
 				t.drops[step - 21].with_record = false;
+				break;
+			case 24: /* fewer batches of pipeline 1: the last, the first */
+			case 25:
+				if (t.nb1 <= min1)
+					continue;
+				t.nb1--;
+				t.nb--;
+				drops_follow(&t, s, step == 25 ? 1 : -1);
+				break;
+			case 29: /* pipeline 0's first turn shorter */
+			case 30:
+				if (!t.lead0)
+					continue;
+				t.nb -= step == 29 ? 1 : t.lead0;
+				t.lead0 -= step == 29 ? 1 : t.lead0;
+				drops_follow(&t, s, -1);
+				break;
+			case 28: /* pipeline 1 shallower */
+				if (t.depth1 <= 1)
+					continue;
+				t.depth1--;
+				if (t.lag1 > t.depth1)
+					t.lag1 = t.depth1;
+				break;
+			case 26: /* longer turns: fewer switches */
+			case 27:
+				if (!t.nb1 || (step == 26 ? t.run1 >= t.nb1 : t.run0 >= t.nb - t.nb1))
+					continue;
+				if (step == 26)
+					t.run1++;
+				else
+					t.run0++;
+				drops_follow(&t, s, -1);
 				break;
 			}
 			if (memcmp(&t, s, sizeof(t)) && still(&t, cls)) {
@@ -512,7 +637,10 @@ void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 		fprintf(f, "\n");
 	}
 	for (int T = 0; T < p->spec.nb; T++) {
-		fprintf(f, "batch %d: truth %s", T, nl_verdict_name(p->truth[T].verdict));
+		fprintf(f, "batch %d", T);
+		if (p->spec.shape >= RP_S_TWO)
+			fprintf(f, " (pipeline %d batch %d)", p->pipe[T], p->local[T]);
+		fprintf(f, ": truth %s", nl_verdict_name(p->truth[T].verdict));
 		if (p->truth[T].first >= 0)
 			fprintf(f, " %s", nl_edge_name(p->truth[T].first));
 		if (r && r->have[T]) {
@@ -521,6 +649,9 @@ void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 			edges_str(r->got[T].missing_mask, e, sizeof(e));
 			fprintf(f, "; engine %s %s", nl_verdict_name(r->got[T].verdict),
 				r->got[T].verdict == NL_VERDICT_UNTRUSTED ? e : "");
+			if (p->spec.shape != RP_S_SINGLE)
+				fprintf(f, " (pipeline %u batch %llu)", r->got[T].pipeline,
+					(unsigned long long)r->got[T].number);
 		} else if (r)
 			fprintf(f, "; engine: %s", r->merged[T] ? "merged into an earlier batch's copies"
 								  : "no audit");

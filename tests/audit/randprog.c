@@ -66,6 +66,33 @@ const char *rp_undecidable_name(int u)
 	}
 }
 
+const char *rp_shape_name(int shape)
+{
+	static const char *const names[RP_NSHAPES] = { "single", "altcopy", "two", "recreate" };
+
+	return shape >= 0 && shape < RP_NSHAPES ? names[shape] : "?";
+}
+
+void rp_schedule(const struct rp_spec *s, int8_t *pipe, int8_t *local)
+{
+	bool two = s->shape >= RP_S_TWO;
+	int nb = s->nb < RP_MAX_BATCHES ? s->nb : RP_MAX_BATCHES;
+	int n[RP_MAX_PIPES] = { 0, 0 };
+	int want[RP_MAX_PIPES] = { nb - (two ? s->nb1 : 0), two ? s->nb1 : 0 };
+	int run[RP_MAX_PIPES] = { two && s->run0 > 0 ? s->run0 : nb, s->run1 > 0 ? s->run1 : 1 };
+
+	/* K of pipeline 0 (K + lead0 the first time), E of pipeline 1, and
+	 * again, until both are done */
+	for (int T = 0, P = 0; T < nb; P ^= two) {
+		int len = run[P] + (T ? 0 : two * s->lead0);
+
+		for (int k = 0; k < len && n[P] < want[P]; k++) {
+			pipe[T] = (int8_t)P;
+			local[T++] = (int8_t)n[P]++;
+		}
+	}
+}
+
 static const char item_letter[RP_NITEMS] = { 'b', 'T', 'F', 'B', 'C', 'S' };
 
 /* ---- the spec ------------------------------------------------------------------ */
@@ -132,13 +159,58 @@ static void order_fix(struct rp_spec *s)
 	}
 }
 
+/* The shape beyond one pipeline, from a stream of numbers of its own: a seed
+ * that draws RP_S_SINGLE gives the program it gave before shapes existed. */
+static void spec_shape(struct rp_spec *s, uint64_t seed)
+{
+	uint64_t r = seed * 0xd1342543de82ef95ull + 0x632be59bd9b4e019ull;
+	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
+	int sh = below(&r, 100);
+
+	s->shape = sh < 64 ? RP_S_SINGLE : sh < 76 ? RP_S_ALTCOPY : sh < 88 ? RP_S_TWO
+									: RP_S_RECREATE;
+	if (s->shape < RP_S_TWO)
+		return;
+	/* an eval pipeline of 4-8 batches, 2-4 at a time, between runs of 2-4 of
+	 * the first, which keeps batches in flight across the switch */
+	s->nb1 = 4 + below(&r, 5);
+	s->run0 = 2 + below(&r, 3);
+	s->run1 = 2 + below(&r, 3);
+	s->depth1 = 1 + below(&r, 2);
+	s->lag1 = 1 + below(&r, s->depth1);
+	/* half the programs: the second pipeline starts after role learning (8
+	 * hand-offs), the others during it */
+	s->lead0 = chance(&r, 50) ? 8 + below(&r, 3) : 0;
+	if (s->depth < 2) {
+		s->depth = 2;
+		order_fix(s);
+	}
+	s->nb += s->nb1 + s->lead0;
+	/* the faults over every pipeline's batches (no collective in pipeline 1) */
+	rp_schedule(s, pipe, local);
+	for (int i = 0; i < s->ndrops; i++) {
+		int p = s->drops[i].purpose, b = -1;
+
+		for (int k = 0; k < 16 && b < 0; k++) {
+			bool dup = false;
+
+			b = below(&r, s->nb);
+			for (int j = 0; j < i; j++)
+				dup |= s->drops[j].purpose == p && s->drops[j].batch == b;
+			if (dup || (pipe[b] && (p == RP_W_DN || p == RP_W_ND)))
+				b = -1;
+		}
+		s->drops[i].batch = (int8_t)(b < 0 ? s->drops[i].batch : b);
+	}
+}
+
 void rp_spec_random(struct rp_spec *s, uint64_t seed)
 {
 	uint64_t r = seed * 0x2545f4914f6cdd1dull + 1;
 
 	memset(s, 0, sizeof(*s));
 	s->seed = rnd(&r);
-	s->nb = 4 + below(&r, RP_MAX_BATCHES - 3);
+	s->nb = 4 + below(&r, RP_DRAW_BATCHES - 3);
 	s->depth = 1 + below(&r, 3);
 	s->lag = 1 + below(&r, s->depth);
 	s->sparse = chance(&r, 75);
@@ -206,6 +278,7 @@ void rp_spec_random(struct rp_spec *s, uint64_t seed)
 		s->drops[s->ndrops].with_record = chance(&r, s->fresh ? 50 : 30);
 		s->ndrops++;
 	}
+	spec_shape(s, seed);
 }
 
 void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
@@ -231,11 +304,18 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 		 s->added_cm ? " added_cm" : "", s->noise_pool ? " pool" : "",
 		 s->noise_watchdog ? " watchdog" : "", s->noise_item ? " item" : "",
 		 s->blocking ? " blocking" : "", s->pretrace ? " pretrace" : "", drops);
+	if (s->shape == RP_S_ALTCOPY)
+		snprintf(buf + strlen(buf), len - strlen(buf), " shape=altcopy");
+	else if (s->shape >= RP_S_TWO)
+		snprintf(buf + strlen(buf), len - strlen(buf),
+			 " shape=%s nb1=%d runs=%d/%d lead0=%d depth1=%d lag1=%d",
+			 rp_shape_name(s->shape), s->nb1, s->run0, s->run1, s->lead0, s->depth1,
+			 s->lag1);
 }
 
 /* ---- emitting the program --------------------------------------------------------- */
 
-#define RP_MAX_EVENTS 96
+#define RP_MAX_EVENTS 160
 
 enum { K_COPY = 0x4100, K_INPUT_DIST = 0x4200, K_DIST_INIT = 0x4300, K_A2A = 0x4400,
        K_FWD = 0x4500, K_BWD = 0x4600 };
@@ -249,12 +329,16 @@ struct rp_event {
 
 struct gen {
 	struct rp_prog *p;
-	const struct rp_spec *s;
+	const struct rp_spec *s;     /* the spec of the pipeline bound (bind_batch()) */
+	struct rp_spec spec1;        /* pipeline 1's: its depth, no collective */
 	uint64_t r;
 	uint64_t now, wd_last;
 	uint32_t tid_main, tid_loader, tid_autograd, tid_watchdog;
 	/* logical streams */
-	int sM, sD, sN, sC, sB, snull;
+	int sM, sD, sN, sC, sB, snull; /* sM, sD, sN: of the batch bound */
+	int pm[RP_MAX_PIPES][2], ncopy[RP_MAX_PIPES], pd[RP_MAX_PIPES], pn[RP_MAX_PIPES];
+	int cp, mkpipe;                /* the pipeline bound; the one streams are made for */
+	int glob[RP_MAX_PIPES][RP_MAX_BATCHES]; /* batch number in a pipeline -> T */
 	uint64_t handle[RP_MAX_STREAMS];
 	uint32_t owner[RP_MAX_STREAMS]; /* per-thread stream: its thread; else 0 */
 	uint32_t vc[RP_MAX_STREAMS][RP_MAX_STREAMS];
@@ -266,7 +350,7 @@ struct gen {
 	uint64_t free_handles[RP_MAX_EVENTS];
 	int nfree;
 	uint64_t next_handle;
-	int reused[RP_NPURPOSES][4];
+	int reused[RP_MAX_PIPES][RP_NPURPOSES][4];
 	int pool[4], done_ev;
 	int end_ev[RP_MAX_BATCHES];   /* the all-to-all's end event of batch T */
 	int pool_pending[8], npool_pending;
@@ -515,6 +599,12 @@ static void wait_stream(struct gen *g, int to, int from, uint32_t tid, int purpo
 	event_destroy(g, e, tid);
 }
 
+/* The reused event of a batch's edge: by its number in its pipeline. */
+static int slot(const struct gen *g, int batch)
+{
+	return g->p->local[batch] % g->s->slots;
+}
+
 /* The producer side of a reused-event edge: record it unless dropped whole. */
 static void edge_record(struct gen *g, int purpose, int batch, int s, uint32_t tid)
 {
@@ -522,14 +612,14 @@ static void edge_record(struct gen *g, int purpose, int batch, int s, uint32_t t
 
 	if (d && d->with_record)
 		return;
-	record(g, g->reused[purpose][batch % g->s->slots], s, tid);
+	record(g, g->reused[g->cp][purpose][slot(g, batch)], s, tid);
 }
 
 static void edge_wait(struct gen *g, int purpose, int batch, int s, uint32_t tid)
 {
 	if (dropped(g, purpose, batch))
 		return;
-	wait(g, s, g->reused[purpose][batch % g->s->slots], tid, purpose, batch);
+	wait(g, s, g->reused[g->cp][purpose][slot(g, batch)], tid, purpose, batch);
 }
 
 /* An edge whose record and wait are made at one place (fresh, or reused). */
@@ -638,7 +728,7 @@ static void item_sparse(struct gen *g, int T)
 			if (!(d && d->with_record))
 				record(g, g->end_ev[T], g->sN, tm);
 		} else {
-			g->end_ev[T] = g->reused[RP_W_ND][T % s->slots];
+			g->end_ev[T] = g->reused[g->cp][RP_W_ND][slot(g, T)];
 			edge_record(g, RP_W_ND, T, g->sN, tm);
 		}
 		if (s->noise_watchdog)
@@ -777,6 +867,7 @@ static int add_stream(struct gen *g, uint64_t handle, uint32_t owner, bool block
 	g->p->stream_name[s] = name;
 	g->handle[s] = handle;
 	g->owner[s] = owner;
+	g->p->stream_pipe[s] = (int8_t)g->mkpipe;
 	g->p->stream_blocking[s] = blocking;
 	g->p->stream_null[s] = null;
 	g->carry[s] = -1;
@@ -800,6 +891,98 @@ static int created_stream(struct gen *g, uint64_t handle, bool blocking, bool tr
 		}
 	}
 	return add_stream(g, handle, 0, blocking, false, name);
+}
+
+/* ---- pipelines and ticks ---------------------------------------------------------- */
+
+/* Bind batch T: its pipeline's spec, streams and events, its copy stream. */
+static void bind_batch(struct gen *g, int T)
+{
+	int P = g->p->pipe[T];
+
+	g->cp = P;
+	g->s = P ? &g->spec1 : &g->p->spec;
+	g->sM = g->pm[P][g->p->local[T] % g->ncopy[P]];
+	g->sD = g->pd[P];
+	g->sN = g->pn[P];
+}
+
+static void reused_events(struct gen *g, const struct rp_spec *s, int P)
+{
+	if (!s->fresh)
+		for (int pu = 0; pu < RP_NPURPOSES; pu++)
+			for (int k = 0; k < s->slots; k++)
+				if (purpose_exists(s, pu))
+					g->reused[P][pu][k] = event_new(g, g->tid_main, 0);
+}
+
+/* Pipeline 1's streams, made when its first phase starts and, recreated,
+ * at each later one: the destroyed handles come back (new logical streams). */
+static void pipe1_streams(struct gen *g, uint64_t base, bool again)
+{
+	const struct rp_spec *s = &g->spec1;
+	int old[2] = { g->pm[1][0], g->pd[1] };
+
+	for (int k = 0; again && k < 2; k++) {
+		struct rp_call *c;
+
+		if (old[k] < 0)
+			continue;
+		c = emit(g, NL_API_STREAM_DESTROY, g->tid_main);
+		if (c)
+			set_arg(c, nl_api_info[NL_API_STREAM_DESTROY].slot_stream, g->handle[old[k]]);
+	}
+	g->mkpipe = 1;
+	g->pm[1][0] = created_stream(g, base + 0x910, s->blocking, true, 'm');
+	g->pd[1] = s->sparse ? created_stream(g, base + 0xae0, s->blocking, true, 'd') : -1;
+	g->pn[1] = -1;
+	g->ncopy[1] = 1;
+	g->mkpipe = -1;
+	if (!again)
+		reused_events(g, s, 1);
+}
+
+/* Tick i of pipeline P: batches lo..hi-1 of it are copied in this phase. */
+static void tick(struct gen *g, int P, int i, int lo, int hi)
+{
+	const struct rp_spec *s = P ? &g->spec1 : &g->p->spec;
+	const int *G = g->glob[P];
+
+	g->now += 20000 + (uint64_t)below(&g->r, 30000);
+	pool_queries(g);
+	if (s->early && i >= lo) {
+		bind_batch(g, G[i]);
+		wait_stream(g, g->sC, g->sD, g->tid_main, RP_W_EARLY, G[i]);
+	}
+	for (int k = 0; k < RP_NITEMS; k++) {
+		static void (*const item[RP_NITEMS])(struct gen *, int) = {
+			[RP_I_PARTB] = item_partb, [RP_I_TAKE] = item_take, [RP_I_FWD] = item_fwd,
+			[RP_I_BWD] = item_bwd,     [RP_I_COPY] = item_copy, [RP_I_SPARSE] = item_sparse,
+		};
+		int it = s->order[k], x = i; /* the batch (number in P) the item is for */
+		bool on;
+
+		switch (it) {
+		case RP_I_PARTB:
+			on = s->split && i >= lo;
+			break;
+		case RP_I_COPY:
+			x = i + s->depth;
+			on = x < hi;
+			break;
+		case RP_I_SPARSE:
+			x = i + s->lag;
+			on = s->sparse && x >= lo && x < hi;
+			break;
+		default:
+			on = i >= lo;
+			break;
+		}
+		if (on) {
+			bind_batch(g, G[x]);
+			item[it](g, G[x]);
+		}
+	}
 }
 
 /* ---- the truth ------------------------------------------------------------------ */
@@ -887,6 +1070,18 @@ int rp_build(struct rp_prog *p, const struct rp_spec *s)
 	g->done_ev = -1;
 	if (p->spec.nb > RP_MAX_BATCHES)
 		p->spec.nb = RP_MAX_BATCHES;
+	/* a shrunk spec may have lost the order its draw made valid (a smaller
+	 * depth brings copy and sparse of a batch into one tick) */
+	order_fix(&p->spec);
+	rp_schedule(&p->spec, p->pipe, p->local);
+	g->spec1 = p->spec;
+	g->spec1.depth = s->depth1 > 0 ? s->depth1 : 1;
+	g->spec1.lag = s->lag1 > 0 && s->lag1 <= g->spec1.depth ? s->lag1 : 1;
+	g->spec1.coll = g->spec1.split = g->spec1.noise_watchdog = false;
+	g->spec1.pretrace = false;
+	order_fix(&g->spec1);
+	for (int k = 0; k < RP_MAX_PIPES; k++)
+		g->pd[k] = g->pn[k] = g->pm[k][0] = g->pm[k][1] = -1;
 
 	/* set-up: the communicator (RCCL's done event), streams, events */
 	if (s->coll) {
@@ -906,9 +1101,19 @@ int rp_build(struct rp_prog *p, const struct rp_spec *s)
 			p->calls[p->n - 2].rec.ret_ns = p->calls[p->n - 2].rec.ts_ns + 100;
 		}
 	}
+	g->mkpipe = 0;
 	g->sM = created_stream(g, base, s->blocking, !s->pretrace, 'M');
 	g->sD = s->sparse ? created_stream(g, base + 0x1d0, s->blocking, !s->pretrace, 'D') : -1;
 	g->sN = s->coll ? created_stream(g, base + 0x3a0, s->blocking, !s->pretrace, 'N') : -1;
+	g->pm[0][0] = g->sM;
+	g->ncopy[0] = 1;
+	if (s->shape == RP_S_ALTCOPY) {
+		g->pm[0][1] = created_stream(g, base + 0x740, s->blocking, !s->pretrace, 'A');
+		g->ncopy[0] = 2;
+	}
+	g->pd[0] = g->sD;
+	g->pn[0] = g->sN;
+	g->mkpipe = -1;
 	switch (s->compute) {
 	case RP_C_NULL:
 		g->sC = add_stream(g, 0x0, 0, true, true, 'C');
@@ -922,51 +1127,35 @@ int rp_build(struct rp_prog *p, const struct rp_spec *s)
 		g->sC = created_stream(g, base + 0x570, false, true, 'C');
 		break;
 	}
-	if (!s->fresh)
-		for (int pu = 0; pu < RP_NPURPOSES; pu++)
-			for (int k = 0; k < s->slots; k++)
-				if (purpose_exists(s, pu))
-					g->reused[pu][k] = event_new(g, g->tid_main, 0);
+	reused_events(g, s, 0);
 	if (s->noise_pool)
 		for (int k = 0; k < 4; k++)
 			g->pool[k] = event_new(g, g->tid_main, 0);
 
-	/* the loop: ticks -depth .. nb-1, a fill phase first */
-	for (int i = -s->depth; i < s->nb && !g->err; i++) {
-		g->now += 20000 + (uint64_t)below(&g->r, 30000);
-		pool_queries(g);
-		if (s->early && i >= 0)
-			wait_stream(g, g->sC, g->sD, g->tid_main, RP_W_EARLY, i);
-		for (int k = 0; k < RP_NITEMS; k++) {
-			int it = s->order[k];
+	/* the loop: each pipeline's turns on compute in order; a pipeline's
+	 * first turn starts with its fill phase (ticks -depth ..), pipeline 0's
+	 * later turns take the batches it copied before the switch, pipeline
+	 * 1 copies only the batches of its turn */
+	int nb0 = 0;
 
-			switch (it) {
-			case RP_I_PARTB:
-				if (s->split && i >= 0)
-					item_partb(g, i);
-				break;
-			case RP_I_TAKE:
-				if (i >= 0)
-					item_take(g, i);
-				break;
-			case RP_I_FWD:
-				if (i >= 0)
-					item_fwd(g, i);
-				break;
-			case RP_I_BWD:
-				if (i >= 0)
-					item_bwd(g, i);
-				break;
-			case RP_I_COPY:
-				if (i + s->depth < s->nb)
-					item_copy(g, i + s->depth);
-				break;
-			case RP_I_SPARSE:
-				if (s->sparse && i + s->lag >= 0 && i + s->lag < s->nb)
-					item_sparse(g, i + s->lag);
-				break;
-			}
+	for (int T = 0; T < p->spec.nb; T++) {
+		g->glob[p->pipe[T]][p->local[T]] = T;
+		nb0 += !p->pipe[T];
+	}
+	for (int T = 0, turns1 = 0; T < p->spec.nb && !g->err;) {
+		int P = p->pipe[T], a = p->local[T], b = a;
+
+		for (; T < p->spec.nb && p->pipe[T] == P; T++)
+			b++;
+		if (!P) {
+			for (int i = a ? a : -s->depth; i < b && !g->err; i++)
+				tick(g, 0, i, 0, nb0);
+			continue;
 		}
+		if (!turns1++ || s->shape == RP_S_RECREATE)
+			pipe1_streams(g, base, turns1 > 1);
+		for (int i = a - g->spec1.depth; i < b && !g->err; i++)
+			tick(g, 1, i, a, b);
 	}
 	/* torch.cuda.synchronize() at the end, then the process exits */
 	pool_queries(g);

@@ -20,9 +20,20 @@
 #include "engine.h"
 #include "nanlog_rec.h"
 
-#define RP_MAX_BATCHES 12
+#define RP_MAX_BATCHES 32 /* of all pipelines */
 #define RP_MAX_DROPS 3
-#define RP_MAX_STREAMS 8
+#define RP_MAX_STREAMS 16
+#define RP_MAX_PIPES 2
+#define RP_DRAW_BATCHES 12 /* one pipeline: 4 .. this many */
+
+/* The program's layout beyond one pipeline with one copy stream. */
+enum rp_shape {
+	RP_S_SINGLE = 0, /* one pipeline, one copy stream */
+	RP_S_ALTCOPY,    /* one pipeline, batch i copied on M[i % 2] */
+	RP_S_TWO,        /* a second (eval) pipeline alternating with the first on compute */
+	RP_S_RECREATE,   /* the same, its streams destroyed and created again between phases */
+	RP_NSHAPES
+};
 
 /* What a wait is for; a drop names one (purpose, batch). */
 enum rp_purpose {
@@ -82,7 +93,13 @@ struct rp_spec {
 	uint8_t order[RP_NITEMS]; /* the items of a tick in issue order */
 	int ncopies;         /* copies per batch (constant, as a batch's tensors are) */
 	int ndrops;
-	struct rp_drop drops[RP_MAX_DROPS];
+	struct rp_drop drops[RP_MAX_DROPS]; /* batch: in compute order over all pipelines */
+	/* drawn apart (randprog.c), RP_S_SINGLE for most seeds: nothing below */
+	int shape;           /* enum rp_shape */
+	int nb1;             /* RP_S_TWO, RP_S_RECREATE: pipeline 1's batches, within nb */
+	int run0, run1;      /* batches of pipeline 0, then 1, per turn on compute */
+	int lead0;           /* more batches in pipeline 0's first turn (role learning done) */
+	int depth1, lag1;    /* pipeline 1's depth and sparse lag (no collective stream) */
 };
 
 /* Why a program is outside what the audit can decide from calls alone. */
@@ -121,11 +138,14 @@ struct rp_prog {
 	bool stream_null[RP_MAX_STREAMS];
 	uint64_t stream_handle[RP_MAX_STREAMS];
 	uint32_t stream_owner[RP_MAX_STREAMS]; /* per-thread stream: its thread */
-	char stream_name[RP_MAX_STREAMS];      /* M D N C B */
+	char stream_name[RP_MAX_STREAMS];      /* M A D N C B, pipeline 1's m d */
+	int8_t stream_pipe[RP_MAX_STREAMS];    /* its pipeline; -1: compute, backward */
 	bool oversync;     /* a wait covered a newer batch's producer work */
 	int handoffs;      /* waits on copy-stream events that were kept */
 	int undecidable;   /* enum rp_undecidable */
 	struct rp_truth truth[RP_MAX_BATCHES];
+	/* batch T (compute order) is batch local[T] of pipeline pipe[T] */
+	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
 };
 
 /* A spec drawn from seed (the whole range of what the generator makes). */
@@ -138,6 +158,9 @@ void rp_free(struct rp_prog *p);
 void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len);
 const char *rp_purpose_name(int purpose);
 const char *rp_undecidable_name(int u);
+const char *rp_shape_name(int shape);
+/* The batches of a spec in compute order: their pipeline and number in it. */
+void rp_schedule(const struct rp_spec *s, int8_t *pipe, int8_t *local);
 
 /* ---- running it through the engine and comparing ------------------------ */
 
@@ -150,6 +173,8 @@ struct rp_result {
 	struct {
 		int verdict;
 		uint32_t skip_mask, missing_mask;
+		uint32_t pipeline;  /* the engine's pipeline and batch number in it */
+		uint64_t number;
 	} got[RP_MAX_BATCHES];
 	int extra;          /* audits that match no batch of the program */
 	bool merged[RP_MAX_BATCHES]; /* its copies inside another batch's copy window */

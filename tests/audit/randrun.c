@@ -207,6 +207,9 @@ static int make_call(int i)
 		if (!rc && map_put(L.streams, &L.nstreams, c->rec.out, s))
 			return -ENOSPC;
 		return rc;
+	case NL_API_STREAM_DESTROY:
+		/* a recreated stream's program handle maps to the new one (map_put) */
+		return hipStreamDestroy(s);
 	case NL_API_EVENT_CREATE_WITH_FLAGS:
 		rc = hipEventCreateWithFlags(&e, (unsigned)arg[a->slot_flags]);
 		if (!rc && map_put(L.events, &L.nevents, c->rec.out, e))

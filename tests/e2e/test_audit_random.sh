@@ -13,18 +13,20 @@ KNOWN=tests/audit/known-disagreements.txt
 # The disagreements of an audit output with a truth file, one a line.
 disagreements() {
 	jq -r -n --slurpfile t "$1" --slurpfile o "$2" '
+		def key: "\(.pipeline // 0)/\(.batch)";
 		($o | map(select(.type == "batch"))) as $got
-		| ($got | map({key: (.batch | tostring), value: .}) | from_entries) as $by
-		| ($t[0].batches[] | . as $b | $by[$b.batch | tostring] as $g
-		   | if $g == null then "batch \($b.batch): no audit"
+		| ($got | map({key: key, value: .}) | from_entries) as $by
+		| ($t[0].batches | map({key: key, value: true}) | from_entries) as $want
+		| ($t[0].batches[] | . as $b | $by[$b | key] as $g
+		   | if $g == null then "batch \($b | key): no audit"
 		     elif $g.verdict != $b.verdict then
-		       "batch \($b.batch): \($g.verdict) \($g.missing_edges | join(",")), truth \($b.verdict) \($b.edge // "")"
+		       "batch \($b | key): \($g.verdict) \($g.missing_edges | join(",")), truth \($b.verdict) \($b.edge // "")"
 		     elif $b.verdict == "untrusted"
 		          and ((($g.missing_edges | index($b.edge)) == null)
 		               or (($g.missing_edges - $b.edges) | length) > 0) then
-		       "batch \($b.batch): edges \($g.missing_edges | join(",")), truth \($b.edge)"
+		       "batch \($b | key): edges \($g.missing_edges | join(",")), truth \($b.edge)"
 		     else empty end),
-		  ($got[] | select(.batch >= ($t[0].batches | length)) | "batch \(.batch): not in the program"),
+		  ($got[] | select($want[key] == null) | "batch \(key): not in the program"),
 		  (($o | map(select(.type == "summary")) | last | .streams // []) as $ss
 		   | $t[0].streams[] | . as $w
 		   | ($ss | map(select(.stream == $w.stream and (.stream_tid // 0) == $w.tid)) | first) as $s

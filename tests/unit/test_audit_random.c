@@ -215,6 +215,76 @@ static void test_truth_implicit_sync(void **state)
 	expect_truth(&s, 5, NL_EDGE_SPARSE_FORWARD);
 }
 
+/* Turns on compute: K of pipeline 0, E of pipeline 1, and again. */
+static void test_schedule(void **state)
+{
+	static const int8_t pipe[] = { 0, 0, 1, 1, 1, 0, 0, 1, 0, 0 };
+	static const int8_t local[] = { 0, 1, 0, 1, 2, 2, 3, 3, 4, 5 };
+	int8_t gp[RP_MAX_BATCHES], gl[RP_MAX_BATCHES];
+	struct rp_spec s;
+
+	(void)state;
+	torchrec_spec(&s, false, false);
+	s.shape = RP_S_TWO;
+	s.nb = 10;
+	s.nb1 = 4;
+	s.run0 = 2;
+	s.run1 = 3;
+	rp_schedule(&s, gp, gl);
+	assert_memory_equal(gp, pipe, sizeof(pipe));
+	assert_memory_equal(gl, local, sizeof(local));
+	/* a longer first turn: pipeline 1 after role learning */
+	static const int8_t lpipe[] = { 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0 };
+	static const int8_t llocal[] = { 0, 1, 2, 3, 4, 0, 1, 2, 5, 6, 3, 7 };
+
+	s.nb = 12;
+	s.lead0 = 3;
+	rp_schedule(&s, gp, gl);
+	assert_memory_equal(gp, lpipe, sizeof(lpipe));
+	assert_memory_equal(gl, llocal, sizeof(llocal));
+	s.shape = RP_S_ALTCOPY;
+	rp_schedule(&s, gp, gl);
+	for (int T = 0; T < s.nb; T++) {
+		assert_int_equal(gp[T], 0);
+		assert_int_equal(gl[T], T);
+	}
+}
+
+/* Two copy streams in turn, a second pipeline, its streams recreated: a
+ * dropped wait in either pipeline untrusts that batch alone, across the
+ * switches (pipeline 0 at depth 2 keeps batches in flight over them). */
+static void test_truth_shapes(void **state)
+{
+	static const int shapes[] = { RP_S_ALTCOPY, RP_S_TWO, RP_S_RECREATE };
+	struct rp_spec s;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		for (int f = 0; f < 2; f++) {
+			torchrec_spec(&s, f, false);
+			s.shape = shapes[k];
+			if (s.shape != RP_S_ALTCOPY) {
+				s.nb = 14;
+				s.nb1 = 6;
+				s.run0 = 3;
+				s.run1 = 2;
+				s.depth1 = 2;
+				s.lag1 = 1;
+			}
+			expect_truth(&s, -1, -1);
+			/* every batch: the last of a turn, the first after one, both pipelines */
+			for (int K = 0; K < s.nb; K++) {
+				struct rp_spec t = s;
+
+				drop(&t, RP_W_CS, K, f);
+				expect_truth(&t, K, NL_EDGE_COPY_SPARSE);
+				t = s;
+				drop(&t, RP_W_SF, K, f);
+				expect_truth(&t, K, NL_EDGE_SPARSE_FORWARD);
+			}
+		}
+}
+
 /* Same seed, same bytes; each thread's calls in time order; creates before use. */
 static void test_generator_ring_order(void **state)
 {
@@ -396,6 +466,8 @@ int main(void)
 		cmocka_unit_test(test_truth_one_drop),
 		cmocka_unit_test(test_truth_redundant),
 		cmocka_unit_test(test_truth_implicit_sync),
+		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_truth_shapes),
 		cmocka_unit_test(test_generator_ring_order),
 		cmocka_unit_test(test_recording_roundtrip),
 		cmocka_unit_test(test_random_sample),
