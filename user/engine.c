@@ -250,6 +250,9 @@ static void end_learning(struct nl_engine *e, struct nl_proc *p, bool final)
 
 	if (decided)
 		p->learning = false;
+	/* a second pipeline that ran while the roles were learned is found in
+	 * the replay, by the same edges as later */
+	p->discovering = decided && !e->o.has_copy_stream && !e->o.has_sparse_streams;
 	p->nlbuf = 0;
 	for (uint32_t i = 0; i < n; i++)
 		replay(e, p, &p->lbuf[i]);

@@ -458,6 +458,22 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	b->nr[1].prog = 0;
 }
 
+/* A forward window's first two kernels: the pipeline's step signature
+ * while every window began with them. */
+static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
+{
+	if (!q || !acc->first_named[0] || !acc->first_named[1])
+		return;
+	if (q->step_n && q->step_sig[0] == acc->first_sig[0] && q->step_sig[1] == acc->first_sig[1]) {
+		q->step_n++;
+		return;
+	}
+	q->step_varied |= q->step_n > 0;
+	q->step_sig[0] = acc->first_sig[0];
+	q->step_sig[1] = acc->first_sig[1];
+	q->step_n = 1;
+}
+
 void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		uint32_t clock, int64_t token, bool work, bool is_coll)
 {
@@ -493,8 +509,8 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		acc->first_sig[acc->work] = op.sig;
 		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
 	}
-	if (work)
-		acc->work++;
+	if (work && ++acc->work == 2 && st == NL_STAGE_FORWARD)
+		note_step(nl_pipe_of_token(p, token), acc);
 	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))
 		acc->bytes += c->bytes;
 	if (is_coll)

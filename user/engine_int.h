@@ -225,6 +225,7 @@ struct nl_lstream {
 	bool used;
 	struct nl_skey key;
 	uint64_t launches, h2d, work, waited;
+	uint64_t switches;    /* waits on it right after a wait on another copying stream */
 	uint64_t out[NL_LW], in[NL_LW];
 };
 
@@ -236,6 +237,7 @@ struct nl_learn {
 	int *es;              /* learning stream index of its last record, -1 none */
 	uint32_t ecap, eused;
 	uint32_t since_check;
+	int last_h2d_src;     /* source of the last wait on a copying stream, -1 none */
 };
 
 /* One pipeline: its batch sequence (tokens pipe << NL_PIPE_SHIFT | n, the
@@ -244,6 +246,12 @@ struct nl_learn {
 struct nl_pipe {
 	bool used, has_sparse;
 	bool seen_copy_record;
+	bool had_copy;        /* a stream has been its copy stream */
+	/* the first two kernels its forward windows began with, and how many
+	 * windows in a row began so (a step's signature) */
+	uint64_t step_sig[2];
+	uint32_t step_n;
+	bool step_varied;     /* two windows began differently */
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
@@ -267,6 +275,7 @@ struct nl_proc {
 	 * gave them); keys_final: learning is over, a stream created from now on
 	 * starts without a role whatever its handle */
 	bool has_copy, has_compute, has_sparse, keys_final;
+	bool discovering;      /* roles learned, not given: pipelines found by edges */
 	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
 	int ncopy_keys;
 	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];

@@ -383,9 +383,16 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 		}
 		if (m->token != NL_NO_TOKEN) {
 			account_ring(e, p, slot, r, m->token);
-			if (rec)
-				retoken_events(p, slot, r->clock - 1, r->clock, NL_NO_TOKEN, m->token,
-					       false);
+			if (rec) /* whatever token it carried (compute's, by a buffer-reuse wait) */
+				for (uint32_t i = 0; i < p->ecap; i++) {
+					struct nl_event *o = &p->ev[i];
+
+					if (o->used && o->recorded && o->slot == slot &&
+					    o->clock == r->clock) {
+						o->token = m->token;
+						o->adopted = false;
+					}
+				}
 		}
 		if (rec) {
 			cut = true;
@@ -412,7 +419,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 	struct nl_stream *s = &p->s[slot], *m = &p->s[ev->slot];
 	int pipe;
 
-	if (!p->keys_final || m->role != NL_ROLE_OTHER || !m->h2d || s->role == NL_ROLE_COPY ||
+	if (!p->discovering || m->role != NL_ROLE_OTHER || !m->h2d || s->role == NL_ROLE_COPY ||
 	    m->capturing || s->capturing)
 		return;
 	pipe = s->role == NL_ROLE_SPARSE ? s->pipe : nl_pipe_open(p);
@@ -420,6 +427,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		return;
 	m->role = NL_ROLE_COPY;
 	m->pipe = (int8_t)pipe;
+	p->pipes[pipe].had_copy = true;
 	if (m->unplaced) {
 		m->unplaced = false;
 		p->unplaced_streams--;
@@ -509,9 +517,14 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	/* two different kernels, both named: one kernel launched twice could
 	 * be this batch's forward after the other's, and launches counted in a
 	 * run (no kernel address) cannot show a restart */
-	return w && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+	/* ...and every step so far began alike: a forward whose first
+	 * kernels vary from step to step would not show its restart */
+	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
 	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
-	       w->first_sig[0] != w->first_sig[1] && b->nr[1].armed;
+	       w->first_sig[0] != w->first_sig[1] && b->nr[1].armed && !q->step_varied &&
+	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
 }
 
 /* Every producer op of the batch is ordered before the stream's clock vc,

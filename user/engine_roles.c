@@ -26,6 +26,7 @@ int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents)
 {
 	memset(l, 0, sizeof(*l));
 	l->scap = nstreams;
+	l->last_h2d_src = -1;
 	l->ecap = nl_pow2_at_least(2 * nevents);
 	l->s = calloc(nstreams, sizeof(*l->s));
 	l->eh = calloc(l->ecap, sizeof(*l->eh));
@@ -183,6 +184,15 @@ static struct nl_skey override_key(uint64_t handle)
 	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
 }
 
+/* Stream b's hand-offs come in turn with another copying stream's (batch i
+ * on M[i % 2]), not in a run of their own: an evaluation pipeline's copy
+ * stream, feeding compute while the training one pauses, is a pipeline of
+ * its own, found by its edges. */
+static bool alternates(const struct nl_learn *l, int b)
+{
+	return l->s[b].waited >= 2 && l->s[b].switches * 4 >= l->s[b].waited * 3;
+}
+
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -253,8 +263,9 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		set_bit(from, pk->copy);
 		if (pk->compute >= 0 && !popcount_lw(pk->sparse))
 			set_bit(feeds, pk->compute);
-		if (!meets(s->out, feeds) || meets(s->in, from) ||
-		    (pk->compute >= 0 && bit(s->in, pk->compute)))
+		/* (a copy stream may wait on compute before it copies: buffer
+		 * reuse) */
+		if (!meets(s->out, feeds) || meets(s->in, from) || !alternates(l, (int)i))
 			continue;
 		set_bit(pk->more, (int)i);
 		for (uint32_t j = 0; j < l->ns; j++)
@@ -339,6 +350,11 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[*src].out[i / 64] |= 1ull << (i % 64);
 		l->s[i].in[*src / 64] |= 1ull << (*src % 64);
 		l->s[*src].waited++;
+		if (l->s[*src].h2d) {
+			if (l->last_h2d_src >= 0 && l->last_h2d_src != *src)
+				l->s[*src].switches++;
+			l->last_h2d_src = *src;
+		}
 		return ready(e, l);
 	default:
 		return false;

@@ -42,7 +42,9 @@ int nl_pipe_open(struct nl_proc *p)
 		for (uint32_t k = 0; k < p->w && !live; k++)
 			live = p->s[k].used && p->s[k].pipe == i && !p->s[k].destroyed &&
 			       p->s[k].role == NL_ROLE_COPY;
-		if (!live)
+		/* reused once its copy streams are gone, not before it had one
+		 * (the learned pipeline's may not have been seen yet) */
+		if (!live && p->pipes[i].had_copy)
 			return i;
 	}
 	if (p->npipes == NL_ENGINE_MAX_PIPES || pipe_init(p, p->npipes))
@@ -159,6 +161,8 @@ static void note_role_slot(struct nl_proc *p, int slot)
 	struct nl_stream *s = &p->s[slot];
 
 	s->pipe = s->role == NL_ROLE_COPY || s->role == NL_ROLE_SPARSE ? 0 : -1;
+	if (s->role == NL_ROLE_COPY)
+		p->pipes[0].had_copy = true;
 	if (s->role == NL_ROLE_COMPUTE)
 		p->compute_slot = slot;
 	if (nl_key_is_null(&s->key))

@@ -10,7 +10,7 @@
 #             and copy_streams and sparse_streams (those not destroyed at
 #             the end) equal the truth's "alive";
 #   streams:  every stream of a pipeline in the summary says which
-#             ("pipeline"), the compute stream -1.
+#             ("pipeline"), the compute stream null.
 # [] when everything agrees.
 ($t | map(select(.type == "run"))[0]) as $run |
 ($t | map(select(.type == "batch"))) as $tb |
@@ -59,7 +59,7 @@ def count_of($v): if type == "array" then length == $v else . == $v end;
        sparse_streams: .sparse_streams, want: $w})
    end),
   ($sum.streams // [] | .[] | select(.pid == $run.pid) |
-   (if .stream == "0x0" then -1 else $owner[.stream] end) as $want |
-   select($want != null and .pipeline != $want) |
+   (if .stream == "0x0" then "none" else $owner[.stream] end) as $want |
+   select($want != null and .pipeline != (if $want == "none" then null else $want end)) |
    {check: "streams", stream: .stream, role: .role, pipeline: .pipeline, want: $want})
 ]
