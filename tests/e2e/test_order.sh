@@ -69,7 +69,10 @@ stress() {
 }
 
 stress counted --record "$TMP/counted.rec"
-check "counted: launches counted in the kernel (${counted:-?})" test "${counted:-0}" -gt 1000
+# how many runs the query threads leave unbroken depends on the scheduling
+# (662 to several thousand on a 2-CPU machine): enough to show the counted
+# path carried the stress, not a rate
+check "counted: launches counted in the kernel (${counted:-?})" test "${counted:-0}" -gt 100
 in_order counted "counted launches, live --raw"
 
 "$TOOL" --replay "$TMP/counted.rec" --raw --no-audit -o "$TMP/replay.raw" 2>/dev/null
