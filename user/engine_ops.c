@@ -64,7 +64,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 		if (tok > s->carry)
 			s->carry = tok;
 		if (tok > s->token)
-			set_token(e, p, slot, slot == p->compute_slot ? cadence(p, slot, tok) : tok, ts);
+			set_token(e, p, slot, cadence(p, slot, tok), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];
@@ -323,7 +323,10 @@ static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struc
 	nl_account(e, p, slot, &c, r->clock, tok, r->work, false);
 }
 
-/* Events recorded on slot at clock carry token tok. */
+#define NL_ANY_TOKEN INT64_MIN /* retoken_events: whatever token they carry */
+
+/* Events recorded on slot at a clock in (after, upto] that carry from_tok
+ * (or any, NL_ANY_TOKEN) carry tok from now on. */
 static void retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
 			   int64_t from_tok, int64_t tok, bool adopted)
 {
@@ -331,17 +334,13 @@ static void retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t
 		struct nl_event *o = &p->ev[i];
 
 		if (o->used && o->recorded && o->slot == slot && o->clock > after &&
-		    o->clock <= upto && o->token == from_tok) {
+		    o->clock <= upto && (from_tok == NL_ANY_TOKEN || o->token == from_tok)) {
 			o->token = tok;
 			o->adopted = adopted;
 		}
 	}
 }
 
-/* A copy stream found after learning: its batches are cut from the ops it
- * still remembers, as they would have been had it had the role from the
- * start. A segment begun before the oldest remembered op is left out (its
- * batch would be incomplete), unless the ring holds the stream's whole life. */
 /* Whether thread tid put work on the compute stream between two times, as
  * far as its remembered ops tell (copy_segment's rule, after the fact). */
 static bool compute_work_between(const struct nl_proc *p, uint32_t tid, uint64_t t0, uint64_t t1)
@@ -359,6 +358,10 @@ static bool compute_work_between(const struct nl_proc *p, uint32_t tid, uint64_t
 	return false;
 }
 
+/* A copy stream found after learning: its batches are cut from the ops it
+ * still remembers, as they would have been had it had the role from the
+ * start. A segment begun before the oldest remembered op is left out (its
+ * batch would be incomplete), unless the ring holds the stream's whole life. */
 static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -384,15 +387,8 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 		if (m->token != NL_NO_TOKEN) {
 			account_ring(e, p, slot, r, m->token);
 			if (rec) /* whatever token it carried (compute's, by a buffer-reuse wait) */
-				for (uint32_t i = 0; i < p->ecap; i++) {
-					struct nl_event *o = &p->ev[i];
-
-					if (o->used && o->recorded && o->slot == slot &&
-					    o->clock == r->clock) {
-						o->token = m->token;
-						o->adopted = false;
-					}
-				}
+				retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
+					       m->token, false);
 		}
 		if (rec) {
 			cut = true;
@@ -511,28 +507,26 @@ static bool over_copy(const struct nl_proc *p, int slot, const struct nl_stream 
 static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
-
 	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
-
-	/* two different kernels, both named: one kernel launched twice could
-	 * be this batch's forward after the other's, and launches counted in a
-	 * run (no kernel address) cannot show a restart */
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 
-	/* ...and every step so far began alike: a forward whose first
-	 * kernels vary from step to step would not show its restart */
+	/* Two different kernels, both named (one kernel launched twice could
+	 * be this batch's forward after the other's, and launches counted in a
+	 * run carry no kernel address), and every step so far began with them
+	 * (a forward whose first kernels vary would not show its restart). */
 	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
 	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
 	       w->first_sig[0] != w->first_sig[1] && b->nr[1].armed && !q->step_varied &&
 	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
 }
 
-/* Every producer op of the batch is ordered before the stream's clock vc,
- * and the stream did no work after the last of them (work that could have
- * been this batch's forward, begun without its edge). */
-static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s)
+/* Every producer op of the batch is ordered before the stream's clock, and
+ * the stream's last work (at `mine`) cannot be this batch's forward begun
+ * without its edge. */
+static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
+			  uint64_t mine)
 {
-	uint64_t last = 0, mine = 0;
+	uint64_t last = 0;
 
 	for (int i = 0; i < b->nbs; i++) {
 		const struct nl_bstream *bs = &b->bs[i];
@@ -544,9 +538,6 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 		if (bs->last_work.ts > last)
 			last = bs->last_work.ts;
 	}
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
-		if (s->ring[k % NL_RING].work)
-			mine = s->ring[k % NL_RING].ts;
 	/* Work after them may be this batch's forward begun without its edge.
 	 * It is not when compute held an older batch of the same pipeline
 	 * whose forward shows its first two kernels (same thread): a forward
@@ -566,17 +557,22 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	const struct nl_stream *s = &p->s[slot];
+	uint64_t mine = 0; /* compute's last work */
 	int64_t t;
 
 	if (slot != p->compute_slot || !q)
 		return tok;
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+		if (s->ring[k % NL_RING].work)
+			mine = s->ring[k % NL_RING].ts;
 	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
 		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && !b->merged &&
 		    b->copy_closed &&
-		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, &p->s[slot]))
+		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, s, mine))
 			return t;
 	}
 	return tok;
