@@ -69,7 +69,8 @@ struct nl_ring_op {
 struct nl_stream {
 	bool used, destroyed, blocking, capturing;
 	bool created;         /* history known: creation seen, or the null/per-thread stream */
-	bool born;            /* its creation was seen */
+	bool born;            /* its creation was seen (at born_ts) */
+	uint64_t born_ts;
 	uint8_t role;
 	int8_t pipe;          /* pipeline of a copy or sparse stream; -1 none */
 	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */

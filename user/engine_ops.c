@@ -306,6 +306,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 }
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
+static bool copy_covered(const struct nl_batch *b, const struct nl_stream *s);
 
 /* Book a remembered op again, on batch tok. */
 static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
@@ -578,6 +579,115 @@ static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
 	return tok;
 }
 
+/* Every copy op of batch b is ordered before stream s's clock. */
+static bool copy_covered(const struct nl_batch *b, const struct nl_stream *s)
+{
+	bool any = false;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_bstream *bs = &b->bs[i];
+
+		if (bs->stage != NL_STAGE_COPY || !bs->has_work)
+			continue;
+		if (bs->last_work.clock > s->vc[bs->slot])
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/* Stream s did work while carrying token tok (its last ops). */
+static bool worked_on(const struct nl_stream *s, int64_t tok)
+{
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+		if (s->ring[k % NL_RING].work && s->ring[k % NL_RING].token == tok)
+			return true;
+	return false;
+}
+
+/* Work of the stream before its ring op k carried token tok. */
+static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
+{
+	for (uint32_t j = nl_ring_start(s); j < k; j++)
+		if (s->ring[j % NL_RING].work && s->ring[j % NL_RING].token == tok)
+			return true;
+	return false;
+}
+
+/* The stream did work after ts that no wait made after ts preceded with
+ * only work between (a segment begun before ts, or after one of its records
+ * with no wait between): that work could be a batch's sparse stage begun
+ * without its edge, merged into the segment before. Not work the hand-off
+ * rule gave a batch of its own (a token other than the wait's or the work's
+ * before it, that no earlier work carried). */
+static bool unfed_work_since(const struct nl_stream *s, uint64_t ts)
+{
+	uint32_t k = nl_ring_start(s);
+	int64_t last = NL_NO_TOKEN;
+	bool fed = false;
+
+	for (; k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+		int kind = nl_api_info[r->api].kind;
+
+		if (kind == NL_K_STREAM_WAIT) {
+			fed = r->ts > ts;
+			last = r->token;
+		} else if (kind == NL_K_EVENT_RECORD) {
+			fed = false;
+		} else if (r->work) {
+			if (!fed && r->token != NL_NO_TOKEN && last != NL_NO_TOKEN && r->token != last &&
+			    !worked_before(s, k, r->token))
+				fed = true;
+			if (r->ts > ts && !fed)
+				return true;
+			last = r->token;
+		}
+	}
+	return false;
+}
+
+/* Tick cadence at a sparse stream: a wait on the copy stream that brings
+ * batch tok but also covers an older batch whose sparse stage has not begun
+ * (a fill phase whose copy record comes after two batches' copies, or a
+ * D.wait_stream(M) made after the next batch's copy) gives the stream that
+ * older batch: one sparse segment per batch, in order. The newer batch is
+ * then already ordered after its copy when its turn comes. */
+static int64_t sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
+{
+	const struct nl_stream *s = &p->s[slot];
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	int64_t t;
+
+	if (!q || s->role != NL_ROLE_SPARSE || !from || from->role != NL_ROLE_COPY ||
+	    from->pipe != s->pipe || slot == p->compute_slot)
+		return tok;
+	/* work it did before any batch reached it: where it stands is not known */
+	if (s->token == NL_NO_TOKEN && worked_on(s, NL_NO_TOKEN))
+		return tok;
+	t = q->oldest;
+	if (s->token != NL_NO_TOKEN && nl_tok_pipe(s->token) == nl_tok_pipe(tok) && s->token > t)
+		t = s->token;
+	if (s->token == t && worked_on(s, t))
+		t++;
+	for (; t < tok; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (!b || b->closed || b->merged || !b->copy_closed || b->st[NL_STAGE_SPARSE].work ||
+		    !copy_covered(b, s))
+			continue;
+		/* work the stream did after this batch's copy began could be its
+		 * sparse stage begun without the edge, and a stream created after
+		 * it began is not the one that was to run it (a pipeline's streams
+		 * created again): the edges decide then */
+		if ((s->born && s->born_ts > b->st[NL_STAGE_COPY].first_ts) ||
+		    unfed_work_since(s, b->st[NL_STAGE_COPY].first_ts))
+			return tok;
+		return t;
+	}
+	return tok;
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -643,7 +753,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->pipe = from->pipe;
 		}
 		if (!over_copy(p, slot, from, ev))
-			set_token(e, p, slot, cadence(p, slot, ev->token), c->ts_ns);
+			set_token(e, p, slot,
+				  cadence(p, slot, sparse_due(p, slot, from, ev->token)), c->ts_ns);
 		if (ev->token != NL_NO_TOKEN) {
 			/* a batch reached the stream: the hand-off rule ends */
 			s->handed = false;
@@ -697,8 +808,11 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
 {
+	const struct nl_batch *b = nl_batch_of(p, next);
+
 	s->handed = false;
-	s->adopted = true;
+	/* not adopted when an earlier wait already ordered it after the copy */
+	s->adopted = !b || !copy_covered(b, s);
 	s->token = next;
 	for (uint32_t i = 0; i < p->w; i++)
 		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].seg_open &&
@@ -906,6 +1020,7 @@ static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct
 			nl_stream_reset(p, slot, &key, true,
 					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
 			p->s[slot].born = true;
+			p->s[slot].born_ts = c->ts_ns;
 		}
 		break;
 	case NL_K_STREAM_DESTROY:

@@ -328,6 +328,83 @@ static void exit_in_first_forward(void **state)
 enum { ORD_TORCHREC2, ORD_TORCHREC1, ORD_FWD_FIRST, NORD };
 enum { DROP_A, DROP_B, DROP_D, NDROP };
 
+/* A depth-2 loop whose D.wait_stream(M) comes after the next batch's copy
+ * (the fill phase's one wait covers batches 0 and 1; each later wait for
+ * sparse(i+1) also covers copy(i+2)): the data-dist stream takes its batches
+ * by cadence, one sparse segment each, not the newest batch the wait
+ * carried. drop[i]: the wait made for sparse(i) is not made (the copy
+ * stream's event is still recorded). */
+static struct tb *covering_waits(int n, const bool *drop, bool counted)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D, C;
+
+	t->counted = counted;
+	t->reuse_events = true;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	tb_copy(t, M, 1, 4096);
+	tb_wait_stream_or_drop(t, D, M, false);
+	tb_copy(t, M, 1, 4096);
+	tb_wait_stream_or_drop(t, D, M, !drop[0]);
+	tb_kernel(t, D, K_INPUT_DIST);
+	tb_kernel(t, D, K_DIST_INIT);
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream(t, C, D);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		if (i + 2 < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, false);
+		}
+		if (i + 1 < n) {
+			tb_wait_stream_or_drop(t, D, M, !drop[i + 1]);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_kernel(t, D, K_DIST_INIT);
+		}
+		tb_kernel(t, C, K_TRITON);
+		tb_memcpy_sync(t, C, 2); /* loss.item() */
+	}
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	return t;
+}
+
+static void waits_covering_next_copy(void **state)
+{
+	enum { N = 20 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		bool drop[N] = { false };
+		struct tb *t = covering_waits(N, drop, counted);
+
+		assert_int_equal(t->n, N);
+		assert_all_trusted_except(t, N, -1, 0);
+		tb_free(t);
+		/* one wait dropped: the one before it already covered the copy */
+		for (int k = 11; k < 13; k++) {
+			memset(drop, 0, sizeof(drop));
+			drop[k] = true;
+			t = covering_waits(N, drop, counted);
+			assert_int_equal(t->n, N);
+			assert_all_trusted_except(t, N, -1, 0);
+			tb_free(t);
+		}
+		/* two in a row: sparse(k + 1) read its copy unordered, and only it */
+		for (int k = 10; k < 14; k++) {
+			memset(drop, 0, sizeof(drop));
+			drop[k] = drop[k + 1] = true;
+			t = covering_waits(N, drop, counted);
+			assert_int_equal(t->n, N);
+			assert_all_trusted_except(t, N, k + 1, EDGE(COPY_SPARSE));
+			tb_free(t);
+		}
+	}
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -403,6 +480,7 @@ int main(void)
 		cmocka_unit_test(early_stop_unused_batches),
 		cmocka_unit_test(exit_in_first_forward),
 		cmocka_unit_test(one_fault_one_accusation),
+		cmocka_unit_test(waits_covering_next_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
