@@ -317,13 +317,16 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const 
 	bool can = w && w->work >= 2 && op->tid == w->first_tid;
 	/* a consumer's op speaks of its own pipeline's batches only */
 	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
+	bool marked = false; /* one restart is one batch's: the oldest waiting */
 	struct nl_batch *b;
 
 	FOR_BATCHES(p, b) {
 		bool unordered = false;
 
-		if (only >= 0 && nl_tok_pipe(b->token) != only)
+		if (only >= 0 && nl_tok_pipe(b->token) != only) {
+			b->nr[k].blind = true;
 			continue;
+		}
 		if (b->closed || !b->nr[k].armed || b->nr[k].repeat ||
 		    (k == 0 ? b->reached_sparse : b->fwd_started))
 			continue;
@@ -344,6 +347,10 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const 
 		}
 		if (!unordered || !can)
 			continue;
+		if (marked) {
+			b->nr[k].prog = 0;
+			continue;
+		}
 		if (b->nr[k].prog_token != token)
 			b->nr[k].prog = 0;
 		b->nr[k].prog_token = token;
@@ -356,7 +363,10 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const 
 				b->nr[k].restart = *op;
 		}
 		if (b->nr[k].prog == 2) {
+			/* a batch cut from a merged copy segment lost its record
+			 * with its wait: it does not stand for the restart */
 			b->nr[k].repeat = true;
+			marked = !b->merged;
 			b->nr[k].consumer = b->nr[k].restart;
 		}
 	}
@@ -454,7 +464,8 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	}
 	b->handoff[st].found = false;
 	b->nr[1].armed = true;
-	b->nr[1].valid = b->nr[1].repeat = false;
+	b->nr[1].armed_ts = p->call_ts;
+	b->nr[1].valid = b->nr[1].repeat = b->nr[1].blind = false;
 	b->nr[1].prog = 0;
 }
 

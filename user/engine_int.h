@@ -214,6 +214,8 @@ struct nl_batch {
 	 * on without this batch's token. */
 	struct {
 		bool armed, valid, repeat;
+		bool blind;          /* a consumer op in another pipeline's window went unwatched */
+		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
 		int prog;            /* how much of the restart was seen */
 		int64_t prog_token;  /* in which window */
 		struct nl_opi consumer, producer, restart;
@@ -265,6 +267,7 @@ struct nl_proc {
 	uint32_t pid;
 	bool announced, mid_run, exited;
 	uint64_t attach_ts;
+	uint64_t call_ts;      /* entry time of the call being applied */
 	uint32_t skip_all;     /* reasons every batch of the process gets */
 	/* learning: records held back until the roles are known */
 	bool learning;

@@ -524,8 +524,9 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 /* Every producer op of the batch is ordered before the stream's clock, and
  * the stream's last work (at `mine`) cannot be this batch's forward begun
  * without its edge. */
-static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
-			  uint64_t mine)
+/* Every producer work op of batch b is ordered before stream s's clock: the
+ * last one's time, 0 when one is not (or there is none). */
+static uint64_t producers_before(const struct nl_batch *b, const struct nl_stream *s)
 {
 	uint64_t last = 0;
 
@@ -535,16 +536,34 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
 			continue;
 		if (bs->last_work.clock > s->vc[bs->slot])
-			return false;
+			return 0;
 		if (bs->last_work.ts > last)
 			last = bs->last_work.ts;
 	}
+	return last;
+}
+
+/* The consumer watch saw every compute work op after the batch's last
+ * producer op and none was unordered: it watched the batch from then (its
+ * producer ops were accounted live, not re-cut or restamped later), and
+ * no op went unwatched in another pipeline's window. */
+static bool watched(const struct nl_batch *b, uint64_t last)
+{
+	return !b->nr[1].valid && !b->nr[1].blind && b->nr[1].armed && b->nr[1].armed_ts <= last;
+}
+
+static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
+			  uint64_t mine)
+{
+	uint64_t last = producers_before(b, s);
+
 	/* Work after them may be this batch's forward begun without its edge.
-	 * It is not when compute held an older batch of the same pipeline
-	 * whose forward shows its first two kernels (same thread): a forward
-	 * begun again without the edge would have repeated them there
-	 * (nr[1].repeat, "end of a run"). */
-	return last && (mine < last || restart_watched(p, s, b));
+	 * It is not when the consumer watch saw every such work op ordered
+	 * after them (watched), nor when compute held an older batch of the
+	 * same pipeline whose forward shows its first two kernels (same
+	 * thread): a forward begun again without the edge would have repeated
+	 * them there (nr[1].repeat, "end of a run"). */
+	return last && (mine < last || watched(b, last) || restart_watched(p, s, b));
 }
 
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
@@ -688,6 +707,10 @@ static int64_t sparse_due(struct nl_proc *p, int slot, const struct nl_stream *f
 	return tok;
 }
 
+#ifndef NL_STEP_SURE
+#define NL_STEP_SURE 2
+#endif
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -752,7 +775,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 		}
-		if (!over_copy(p, slot, from, ev))
+				if (!over_copy(p, slot, from, ev))
 			set_token(e, p, slot,
 				  cadence(p, slot, sparse_due(p, slot, from, ev->token)), c->ts_ns);
 		if (ev->token != NL_NO_TOKEN) {
@@ -856,6 +879,40 @@ static void take_first(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
+/* Tick cadence at compute, by the step signature: compute holds batch X
+ * whose forward window began with the step's first two kernels and launches
+ * the first of them again, so a new step begins. When the next batch of X's
+ * pipeline is ordered after all its producer work already (a legal wait
+ * made after that batch's producers covered it), compute takes it here
+ * rather than running its forward in X's window. Only while every step so
+ * far began with the same two different kernels, named (a launch counted in
+ * a run carries no kernel address). */
+static void step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	const struct nl_stream *s = &p->s[slot];
+	const struct nl_stage_acc *w;
+	const struct nl_batch *x, *b;
+	const struct nl_pipe *q;
+
+	if (slot != p->compute_slot || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) ||
+	    s->token == NL_NO_TOKEN)
+		return;
+	q = nl_pipe_of_token(p, s->token);
+	x = nl_batch_of(p, s->token);
+	if (!q || !x || q->step_n < NL_STEP_SURE || q->step_varied || q->step_sig[0] == q->step_sig[1] ||
+	    ((uint64_t)c->api << 48 ^ c->fn) != q->step_sig[0])
+		return;
+	w = &x->st[NL_STAGE_FORWARD];
+	if (w->work < 2 || !w->first_named[0] || !w->first_named[1] ||
+	    w->first_sig[0] != q->step_sig[0] || w->first_sig[1] != q->step_sig[1])
+		return;
+	b = nl_batch_of(p, s->token + 1);
+	if (!b || b->closed || b->fwd_started || b->merged || !b->copy_closed ||
+	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
+		return;
+	set_token(e, p, slot, b->token, c->ts_ns);
+}
+
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -888,6 +945,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		take_first(p, s);
+	step_begins(e, p, slot, c);
 	clock = ++s->vc[slot];
 	s->gate = clock;
 	if (slot == p->compute_slot)
@@ -1067,6 +1125,7 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 	struct nl_skey key;
 	int slot;
 
+	p->call_ts = c->ts_ns;
 	if (c->kind == NL_K_EVENT_QUERY || c->kind == NL_K_STREAM_QUERY) {
 		apply_query(e, p, c); /* 600 is an answer, not a failure */
 		return;
