@@ -98,6 +98,10 @@ struct nl_stream {
 	bool handed, adopted;
 	bool handed_in;       /* handed to a sparse stream, not compute: any wait ends it */
 	bool fed_by_copy;     /* waited on a copy stream's event (D, not N) */
+	/* sparse stream fed by the copy stream again after compute took its
+	 * batch, with no newer batch copied: its work until a batch reaches it
+	 * is placed nowhere (late_ops) rather than charged to the batch taken */
+	bool orphan;
 	int64_t handed_tok;
 	uint32_t wait_clock;  /* clock of its last wait */
 	/* a stream with no role that copies host-to-device and whose events

@@ -778,6 +778,14 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				if (!over_copy(p, slot, from, ev))
 			set_token(e, p, slot,
 				  cadence(p, slot, sparse_due(p, slot, from, ev->token)), c->ts_ns);
+		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&
+		    from->pipe == s->pipe && ev->token != NL_NO_TOKEN)
+			/* fed again with nothing newer than the batch compute took:
+			 * the work that follows is a batch the copy stream's segments
+			 * merged (a fill phase copying two batches before its first
+			 * record), or a late op of the batch taken; which one the
+			 * calls do not say */
+			s->orphan = s->handed && ev->token == s->handed_tok && s->token == s->handed_tok;
 		if (ev->token != NL_NO_TOKEN) {
 			/* a batch reached the stream: the hand-off rule ends */
 			s->handed = false;
@@ -956,6 +964,12 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		th->inner_clock = clock;
 		th->inner_token = s->token;
 		th->inner_ts = c->ts_ns;
+	}
+	if (s->orphan) {
+		p->late_ops++;
+		nl_ring_push(s, clock, c, NL_NO_TOKEN, true);
+		nl_account(e, p, slot, c, clock, NL_NO_TOKEN, true, coll);
+		return;
 	}
 	nl_ring_push(s, clock, c, s->token, true);
 	nl_account(e, p, slot, c, clock, s->token, true, coll);

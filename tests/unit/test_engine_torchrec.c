@@ -328,6 +328,23 @@ static void exit_in_first_forward(void **state)
 enum { ORD_TORCHREC2, ORD_TORCHREC1, ORD_FWD_FIRST, NORD };
 enum { DROP_A, DROP_B, DROP_D, NDROP };
 
+/* D.wait_stream(M) (or its record alone, without `wait`), then the batch's
+ * input distribution on D. */
+static void sparse_fed(struct tb *t, uint64_t D, uint64_t M, bool wait)
+{
+	tb_wait_stream_or_drop(t, D, M, wait);
+	tb_kernel(t, D, K_INPUT_DIST);
+	tb_kernel(t, D, K_DIST_INIT);
+}
+
+/* Compute takes its batch from D and begins its forward. */
+static void take_forward(struct tb *t, uint64_t C, uint64_t D)
+{
+	tb_wait_stream(t, C, D);
+	tb_kernel(t, C, K_LOOKUP);
+	tb_kernel(t, C, K_GEMM);
+}
+
 /* A depth-2 loop whose D.wait_stream(M) comes after the next batch's copy
  * (the fill phase's one wait covers batches 0 and 1; each later wait for
  * sparse(i+1) also covers copy(i+2)): the data-dist stream takes its batches
@@ -347,22 +364,15 @@ static struct tb *covering_waits(int n, const bool *drop, bool counted)
 	tb_copy(t, M, 1, 4096);
 	tb_wait_stream_or_drop(t, D, M, false);
 	tb_copy(t, M, 1, 4096);
-	tb_wait_stream_or_drop(t, D, M, !drop[0]);
-	tb_kernel(t, D, K_INPUT_DIST);
-	tb_kernel(t, D, K_DIST_INIT);
+	sparse_fed(t, D, M, !drop[0]);
 	for (int i = 0; i < n; i++) {
-		tb_wait_stream(t, C, D);
-		tb_kernel(t, C, K_LOOKUP);
-		tb_kernel(t, C, K_GEMM);
+		take_forward(t, C, D);
 		if (i + 2 < n) {
 			tb_copy(t, M, 1, 4096);
 			tb_wait_stream_or_drop(t, D, M, false);
 		}
-		if (i + 1 < n) {
-			tb_wait_stream_or_drop(t, D, M, !drop[i + 1]);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_kernel(t, D, K_DIST_INIT);
-		}
+		if (i + 1 < n)
+			sparse_fed(t, D, M, !drop[i + 1]);
 		tb_kernel(t, C, K_TRITON);
 		tb_memcpy_sync(t, C, 2); /* loss.item() */
 	}
@@ -450,6 +460,49 @@ static void compute_waits_covering_next_copy(void **state)
 	check_covering(covering_compute_waits, false, EDGE(COPY_FORWARD));
 }
 
+/* A depth-2 loop whose fill phase copies batches 0 and 1 before the copy
+ * stream's first record: the two copies are one segment, every later batch
+ * number is one ahead of its copy, and at the end the data-dist stream is
+ * fed again by the copy stream with nothing newer than the batch compute
+ * took from it. That work is not charged to the batch taken (it would be
+ * accused sparse->forward): it is placed nowhere, counted in late_ops, and
+ * the evidence is not valid. */
+static void merged_fill_not_accused(void **state)
+{
+	enum { N = 16 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D, C;
+
+	(void)state;
+	t->reuse_events = true;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	tb_copy(t, M, 1, 4096);
+	tb_copy(t, M, 1, 4096);
+	sparse_fed(t, D, M, true);
+	for (int i = 0; i < N; i++) {
+		/* TorchRec's order: take i, forward(i), copy(i+2), sparse(i+1),
+		 * then backward(i) */
+		take_forward(t, C, D);
+		if (i + 2 < N)
+			tb_copy(t, M, 1, 4096);
+		if (i + 1 < N)
+			sparse_fed(t, D, M, true);
+		tb_kernel(t, C, K_TRITON);
+		tb_memcpy_sync(t, C, 2);
+	}
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	assert_int_equal(t->n, N - 1);
+	for (int k = 0; k < t->n; k++)
+		assert_int_not_equal(t->got[k].verdict, NL_VERDICT_UNTRUSTED);
+	assert_true(t->sum.late_ops > 0);
+	assert_false(t->sum.evidence_valid);
+	tb_free(t);
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -527,6 +580,7 @@ int main(void)
 		cmocka_unit_test(one_fault_one_accusation),
 		cmocka_unit_test(waits_covering_next_copy),
 		cmocka_unit_test(compute_waits_covering_next_copy),
+		cmocka_unit_test(merged_fill_not_accused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
