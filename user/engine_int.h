@@ -233,6 +233,10 @@ struct nl_lstream {
 	struct nl_skey key;
 	uint64_t launches, h2d, work, waited;
 	uint64_t switches;    /* waits on it right after a wait on another copying stream */
+	/* its hand-offs (waits on it after it copied again: a second consumer
+	 * waiting on the same copies is the same hand-off), those right after
+	 * another copying stream's, and its h2d count at the last one */
+	uint64_t turns, turn_switches, turn_h2d;
 	uint64_t out[NL_LW], in[NL_LW];
 };
 

@@ -188,9 +188,18 @@ static struct nl_skey override_key(uint64_t handle)
  * on M[i % 2]), not in a run of their own: an evaluation pipeline's copy
  * stream, feeding compute while the training one pauses, is a pipeline of
  * its own, found by its edges. */
-static bool alternates(const struct nl_learn *l, int b)
+static bool alternates(const struct nl_learn *l, int b, bool sparse)
 {
-	return l->s[b].waited >= 2 && l->s[b].switches * 4 >= l->s[b].waited * 3;
+	const struct nl_lstream *s = &l->s[b];
+
+	/* Where the pipeline has a sparse stage, the candidate already feeds
+	 * its sparse streams: a hand-off is a wait on new copies (the
+	 * data-dist stream's and compute's waits on the same copies are one).
+	 * Without one, two copy streams that both feed compute are told from
+	 * two pipelines in short turns only by every wait alternating. */
+	if (sparse)
+		return s->turns >= 2 && s->turn_switches * 4 >= s->turns * 3;
+	return s->waited >= 2 && s->switches * 4 >= s->waited * 3;
 }
 
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
@@ -265,7 +274,8 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 			set_bit(feeds, pk->compute);
 		/* (a copy stream may wait on compute before it copies: buffer
 		 * reuse) */
-		if (!meets(s->out, feeds) || meets(s->in, from) || !alternates(l, (int)i))
+		if (!meets(s->out, feeds) || meets(s->in, from) ||
+		    !alternates(l, (int)i, popcount_lw(pk->sparse) > 0))
 			continue;
 		set_bit(pk->more, (int)i);
 		for (uint32_t j = 0; j < l->ns; j++)
@@ -351,8 +361,15 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[i].in[*src / 64] |= 1ull << (*src % 64);
 		l->s[*src].waited++;
 		if (l->s[*src].h2d) {
-			if (l->last_h2d_src >= 0 && l->last_h2d_src != *src)
-				l->s[*src].switches++;
+			struct nl_lstream *x = &l->s[*src];
+			bool other = l->last_h2d_src >= 0 && l->last_h2d_src != *src;
+
+			x->switches += other;
+			if (x->h2d > x->turn_h2d) {
+				x->turns++;
+				x->turn_h2d = x->h2d;
+				x->turn_switches += other;
+			}
 			l->last_h2d_src = *src;
 		}
 		return ready(e, l);

@@ -220,7 +220,9 @@ static void train_eval_one_fault(void **state)
 /* Batch i copied on M[i % 2], with a data-dist stream or straight to
  * compute: one pipeline, every batch audited, a dropped wait on a batch of
  * the second copy stream named on that batch. */
-static struct tb *two_copy(bool sparse, int drop_batch, int drop_edge, bool reuse)
+/* also_compute: compute waits on the copy stream too, after its take */
+static struct tb *two_copy_also(bool sparse, int drop_batch, int drop_edge, bool reuse,
+				bool also_compute)
 {
 	struct tb *t = tb_new(NULL);
 	struct pl p = { .drop_batch = drop_batch, .drop_edge = drop_edge };
@@ -235,12 +237,19 @@ static struct tb *two_copy(bool sparse, int drop_batch, int drop_edge, bool reus
 		if (sparse)
 			pl_sparse(t, &p, M[i % 2]);
 		pl_take(t, &p, M[i % 2]);
+		if (also_compute)
+			tb_wait_stream(t, 0, M[i % 2]);
 		pl_forward(t, &p);
 	}
 	tb_device_sync(t);
 	nl_engine_exit(t->e, t->pid, t->now += 1000);
 	tb_finish(t);
 	return t;
+}
+
+static struct tb *two_copy(bool sparse, int drop_batch, int drop_edge, bool reuse)
+{
+	return two_copy_also(sparse, drop_batch, drop_edge, reuse, false);
 }
 
 static void two_copy_streams(void **state)
@@ -271,6 +280,24 @@ static void two_copy_streams(void **state)
 			expect(t, 0, 24, k, 1u << NL_EDGE_COPY_SPARSE);
 			tb_free(t);
 		}
+	}
+}
+
+/* M[i % 2] with a sparse stage, compute also waiting on each copy stream,
+ * and the data-dist stream's wait on M[1] dropped for batch 1, while roles
+ * are learned: M[1]'s hand-offs are counted once per batch (the two waits on
+ * the same copies are one), so it still alternates with M[0] and joins the
+ * pipeline; batch 1 alone is untrusted copy->sparse. */
+static void two_copy_streams_dropped_in_learning(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++) {
+		struct tb *t = two_copy_also(true, 1, EDGE_CS, reuse, true);
+
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->procs[0].pipes[0].copy_streams, 2);
+		expect(t, 0, 24, 1, 1u << NL_EDGE_COPY_SPARSE);
+		tb_free(t);
 	}
 }
 
@@ -311,6 +338,7 @@ int main(void)
 		cmocka_unit_test(train_eval_clean),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(two_copy_streams),
+		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(merged_segment_split),
 	};
 
