@@ -707,10 +707,6 @@ static int64_t sparse_due(struct nl_proc *p, int slot, const struct nl_stream *f
 	return tok;
 }
 
-#ifndef NL_STEP_SURE
-#define NL_STEP_SURE 2
-#endif
-
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -775,7 +771,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 		}
-				if (!over_copy(p, slot, from, ev))
+		if (!over_copy(p, slot, from, ev))
 			set_token(e, p, slot,
 				  cadence(p, slot, sparse_due(p, slot, from, ev->token)), c->ts_ns);
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&
@@ -895,6 +891,8 @@ static void take_first(struct nl_proc *p, struct nl_stream *s)
  * rather than running its forward in X's window. Only while every step so
  * far began with the same two different kernels, named (a launch counted in
  * a run carries no kernel address). */
+#define NL_STEP_SURE 2 /* steps that began alike before a restart is trusted */
+
 static void step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -962,7 +960,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		th->inner = true;
 		th->inner_slot = slot;
 		th->inner_clock = clock;
-		th->inner_token = s->token;
+		th->inner_token = s->orphan ? NL_NO_TOKEN : s->token;
 		th->inner_ts = c->ts_ns;
 	}
 	if (s->orphan) {
