@@ -615,15 +615,6 @@ static bool copy_covered(const struct nl_batch *b, const struct nl_stream *s)
 	return any;
 }
 
-/* Stream s did work while carrying token tok (its last ops). */
-static bool worked_on(const struct nl_stream *s, int64_t tok)
-{
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
-		if (s->ring[k % NL_RING].work && s->ring[k % NL_RING].token == tok)
-			return true;
-	return false;
-}
-
 /* Work of the stream before its ring op k carried token tok. */
 static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
 {
@@ -631,6 +622,12 @@ static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
 		if (s->ring[j % NL_RING].work && s->ring[j % NL_RING].token == tok)
 			return true;
 	return false;
+}
+
+/* Stream s did work while carrying token tok (its last ops). */
+static bool worked_on(const struct nl_stream *s, int64_t tok)
+{
+	return worked_before(s, s->nring, tok);
 }
 
 /* The stream did work after ts that no wait made after ts preceded with
