@@ -30,7 +30,7 @@ endif
 
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Iinclude -Iuser
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Iinclude -Iuser -I$(B)
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 HIP_CFLAGS := -D__HIP_PLATFORM_AMD__=1 -Isim/include
 # simhip and librccl are built so that every export begins with push %rbp, as
@@ -39,11 +39,20 @@ HIP_CFLAGS := -D__HIP_PLATFORM_AMD__=1 -Isim/include
 # (test_simabi checks both libraries; docs/performance.md).
 SIM_ABI_CFLAGS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls -fno-schedule-insns2
 
-# --- pure user-space core (no libbpf): unit-testable without root ------------
-LOADER_SRCS := $(wildcard user/loader*.c) user/main.c
-CORE_SRCS   := $(filter-out $(LOADER_SRCS),$(wildcard user/*.c))
+# --- user space, by layer (docs/architecture.md, user/README.md) --------------
+# user/attach/ and main.c use libbpf and need root: the loader side. Every
+# other folder (record, proc, engine, out, app) is the core: pure C without
+# libbpf, unit-tested under ASan and UBSan (the app's tests with a stub
+# loader, tests/unit/stub_loader.c). The folders are the rule; the layering
+# test (tests/layers.sh) checks their includes.
+LAYERS      := record proc engine out attach app
+LOADER_SRCS := $(wildcard user/attach/*.c) user/main.c
+CORE_SRCS   := $(filter-out $(LOADER_SRCS),$(wildcard user/*/*.c))
 CORE_OBJS   := $(patsubst user/%.c,$(B)/user/%.o,$(CORE_SRCS))
 CORE_SAN_OBJS := $(patsubst user/%.c,$(B)/san/user/%.o,$(CORE_SRCS))
+CORE_SAN_LIB := $(B)/san/libnanlog-core.a
+# the app layer prints the version (scripts/version.sh, through $(B)/version.h)
+APP_SRCS    := $(wildcard user/app/*.c)
 LOADER_OBJS := $(patsubst user/%.c,$(B)/user/%.o,$(LOADER_SRCS))
 
 # --- BPF --------------------------------------------------------------------
@@ -91,7 +100,7 @@ FUZZ_CFLAGS  ?= -O1 -g
 FUZZ_SECONDS ?= 20
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
-ifeq ($(wildcard user/cgroup.c),)
+ifeq ($(wildcard user/proc/cgroup.c),)
 FUZZ_SRCS    := $(filter-out tests/fuzz/fuzz_cgroup.c,$(FUZZ_SRCS))
 endif
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
@@ -160,7 +169,7 @@ INSTALL_FILES := $(TOOL):$(SBINDIR)/nanlog-bpf:755 man/nanlog-bpf.8.in:$(MANDIR)
 	$(foreach d,$(DOCS),$(d):$(DOCDIR)/$(notdir $(d)):644)
 DEB      := $(B)/deb/nanlog-bpf_$(VERSION)_amd64.deb
 PKGROOT  := $(B)/pkgroot/bookworm-minbase
-DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] bpf/*.[ch] include/*.h vmlinux/* \
+DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] user/*/*.[ch] user/*/README.md bpf/*.[ch] include/*.h vmlinux/* \
 	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
 
 .PHONY: all deps rootfs image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
@@ -199,19 +208,20 @@ $(B)/%.skel.h: $(B)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # ---- user space
-$(B)/user/%.o: user/%.c | $(B)/user
+$(B)/user/%.o: user/%.c
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LOADER_OBJS): $(SKELS) $(B)/version.h
-$(LOADER_OBJS): BASE_CFLAGS += -I$(B)
+$(foreach d,user san/user fuzz/user vg/user,$(patsubst user/%.c,$(B)/$(d)/%.o,$(APP_SRCS))): $(B)/version.h
 
-$(B)/san/user/%.o: user/%.c | $(B)/san/user
+$(B)/san/user/%.o: user/%.c
 	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -c $< -o $@
 
 $(SAN_LOADER_OBJS): $(SKELS) $(B)/version.h
-$(SAN_LOADER_OBJS): BASE_CFLAGS += -I$(B)
 .SECONDARY: $(SAN_LOADER_OBJS)
 
 $(SAN_TOOL): $(SAN_LOADER_OBJS) $(CORE_SAN_OBJS)
@@ -220,7 +230,13 @@ $(SAN_TOOL): $(SAN_LOADER_OBJS) $(CORE_SAN_OBJS)
 
 $(B)/libnanlog-core.a: $(CORE_OBJS)
 	$(call msg,AR,$@)
-	$(Q)ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# the unit tests link the core as an archive: a test takes only the objects
+# it uses, and the app's tests bring their stub loader
+$(CORE_SAN_LIB): $(CORE_SAN_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(TOOL): $(LOADER_OBJS) $(B)/libnanlog-core.a
 	$(call msg,LD,$@)
@@ -324,13 +340,13 @@ $(B)/tests/test_sim%: tests/unit/test_sim%.c $(SIMHIP) $(SIMRCCL) | $(B)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) $(SAN) -pthread -o $@ $< -L$(B)/sim -lamdhip64 -lrccl -lcmocka -Wl,-rpath,'$$ORIGIN/../sim'
 
-$(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_OBJS) | $(B)/tests
+$(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_LIB) | $(B)/tests
 	$(call msg,CC-TEST,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
 
-$(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $(CORE_SAN_OBJS) | $(B)/tests
+$(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $(CORE_SAN_LIB) | $(B)/tests
 	$(call msg,CC-TEST,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit -I$(B) $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_OBJS) -lcmocka -lm -lelf -lz -lmicrohttpd
+	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
 
 $(FUZZ_AUDIT): tests/audit/fuzz_audit.c tests/audit/livecheck.c $(AUDIT_GEN_DEPS) $(B)/libnanlog-core.a $(B)/version.h | $(B)/audit
 	$(call msg,CC,$@)
@@ -363,9 +379,9 @@ $(B)/bench/micro: bench/micro.c $(SIMHIP) | $(B)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(HIP_CFLAGS) $(CFLAGS) -pthread -o $@ $< -ldl
 
-$(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/loader_umulti.o $(B)/libnanlog-core.a
+$(B)/bench/floor: bench/floor.c $(B)/bench/floor.skel.h $(B)/user/attach/umulti.o $(B)/libnanlog-core.a
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/loader_umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
+	$(Q)$(CC) $(BASE_CFLAGS) -I$(B)/bench $(CFLAGS) -o $@ $< $(B)/user/attach/umulti.o $(B)/libnanlog-core.a $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -lelf
 
 # enginebench counts the engine's allocations: malloc, calloc, realloc wrapped
 $(B)/bench/enginebench: bench/enginebench.c $(B)/libnanlog-core.a | $(B)/bench
@@ -378,8 +394,9 @@ $(B)/bench/%: bench/%.c $(B)/libnanlog-core.a | $(B)/bench
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libnanlog-core.a -lelf -lz -lm
 
 # ---- fuzzing harnesses and the valgrind build of the unit tests
-$(B)/fuzz/user/%.o: user/%.c | $(B)/fuzz/user
+$(B)/fuzz/user/%.o: user/%.c
 	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_LIB): $(CORE_FUZZ_OBJS)
@@ -390,8 +407,9 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB) | $(B)/fuzz
 	$(call msg,LD-FUZZ,$@)
 	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) -lelf -lz -lm
 
-$(B)/vg/user/%.o: user/%.c | $(B)/vg/user
+$(B)/vg/user/%.o: user/%.c
 	$(call msg,CC-VG,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -c $< -o $@
 
 $(VG_LIB): $(CORE_VG_OBJS)
@@ -460,8 +478,8 @@ demo: all
 bench: all
 	$(Q)./bench/bench.sh
 
-$(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/user $(B)/san/user $(B)/sim $(B)/sim/cf $(B)/simobj/hip $(B)/simobj/cf/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
-$(B)/fuzz $(B)/fuzz/user $(B)/vg $(B)/vg/user:
+$(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/sim $(B)/sim/cf $(B)/simobj/hip $(B)/simobj/cf/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
+$(B)/fuzz $(B)/vg:
 	$(Q)mkdir -p $@
 
 clean:

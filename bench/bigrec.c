@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "recording.h"
+#include "record/recording.h"
 
 static struct nl_recording_item *items;
 static size_t nitems, cap;

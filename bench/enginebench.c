@@ -11,7 +11,7 @@
  * The time is the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so another
  * process on the same core does not count. Built with --wrap for malloc,
  * calloc and realloc, it also counts the allocations made while feeding.
- * Launches counted in the kernel are repeated from their runs (user/runs.h)
+ * Launches counted in the kernel are repeated from their runs (user/record/runs.h)
  * while decoding, as the tool does: a record here is a call the engine takes.
  * Prints "records N batches M engine_ns T ns_per_record X records_per_s Y
  * allocs_per_record Z".
@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "decode.h"
-#include "engine.h"
-#include "recording.h"
-#include "runs.h"
+#include "record/decode.h"
+#include "engine/engine.h"
+#include "record/recording.h"
+#include "record/runs.h"
 
 #define CHUNK 65536
 

@@ -11,7 +11,7 @@
  *   floor [-m floor|capture|ring] [-P] -p PID LIB...
  *
  * LIB: libamdhip64.so* or librccl.so* paths. The probes sit at the symbols,
- * or with -P where nanlog-bpf places them (user/placement.h: past an endbr64
+ * or with -P where nanlog-bpf places them (user/proc/placement.h: past an endbr64
  * onto a push the kernel emulates). Prints "attached N entry M
  * return" on stdout once the probes are in place, then waits until PID is
  * gone or a SIGINT/SIGTERM comes; prints the detach time on the way out, and
@@ -28,12 +28,12 @@
 
 #include <bpf/libbpf.h>
 
-#include "call.h"
-#include "elfsym.h"
+#include "record/call.h"
+#include "proc/elfsym.h"
 #include "floor.skel.h"
-#include "loader_umulti.h"
-#include "placement.h"
-#include "procmaps.h"
+#include "attach/umulti.h"
+#include "proc/placement.h"
+#include "proc/procmaps.h"
 
 #define MAX_LIBS 4
 

@@ -33,6 +33,16 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
 			failures="$failures $name"
 		fi
 	done
+	# the layering of user/ (tests/layers.sh): a grep, no build needed
+	case test_layers in *"$filter"*)
+		sh tests/test_layers.sh >"$log/test_layers.out" 2>&1
+		cat "$log/test_layers.out"
+		p=$(grep -c '^PASS: ' "$log/test_layers.out")
+		f=$(grep -c '^FAIL: ' "$log/test_layers.out")
+		passed=$((passed + p)); failed=$((failed + f))
+		[ "$f" -eq 0 ] || failures="$failures test_layers"
+		;;
+	esac
 fi
 
 if [ "$what" = all ] || [ "$what" = e2e ]; then

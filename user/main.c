@@ -23,15 +23,15 @@
 
 #include <limits.h>
 
-#include "app.h"
-#include "call.h"
-#include "elfsym.h"
-#include "loader.h"
-#include "loader_caps.h"
-#include "loader_umulti.h"
-#include "placement.h"
-#include "policy.h"
-#include "procmaps.h"
+#include "app/app.h"
+#include "record/call.h"
+#include "proc/elfsym.h"
+#include "attach/loader.h"
+#include "attach/caps.h"
+#include "attach/umulti.h"
+#include "proc/placement.h"
+#include "proc/policy.h"
+#include "proc/procmaps.h"
 
 #define NANLOG_VERSION NL_APP_VERSION
 
@@ -467,6 +467,7 @@ int main(int argc, char **argv)
 	struct nl_loader_cb cb = { .ctx = &app, .record = on_record, .attached = on_attached,
 				   .log = on_log };
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct nl_loader_conf conf;
 	char err_msg[512], caps[256];
 	int err;
 
@@ -526,7 +527,11 @@ int main(int argc, char **argv)
 	err = nl_app_metrics_start(&app); /* a port below 1024 needs a capability */
 	if (err)
 		goto out;
-	err = nl_loader_open(&app.l, &app.o, &cb);
+	conf = (struct nl_loader_conf){ .retprobes = app.o.retprobes,
+					.every_launch = app.o.every_launch,
+					.no_placement = app.o.no_placement,
+					.ringbuf_size = app.o.ringbuf_size };
+	err = nl_loader_open(&app.l, &conf, &cb);
 	if (err)
 		goto out;
 	err = attach_targets(&app);

@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "options.h"
+#include "app/options.h"
 #include "randprog.h"
 
 #define MAX_CLASSES 4096

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "decode.h"
-#include "recording.h"
+#include "app/app.h"
+#include "record/decode.h"
+#include "record/recording.h"
 
 #define RP_MAX_EVENTS_PRINT 256
 

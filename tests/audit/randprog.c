@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "decode.h"
-#include "recording.h"
+#include "app/app.h"
+#include "record/decode.h"
+#include "record/recording.h"
 
 /* ---- random numbers: splitmix64 ----------------------------------------------- */
 

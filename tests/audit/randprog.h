@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "nanlog_rec.h"
 
 #define RP_MAX_BATCHES 32 /* of all pipelines */
@@ -210,7 +210,7 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
 /* Feed launches as the probes send them by default: a launch that follows a
  * launch of the same thread on the same stream, with no other call of the
  * process between, is counted in that run and arrives without its kernel
- * address (user/runs.h). Off: as --every-launch sends them. */
+ * address (user/record/runs.h). Off: as --every-launch sends them. */
 extern bool rp_counted_launches;
 
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */

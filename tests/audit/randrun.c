@@ -35,8 +35,8 @@
 #include <unistd.h>
 
 #include "gate.h"
-#include "json.h"
-#include "options.h"
+#include "out/json.h"
+#include "app/options.h"
 #include "randprog.h"
 #include "rccl.h"
 #include "simhip.h"

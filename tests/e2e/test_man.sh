@@ -1,5 +1,5 @@
 # The manual page nanlog-bpf(8) against the tool: it names exactly the
-# options --help names (user/options.c), renders without a warning from man
+# options --help names (user/app/options.c), renders without a warning from man
 # or groff, and carries the binary's version. No root needed.
 . tests/e2e/lib.sh
 
@@ -36,9 +36,9 @@ fi
 grep -v -- '^--every-launch$' "$TMP/man.opts" >"$TMP/man.less"
 check "the comparison sees an option the man page lacks" sh -c "! cmp -s '$TMP/help.opts' '$TMP/man.less'"
 
-# every option of the parser's table (user/options.c longopts) is in --help
-sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*, NULL, .*/--\1/p' user/options.c | sort -u >"$TMP/table.opts"
-check "every long option of user/options.c is in --help" \
+# every option of the parser's table (user/app/options.c longopts) is in --help
+sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*, NULL, .*/--\1/p' user/app/options.c | sort -u >"$TMP/table.opts"
+check "every long option of user/app/options.c is in --help" \
 	sh -c "test -s '$TMP/table.opts' && test -z \"\$(comm -23 '$TMP/table.opts' '$TMP/help.opts')\""
 
 # rendering: man's and groff's own warnings (groff -ww: all of them)

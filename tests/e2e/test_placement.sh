@@ -1,4 +1,4 @@
-# End-to-end: probes placed past endbr64 (user/placement.h) read what probes
+# End-to-end: probes placed past endbr64 (user/proc/placement.h) read what probes
 # at the symbols read. simhip built with -fcf-protection (build/sim/cf) and,
 # when their root file systems are there (scripts/rootfs.sh), the real ROCm
 # 5.7.1 and 6.4.3 runtimes, run under chroot with a client built here: the

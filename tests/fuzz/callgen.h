@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "call.h"
+#include "record/call.h"
 #include "nanlog_rec.h"
 
 #define CG_OP 8

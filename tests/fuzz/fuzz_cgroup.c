@@ -6,7 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 
-#include "cgroup.h"
+#include "proc/cgroup.h"
 #include "fuzz.h"
 
 static bool lower_hex(const char *s, size_t n)

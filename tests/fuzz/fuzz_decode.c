@@ -7,9 +7,9 @@
  */
 #include <errno.h>
 
-#include "decode.h"
+#include "record/decode.h"
 #include "fuzz.h"
-#include "raw.h"
+#include "out/raw.h"
 
 #define ALL_FIELDS ((uint32_t)(NL_F_MS << 1) - 1)
 

@@ -23,8 +23,8 @@
 #include <sanitizer/allocator_interface.h>
 
 #include "callgen.h"
-#include "decode.h"
-#include "engine.h"
+#include "record/decode.h"
+#include "engine/engine.h"
 #include "fuzz.h"
 
 #define HDR 8

@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "fuzz.h"
-#include "options.h"
+#include "app/options.h"
 
 #define MAX_ARGS 256
 

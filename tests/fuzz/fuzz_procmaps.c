@@ -4,7 +4,7 @@
 
 #include "fuzz.h"
 #include "nanlog_apis.h"
-#include "procmaps.h"
+#include "proc/procmaps.h"
 
 #define MAXLIBS 3
 

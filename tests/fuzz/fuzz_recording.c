@@ -16,9 +16,9 @@
 
 #include <zlib.h>
 
-#include "decode.h"
+#include "record/decode.h"
 #include "fuzz.h"
-#include "recording.h"
+#include "record/recording.h"
 
 #define PREAMBLE 16
 #define HEAD 24

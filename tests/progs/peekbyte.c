@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfsym.h"
-#include "procmaps.h"
+#include "proc/elfsym.h"
+#include "proc/procmaps.h"
 
 int main(int argc, char **argv)
 {

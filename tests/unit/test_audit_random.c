@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "decode.h"
+#include "record/decode.h"
 #include "randprog.h"
-#include "recording.h"
+#include "record/recording.h"
 
 #define SAMPLE_FIRST 1
 #define SAMPLE_COUNT 400

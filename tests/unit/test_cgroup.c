@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "cgroup.h"
+#include "proc/cgroup.h"
 
 #define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "decode.h"
-#include "runs.h"
-#include "policy.h"
-#include "procmaps.h"
-#include "raw.h"
+#include "record/decode.h"
+#include "record/runs.h"
+#include "proc/policy.h"
+#include "proc/procmaps.h"
+#include "out/raw.h"
 
 static struct nl_rec_call rec(int api)
 {
@@ -566,7 +566,7 @@ static void test_runs_copies(void **state)
 	assert_int_equal(nl_decode(&r, sizeof(r), &c), -EINVAL);
 }
 
-/* Counted launch runs: the fields, what is refused, and the repeats (user/runs.c). */
+/* Counted launch runs: the fields, what is refused, and the repeats (user/record/runs.c). */
 static void test_decode_runs(void **state)
 {
 	struct nl_rec_call r = rec(NL_API_LAUNCH_KERNEL);

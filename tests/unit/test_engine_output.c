@@ -7,7 +7,7 @@
 #include <ctype.h>
 #include <stdio.h>
 
-#include "json.h"
+#include "out/json.h"
 #include "test_engine_util.h"
 
 /* ---- a tiny JSON checker: true when s is exactly one JSON value ---------- */

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 #define TB_MAX 512
 /* The nth handle (1-based) a fresh bench hands out to creates. */

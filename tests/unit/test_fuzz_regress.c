@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "cgroup.h"
-#include "options.h"
+#include "proc/cgroup.h"
+#include "app/options.h"
 
 #define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

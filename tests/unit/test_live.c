@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "live.h"
+#include "out/live.h"
 
 #define MS 1000000ull
 #define S 1000000000ull

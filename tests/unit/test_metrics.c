@@ -24,8 +24,8 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
-#include "metrics_http.h"
+#include "out/metrics.h"
+#include "out/metrics_http.h"
 #include "test_expo.h"
 
 #define MS 1000000ull

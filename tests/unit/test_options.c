@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "options.h"
+#include "app/options.h"
 
 static int parse(struct nl_opts *o, char *err, ...)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Probe placement (user/placement.c): only an endbr64 followed by a push the
+ * Probe placement (user/proc/placement.c): only an endbr64 followed by a push the
  * kernel emulates moves the probe, and only by the endbr64's four bytes;
  * every other start, a truncated one included, keeps it at the symbol.
  */
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "placement.h"
+#include "proc/placement.h"
 
 static void check(const uint8_t *code, size_t len, enum nl_prologue want, uint32_t delta)
 {

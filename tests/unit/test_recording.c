@@ -17,8 +17,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "decode.h"
-#include "recording.h"
+#include "record/decode.h"
+#include "record/recording.h"
 
 #define SCHEMA 1
 #define PREAMBLE 16

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "callgen.h"
-#include "recording.h"
+#include "record/recording.h"
 
 #define MAX_OPS 1024
 

@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pairing engine's entry points: the process table, role learning (hold
+ * records back, decide, replay), loss, exit and finish, and the summary.
+ * docs/engine.md describes the model.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine/engine_int.h"
+
+static const char *const role_names[] = { "other", "copy", "sparse", "compute" };
+static const char *const stage_names[] = { "copy", "sparse", "forward" };
+static const char *const verdict_names[] = { "trusted", "untrusted", "skipped" };
+static const char *const skip_names[NL_NSKIP] = {
+	[NL_SKIP_LOST_RECORDS] = "lost_records",   [NL_SKIP_PROBE_MISSING] = "probe_missing",
+	[NL_SKIP_ATTACHED_MID_BATCH] = "attached_mid_batch",
+	[NL_SKIP_TARGET_EXITED] = "target_exited", [NL_SKIP_DETACHED] = "detached",
+	[NL_SKIP_GRAPH_CAPTURE] = "graph_capture", [NL_SKIP_UNKNOWN_HANDLE] = "unknown_handle",
+	[NL_SKIP_EVICTED] = "evicted",
+};
+static const char *const edge_names[NL_NEDGES] = {
+	[NL_EDGE_COPY_SPARSE] = "copy->sparse",
+	[NL_EDGE_SPARSE_FORWARD] = "sparse->forward",
+	[NL_EDGE_COPY_FORWARD] = "copy->forward",
+};
+
+static const char *const invalid_names[NL_NINVALID] = {
+	[NL_INVALID_NO_BATCHES] = "no_batches",     [NL_INVALID_UNTRUSTED] = "untrusted_batches",
+	[NL_INVALID_SKIPPED] = "skipped_batches",   [NL_INVALID_MISSING_STAGE] = "missing_stage",
+	[NL_INVALID_LOST_RECORDS] = "lost_records", [NL_INVALID_BAD_RECORDS] = "bad_records",
+	[NL_INVALID_UNTRACKED] = "untracked_records", [NL_INVALID_EVICTED] = "evicted",
+	[NL_INVALID_PROBE_MISSING] = "probe_missing",
+	[NL_INVALID_LATE_OPS] = "late_ops",
+	[NL_INVALID_UNPLACED] = "unplaced_work",
+};
+
+#define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[i] : "?")
+
+const char *nl_role_name(int role)
+{
+	return NAME_OF(role_names, role);
+}
+
+const char *nl_stage_name(int stage)
+{
+	return NAME_OF(stage_names, stage);
+}
+
+const char *nl_verdict_name(int verdict)
+{
+	return NAME_OF(verdict_names, verdict);
+}
+
+const char *nl_skip_name(int reason)
+{
+	return NAME_OF(skip_names, reason);
+}
+
+const char *nl_edge_name(int edge)
+{
+	return NAME_OF(edge_names, edge);
+}
+
+const char *nl_invalid_name(int reason)
+{
+	return NAME_OF(invalid_names, reason);
+}
+
+bool nl_engine_api_matters(int api)
+{
+	if (api < 0 || api >= NL_API_COUNT)
+		return false;
+	switch (nl_api_info[api].kind) {
+	case NL_K_COPY:
+	case NL_K_COPY_SYNC:
+	case NL_K_MEMSET:
+	case NL_K_LAUNCH:
+	case NL_K_GRAPH:
+	case NL_K_EVENT_CREATE:
+	case NL_K_EVENT_DESTROY:
+	case NL_K_EVENT_RECORD:
+	case NL_K_STREAM_WAIT:
+	case NL_K_STREAM_CREATE:
+		return true; /* ops, edges, generations, blocking flags */
+	default:
+		return false; /* evidence or collective counts only */
+	}
+}
+
+static void set_defaults(struct nl_engine_opts *o)
+{
+	if (!o->max_streams)
+		o->max_streams = 64;
+	if (o->max_streams > NL_MAX_STREAMS_CAP)
+		o->max_streams = NL_MAX_STREAMS_CAP;
+	if (o->max_streams < 4)
+		o->max_streams = 4;
+	if (!o->max_events)
+		o->max_events = 4096;
+	if (!o->max_batches_in_flight)
+		o->max_batches_in_flight = 32;
+	if (o->max_batches_in_flight < 2)
+		o->max_batches_in_flight = 2;
+	if (!o->max_procs)
+		o->max_procs = 64;
+	if (!o->linger_ticks)
+		o->linger_ticks = 2;
+	if (!o->learn_records)
+		o->learn_records = 16384;
+	if (!o->learn_handoffs)
+		o->learn_handoffs = 8;
+	if (!o->learn_ns)
+		o->learn_ns = 10000000000ull;
+	if (o->nsparse > NL_ENGINE_MAX_SPARSE)
+		o->nsparse = NL_ENGINE_MAX_SPARSE;
+}
+
+static int proc_index(struct nl_engine *e, uint32_t pid);
+
+static void count_verdict(struct nl_verdict_counts *n, int verdict)
+{
+	n->batches++;
+	if (verdict == NL_VERDICT_TRUSTED)
+		n->trusted++;
+	else if (verdict == NL_VERDICT_UNTRUSTED)
+		n->untrusted++;
+	else
+		n->skipped++;
+}
+
+/* Every batch passes here on its way out to the caller's sink: the
+ * per-process and per-pipeline counts of the summary. */
+static void tally_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct nl_engine *e = ctx;
+	int i = proc_index(e, a->pid);
+
+	if (i >= 0 && a->pipeline < (uint32_t)e->procs[i]->npipes) {
+		struct nl_proc *p = e->procs[i];
+		struct nl_pipe *q = &p->pipes[a->pipeline];
+
+		count_verdict(&p->verdicts, a->verdict);
+		count_verdict(&q->verdicts, a->verdict);
+		for (int st = 0; st < NL_NSTAGES; st++)
+			if (a->stage[st].ops)
+				q->stage_batches[st]++;
+	}
+	if (e->out.batch)
+		e->out.batch(e->out.ctx, a);
+}
+
+struct nl_engine *nl_engine_new(const struct nl_engine_opts *o, const struct nl_sink *sink)
+{
+	struct nl_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	if (o)
+		e->o = *o;
+	set_defaults(&e->o);
+	if (sink)
+		e->out = *sink;
+	e->sink = (struct nl_sink){ .ctx = e, .batch = tally_batch };
+	e->procs = calloc(e->o.max_procs, sizeof(*e->procs));
+	if (!e->procs) {
+		free(e);
+		return NULL;
+	}
+	e->last_proc = -1;
+	return e;
+}
+
+static void free_missing_names(struct nl_engine *e)
+{
+	for (uint32_t i = 0; e->missing_names && i < e->sum.run.nprobes_missing; i++)
+		free(e->missing_names[i]);
+	free(e->missing_names);
+	e->missing_names = NULL;
+}
+
+void nl_engine_free(struct nl_engine *e)
+{
+	if (!e)
+		return;
+	for (uint32_t i = 0; i < e->o.max_procs; i++)
+		nl_proc_free(e->procs[i]);
+	free(e->procs);
+	free(e->ss);
+	free(e->ps);
+	free_missing_names(e);
+	free(e);
+}
+
+/* ---- processes ----------------------------------------------------------- */
+
+static int proc_index(struct nl_engine *e, uint32_t pid)
+{
+	if (e->last_proc >= 0 && e->procs[e->last_proc] && e->procs[e->last_proc]->pid == pid)
+		return e->last_proc;
+	for (uint32_t i = 0; i < e->o.max_procs; i++)
+		if (e->procs[i] && e->procs[i]->pid == pid) {
+			e->last_proc = (int)i;
+			return (int)i;
+		}
+	return -1;
+}
+
+static struct nl_proc *proc_get(struct nl_engine *e, uint32_t pid, int *err)
+{
+	int i = proc_index(e, pid);
+	struct nl_proc *p;
+
+	if (i >= 0)
+		return e->procs[i];
+	for (i = 0; i < (int)e->o.max_procs && e->procs[i]; i++)
+		;
+	if (i == (int)e->o.max_procs) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	p = nl_proc_new(e, pid);
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	p->mid_run = !e->o.unannounced_from_start;
+	e->procs[i] = p;
+	e->last_proc = i;
+	return p;
+}
+
+/* ---- learning ------------------------------------------------------------- */
+
+static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	if (c->api == NL_LOST_MARK)
+		nl_apply_lost(e, p, c->ret_ns, c->ts_ns);
+	else
+		nl_apply(e, p, c);
+}
+
+/* Decide the roles and replay what was held back. Without a copy stream
+ * yet (and not final) the records are applied anyway and learning goes on
+ * with an empty buffer: the state stays continuous. */
+static void end_learning(struct nl_engine *e, struct nl_proc *p, bool final)
+{
+	bool decided = nl_learn_decide(e, p) || final;
+	uint32_t n = p->nlbuf;
+
+	if (decided)
+		p->learning = false;
+	/* a second pipeline that ran while the roles were learned is found in
+	 * the replay, by the same edges as later */
+	p->discovering = decided && !e->o.has_copy_stream && !e->o.has_sparse_streams;
+	p->nlbuf = 0;
+	for (uint32_t i = 0; i < n; i++)
+		replay(e, p, &p->lbuf[i]);
+	if (decided) {
+		free(p->lbuf);
+		p->lbuf = NULL;
+		nl_learn_free(&p->learn);
+		/* learned, not given: later streams earn their roles by edges */
+		p->keys_final = !e->o.has_copy_stream && !e->o.has_sparse_streams;
+	}
+}
+
+static void hold(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	if (!p->nlbuf)
+		p->lfirst_ts = c->ts_ns;
+	p->lbuf[p->nlbuf++] = *c;
+	if (c->api != NL_LOST_MARK && nl_learn_note(e, p, c))
+		end_learning(e, p, false);
+	else if (p->nlbuf == e->o.learn_records ||
+		 (c->ts_ns > p->lfirst_ts && c->ts_ns - p->lfirst_ts > e->o.learn_ns))
+		end_learning(e, p, false);
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+int nl_engine_feed(struct nl_engine *e, const struct nl_call *c)
+{
+	struct nl_proc *p;
+	uint64_t end;
+	int err = 0;
+
+	if (!e || !c || c->api >= NL_API_COUNT || c->kind != nl_api_info[c->api].kind)
+		return -EINVAL;
+	if (e->finished)
+		return -ESHUTDOWN;
+	e->sum.records++;
+	end = (c->fields & NL_F_RC) && c->ret_ns > c->ts_ns ? c->ret_ns : c->ts_ns;
+	if (end > e->last_rec_ts)
+		e->last_rec_ts = end;
+	p = proc_get(e, c->pid, &err);
+	if (!p) {
+		e->sum.untracked_records++;
+		return err;
+	}
+	p->records++;
+	if (end > p->last_rec_ts)
+		p->last_rec_ts = end;
+	if (p->learning)
+		hold(e, p, c);
+	else
+		nl_apply(e, p, c);
+	return 0;
+}
+
+void nl_engine_attach(struct nl_engine *e, uint32_t pid, uint64_t ts_ns, bool mid_run)
+{
+	int err = 0;
+	struct nl_proc *p = e && !e->finished ? proc_get(e, pid, &err) : NULL;
+
+	if (!p)
+		return;
+	p->announced = true;
+	p->mid_run = mid_run;
+	p->attach_ts = ts_ns;
+}
+
+static void lost_one(struct nl_engine *e, struct nl_proc *p, uint64_t count, uint64_t w0,
+		     uint64_t ts)
+{
+	if (p->learning && p->nlbuf == e->o.learn_records)
+		end_learning(e, p, false);
+	if (p->learning) {
+		struct nl_call m = { .pid = p->pid, .api = NL_LOST_MARK, .ts_ns = ts, .ret_ns = w0,
+				     .count = count };
+
+		hold(e, p, &m);
+	} else {
+		nl_apply_lost(e, p, w0, ts);
+	}
+}
+
+void nl_engine_lost(struct nl_engine *e, uint32_t pid, uint64_t count, uint64_t ts_ns)
+{
+	struct nl_proc *p;
+	int err = 0;
+
+	if (!e || e->finished)
+		return;
+	e->sum.lost_records += count;
+	if (pid == 0) {
+		uint64_t w0 = e->last_rec_ts;
+
+		if (ts_ns > e->loss_until)
+			e->loss_until = ts_ns;
+		for (uint32_t i = 0; i < e->o.max_procs; i++)
+			if (e->procs[i])
+				lost_one(e, e->procs[i], count, w0, ts_ns);
+		return;
+	}
+	p = proc_get(e, pid, &err);
+	if (p)
+		lost_one(e, p, count, p->last_rec_ts ? p->last_rec_ts : e->last_rec_ts, ts_ns);
+}
+
+void nl_engine_probe_missing(struct nl_engine *e, uint32_t pid, int api)
+{
+	const uint32_t bit = 1u << NL_SKIP_PROBE_MISSING;
+	struct nl_proc *p;
+	int err = 0;
+
+	if (!e || e->finished || !nl_engine_api_matters(api))
+		return;
+	e->probe_missing = true;
+	if (pid == 0) {
+		e->skip_all_new |= bit;
+		for (uint32_t i = 0; i < e->o.max_procs; i++)
+			if (e->procs[i]) {
+				e->procs[i]->skip_all |= bit;
+				nl_skip_open(e->procs[i], NL_SKIP_PROBE_MISSING);
+			}
+		return;
+	}
+	p = proc_get(e, pid, &err);
+	if (p) {
+		p->skip_all |= bit;
+		nl_skip_open(p, NL_SKIP_PROBE_MISSING);
+	}
+}
+
+/* ---- summary ---------------------------------------------------------------- */
+
+static int mode_of(const uint64_t *hist)
+{
+	int best = -1;
+
+	for (int d = 0; d < NL_DEPTH_MAX; d++)
+		if (hist[d] && (best < 0 || hist[d] > hist[best]))
+			best = d;
+	return best;
+}
+
+static int grow(void **v, uint32_t *cap, uint32_t need, size_t size)
+{
+	uint32_t n = *cap ? *cap : 16;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	nv = realloc(*v, (size_t)n * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = n;
+	return 0;
+}
+
+#define STAGE_BIT(st) (1u << NL_STAGE_##st)
+
+/* A stream without a role between the copy stream and compute: it did work
+ * ordered after copy work (not through compute), and compute is ordered
+ * after it. That is a producer stage the roles do not know (a data-dist
+ * stream that appeared after learning in a process without a sparse
+ * stage), so no batch audits its work. */
+static bool unplaced_producer(const struct nl_proc *p, int pipe)
+{
+	const int cc = p->compute_slot;
+
+	if (cc < 0)
+		return false;
+	for (uint32_t cp = 0; cp < p->w; cp++) {
+		if (!p->s[cp].used || p->s[cp].role != NL_ROLE_COPY || p->s[cp].pipe != pipe)
+			continue;
+		for (uint32_t i = 0; i < p->w; i++) {
+			const struct nl_stream *s = &p->s[i];
+			uint32_t n = s->nring < NL_RING ? s->nring : NL_RING;
+			bool work = false;
+
+			if (!s->used || s->role != NL_ROLE_OTHER || (int)i == cc)
+				continue;
+			if (!s->vc[cp] || s->vc[cc] || !p->s[cc].vc[i])
+				continue;
+			for (uint32_t k = 0; k < n && !work; k++)
+				work = s->ring[k].work;
+			if (work)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The stages p has that no batch of it showed (docs/output.md,
+ * "missing_stages"). A process that put no work on any stream is no
+ * pipeline and lacks nothing. */
+static uint32_t missing_stages(const struct nl_proc *p)
+{
+	uint32_t m = 0;
+	bool work = false;
+
+	for (uint32_t i = 0; i < p->w && !work; i++)
+		work = p->s[i].used && p->s[i].ops;
+	if (!p->has_copy)
+		return work ? STAGE_BIT(COPY) : 0; /* no batch could be cut */
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *q = &p->pipes[i];
+
+		if (!q->stage_batches[NL_STAGE_COPY])
+			m |= STAGE_BIT(COPY);
+		if ((q->has_sparse && !q->stage_batches[NL_STAGE_SPARSE]) ||
+		    unplaced_producer(p, i))
+			m |= STAGE_BIT(SPARSE);
+		if (!q->stage_batches[NL_STAGE_FORWARD])
+			m |= STAGE_BIT(FORWARD);
+	}
+	return m;
+}
+
+/* Forward windows of all its pipelines. */
+static uint64_t proc_ticks(const struct nl_proc *p)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < p->npipes; i++)
+		t += (uint64_t)p->pipes[i].ticks;
+	return t;
+}
+
+/* Append p's streams and its line to the vectors (the engine's, or a report's). */
+static void describe_proc(const struct nl_proc *p, struct nl_stream_summary **ss, uint32_t *nss,
+			  uint32_t *sscap, struct nl_proc_summary **ps, uint32_t *nps, uint32_t *pscap)
+{
+	struct nl_proc_summary *q;
+
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *s = &p->s[i];
+
+		if (!s->used || (!s->ops && s->role == NL_ROLE_OTHER))
+			continue;
+		if (grow((void **)ss, sscap, *nss + 1, sizeof(**ss)))
+			break;
+		(*ss)[(*nss)++] = (struct nl_stream_summary){
+			.pid = p->pid, .handle = s->key.handle, .tid = s->key.tid, .role = s->role,
+			.pipeline = s->pipe, .ops = s->ops, .blocking = s->blocking, .created = s->created,
+		};
+	}
+	if (grow((void **)ps, pscap, *nps + 1, sizeof(**ps)))
+		return;
+	q = &(*ps)[(*nps)++];
+	*q = (struct nl_proc_summary){
+		.pid = p->pid, .n = p->verdicts, .ticks = proc_ticks(p),
+		.tick_ns = p->nfwd > 1 ? (p->last_fwd_ts - p->first_fwd_ts) / (p->nfwd - 1) : 0,
+		.depth = mode_of(p->depth_hist), .has_copy = p->has_copy,
+		.has_sparse = p->has_sparse, .mid_run = p->mid_run,
+		.missing_stages = missing_stages(p), .npipes = p->has_copy ? (uint32_t)p->npipes : 0,
+	};
+	for (uint32_t i = 0; i < q->npipes; i++) {
+		q->pipes[i].n = p->pipes[i].verdicts;
+		q->pipes[i].has_sparse = p->pipes[i].has_sparse;
+		for (uint32_t k = 0; k < p->w; k++)
+			if (p->s[k].used && p->s[k].pipe == (int)i && !p->s[k].destroyed) {
+				q->pipes[i].copy_streams += p->s[k].role == NL_ROLE_COPY;
+				q->pipes[i].sparse_streams += p->s[k].role == NL_ROLE_SPARSE;
+			}
+	}
+}
+
+static void add_counts(struct nl_summary *s, const struct nl_proc *p)
+{
+	s->pipeline_ticks += proc_ticks(p);
+	s->edges += p->edges;
+	s->implicit_edges += p->implicit_edges;
+	s->late_ops += p->late_ops;
+	s->unplaced_streams += p->unplaced_streams;
+	s->evicted_streams += p->evicted_streams;
+	s->evicted_events += p->evicted_events;
+	s->evicted_batches += p->evicted_batches;
+}
+
+/* A process is done: its streams and counts join the engine's summary. */
+static void retire(struct nl_engine *e, int i)
+{
+	struct nl_proc *p = e->procs[i];
+
+	describe_proc(p, &e->ss, &e->nss, &e->ss_cap, &e->ps, &e->nps, &e->ps_cap);
+	add_counts(&e->sum, p);
+	nl_proc_free(p);
+	e->procs[i] = NULL;
+	if (e->last_proc == i)
+		e->last_proc = -1;
+}
+
+/* evidence_valid and why not (docs/output.md). The one counter that does
+ * not make the evidence invalid is ignored_records: a call that failed did
+ * nothing. A late op is stage work its batch's verdict never weighed. */
+static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
+{
+	const struct nl_run_info *r = &s->run;
+	uint32_t m = 0;
+
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		s->missing_stages |= s->procs[i].missing_stages;
+	if (!s->batches)
+		m |= 1u << NL_INVALID_NO_BATCHES;
+	if (s->untrusted)
+		m |= 1u << NL_INVALID_UNTRUSTED;
+	if (s->skipped)
+		m |= 1u << NL_INVALID_SKIPPED;
+	if (s->missing_stages)
+		m |= 1u << NL_INVALID_MISSING_STAGE;
+	if (s->lost_records || (s->has_run_info && (r->lost_ringbuf || r->lost_stash)))
+		m |= 1u << NL_INVALID_LOST_RECORDS;
+	if (s->has_run_info && r->bad_records)
+		m |= 1u << NL_INVALID_BAD_RECORDS;
+	if (s->untracked_records)
+		m |= 1u << NL_INVALID_UNTRACKED;
+	if (s->evicted_streams || s->evicted_events || s->evicted_batches)
+		m |= 1u << NL_INVALID_EVICTED;
+	if (e->probe_missing)
+		m |= 1u << NL_INVALID_PROBE_MISSING;
+	if (s->late_ops)
+		m |= 1u << NL_INVALID_LATE_OPS;
+	if (s->unplaced_streams)
+		m |= 1u << NL_INVALID_UNPLACED;
+	s->invalid_mask = m;
+	s->evidence_valid = m == 0;
+}
+
+static void emit_summary(struct nl_engine *e)
+{
+	struct nl_summary s = e->sum;
+	struct nl_stream_summary *ss = NULL;
+	struct nl_proc_summary *ps = NULL;
+	uint32_t nss = 0, sscap = 0, nps = 0, pscap = 0;
+	uint64_t tsum = 0, tn = 0;
+
+	/* the retired processes, then the live ones as they are now */
+	if (!grow((void **)&ss, &sscap, e->nss ? e->nss : 1, sizeof(*ss)) && e->nss) {
+		memcpy(ss, e->ss, e->nss * sizeof(*ss));
+		nss = e->nss;
+	}
+	if (!grow((void **)&ps, &pscap, e->nps ? e->nps : 1, sizeof(*ps)) && e->nps) {
+		memcpy(ps, e->ps, e->nps * sizeof(*ps));
+		nps = e->nps;
+	}
+	for (uint32_t i = 0; i < e->o.max_procs; i++)
+		if (e->procs[i]) {
+			describe_proc(e->procs[i], &ss, &nss, &sscap, &ps, &nps, &pscap);
+			add_counts(&s, e->procs[i]);
+		}
+	for (uint32_t i = 0; i < nps; i++)
+		if (ps[i].tick_ns) {
+			tsum += ps[i].tick_ns;
+			tn++;
+		}
+	s.tick_ns = tn ? tsum / tn : 0;
+	s.depth = mode_of(e->depth_hist);
+	s.streams = ss;
+	s.nstreams = nss;
+	s.procs = ps;
+	s.nprocs = nps;
+	judge_evidence(e, &s);
+	if (e->out.summary)
+		e->out.summary(e->out.ctx, &s);
+	free(ss);
+	free(ps);
+}
+
+void nl_engine_set_run_info(struct nl_engine *e, const struct nl_run_info *ri)
+{
+	uint32_t n = 0;
+
+	if (!e || !ri)
+		return;
+	free_missing_names(e);
+	e->sum.run = *ri;
+	e->sum.run.probes_missing = NULL;
+	e->sum.run.nprobes_missing = 0;
+	e->sum.has_run_info = true;
+	if (ri->nprobes_missing && ri->probes_missing) {
+		e->missing_names = calloc(ri->nprobes_missing, sizeof(char *));
+		for (uint32_t i = 0; e->missing_names && i < ri->nprobes_missing; i++) {
+			const char *name = ri->probes_missing[i] ? ri->probes_missing[i] : "?";
+			size_t len = strlen(name) + 1;
+			char *copy = malloc(len);
+
+			if (!copy)
+				break;
+			memcpy(copy, name, len);
+			e->missing_names[n++] = copy;
+		}
+	}
+	e->sum.run.nprobes_missing = n;
+	e->sum.run.probes_missing = (const char *const *)e->missing_names;
+}
+
+void nl_engine_exit(struct nl_engine *e, uint32_t pid, uint64_t ts_ns)
+{
+	int i = e ? proc_index(e, pid) : -1;
+	struct nl_proc *p;
+
+	if (i < 0)
+		return;
+	p = e->procs[i];
+	if (p->learning)
+		end_learning(e, p, true);
+	nl_drain(e, p, ts_ns, true);
+	retire(e, i);
+}
+
+void nl_engine_report(struct nl_engine *e)
+{
+	if (e)
+		emit_summary(e);
+}
+
+void nl_engine_finish(struct nl_engine *e, uint64_t ts_ns)
+{
+	if (!e || e->finished)
+		return;
+	for (uint32_t i = 0; i < e->o.max_procs; i++) {
+		struct nl_proc *p = e->procs[i];
+
+		if (!p)
+			continue;
+		if (p->learning)
+			end_learning(e, p, true);
+		nl_drain(e, p, ts_ns, false);
+		retire(e, (int)i);
+	}
+	e->finished = true;
+	emit_summary(e);
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Role learning. A process's first records are held back while the engine
+ * counts, per stream, launches, host-to-device copies and which streams wait
+ * on whose events. Then:
+ *   compute = the stream with the most kernel launches, the null and the
+ *             per-thread default streams' counting four times (PyTorch's
+ *             default), among those within two wait edges of a producer;
+ *   copy    = a stream other than compute with host-to-device copies whose
+ *             events other streams wait on; most copy-like first (share of
+ *             H2D copies in its work), then fewest incoming edges, then most
+ *             copies;
+ *   sparse  = the streams reachable from copy through wait edges without
+ *             passing through compute (data-dist, collective streams);
+ *   more copy streams of the same pipeline: other streams with host-to-device
+ *             copies whose events compute or those sparse streams wait on,
+ *             fed by none of them (batch i copied on M[i % 2]).
+ * Overrides from the options replace any of these. The held-back records are
+ * then replayed with the roles known, so no batch is judged on a guess.
+ */
+#include <stdlib.h>
+
+#include "engine/engine_int.h"
+
+int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents)
+{
+	memset(l, 0, sizeof(*l));
+	l->scap = nstreams;
+	l->last_h2d_src = -1;
+	l->ecap = nl_pow2_at_least(2 * nevents);
+	l->s = calloc(nstreams, sizeof(*l->s));
+	l->eh = calloc(l->ecap, sizeof(*l->eh));
+	l->es = calloc(l->ecap, sizeof(*l->es));
+	if (!l->s || !l->eh || !l->es) {
+		nl_learn_free(l);
+		return -1;
+	}
+	return 0;
+}
+
+void nl_learn_free(struct nl_learn *l)
+{
+	free(l->s);
+	free(l->eh);
+	free(l->es);
+	memset(l, 0, sizeof(*l));
+}
+
+static int lslot(struct nl_learn *l, const struct nl_skey *k)
+{
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (nl_skey_eq(&l->s[i].key, k))
+			return (int)i;
+	if (l->ns == l->scap)
+		return -1;
+	l->s[l->ns].used = true;
+	l->s[l->ns].key = *k;
+	return (int)l->ns++;
+}
+
+static int find_key(const struct nl_learn *l, const struct nl_skey *k)
+{
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (nl_skey_eq(&l->s[i].key, k))
+			return (int)i;
+	return -1;
+}
+
+/* Event handle -> learning stream of its last record (-1: not recorded). */
+static int *emap(struct nl_learn *l, uint64_t handle, bool insert)
+{
+	uint32_t mask = l->ecap - 1;
+
+	for (uint32_t i = nl_hash64(handle) & mask;; i = (i + 1) & mask) {
+		if (l->eh[i] == handle + 1)
+			return &l->es[i];
+		if (l->eh[i] != 0)
+			continue;
+		if (!insert)
+			return NULL;
+		if (2 * (l->eused + 1) > l->ecap) {
+			/* Full: forget (learning only loses some edges). */
+			memset(l->eh, 0, l->ecap * sizeof(*l->eh));
+			l->eused = 0;
+			i = nl_hash64(handle) & mask;
+		}
+		l->eh[i] = handle + 1;
+		l->es[i] = -1;
+		l->eused++;
+		return &l->es[i];
+	}
+}
+
+static void note_record(struct nl_learn *l, uint64_t event, int slot)
+{
+	int *src = emap(l, event, true);
+
+	if (src)
+		*src = slot;
+}
+
+struct picks {
+	int copy, compute;
+	uint64_t sparse[NL_LW], more[NL_LW]; /* more: copy streams besides copy */
+};
+
+static int popcount_lw(const uint64_t *bits)
+{
+	int n = 0;
+
+	for (int i = 0; i < NL_LW; i++)
+		n += __builtin_popcountll(bits[i]);
+	return n;
+}
+
+static bool bit(const uint64_t *bits, int i)
+{
+	return bits[i / 64] >> (i % 64) & 1;
+}
+
+static void set_bit(uint64_t *bits, int i)
+{
+	bits[i / 64] |= 1ull << (i % 64);
+}
+
+/* Whether a and b share a stream. */
+static bool meets(const uint64_t *a, const uint64_t *b)
+{
+	for (int i = 0; i < NL_LW; i++)
+		if (a[i] & b[i])
+			return true;
+	return false;
+}
+
+/* a is a better copy-stream candidate than b */
+static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
+{
+	uint64_t fa = a->h2d * (b->work ? b->work : 1), fb = b->h2d * (a->work ? a->work : 1);
+	int ia = popcount_lw(a->in), ib = popcount_lw(b->in);
+
+	if (fa != fb)
+		return fa > fb;
+	if (ia != ib)
+		return ia < ib;
+	return a->h2d > b->h2d;
+}
+
+/* PyTorch computes on the null stream unless told otherwise: its launches
+ * weigh more, so a short look (a few data-dist kernels before the first
+ * forward) does not mistake the data-dist stream for compute. */
+static uint64_t compute_score(const struct nl_lstream *s)
+{
+	bool dflt = nl_key_is_null(&s->key) || (s->key.handle == 2 && s->key.tid);
+
+	return s->launches * (dflt ? 4 : 1);
+}
+
+/* Streams within two wait edges of a producer (a stream with H2D copies
+ * whose events are waited on): where compute reads a batch, directly from
+ * the copy stream or through its data-dist stream. Backward on another
+ * thread's stream, fed by compute only, lies further. Empty: no producer
+ * known yet. */
+static bool near_producer(const struct nl_learn *l, uint64_t *near)
+{
+	uint64_t d1[NL_LW] = { 0 };
+	bool any = false;
+
+	memset(near, 0, NL_LW * sizeof(*near));
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (l->s[i].h2d && l->s[i].waited) {
+			any = true;
+			for (int w = 0; w < NL_LW; w++)
+				d1[w] |= l->s[i].out[w];
+		}
+	for (uint32_t j = 0; j < l->ns; j++)
+		if (d1[j / 64] >> (j % 64) & 1)
+			for (int w = 0; w < NL_LW; w++)
+				near[w] |= l->s[j].out[w] | d1[w];
+	return any;
+}
+
+static struct nl_skey override_key(uint64_t handle)
+{
+	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
+}
+
+/* Stream b's hand-offs come in turn with another copying stream's (batch i
+ * on M[i % 2]), not in a run of their own: an evaluation pipeline's copy
+ * stream, feeding compute while the training one pauses, is a pipeline of
+ * its own, found by its edges. */
+static bool alternates(const struct nl_learn *l, int b, bool sparse)
+{
+	const struct nl_lstream *s = &l->s[b];
+
+	/* Where the pipeline has a sparse stage, the candidate already feeds
+	 * its sparse streams: a hand-off is a wait on new copies (the
+	 * data-dist stream's and compute's waits on the same copies are one).
+	 * Without one, two copy streams that both feed compute are told from
+	 * two pipelines in short turns only by every wait alternating. */
+	if (sparse)
+		return s->turns >= 2 && s->turn_switches * 4 >= s->turns * 3;
+	return s->waited >= 2 && s->switches * 4 >= s->waited * 3;
+}
+
+static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
+{
+	const struct nl_engine_opts *o = &e->o;
+	struct nl_skey k;
+	int queue[NL_MAX_STREAMS_CAP], qh = 0, qt = 0;
+
+	memset(pk, 0, sizeof(*pk));
+	pk->copy = pk->compute = -1;
+	if (o->has_compute_stream) {
+		k = override_key(o->compute_stream);
+		pk->compute = find_key(l, &k);
+	} else {
+		uint64_t best = 0, near[NL_LW];
+		bool known = near_producer(l, near);
+
+		for (uint32_t i = 0; i < l->ns; i++) {
+			uint64_t score = compute_score(&l->s[i]);
+
+			if (known && !bit(near, (int)i))
+				continue;
+			if (score > best) {
+				best = score;
+				pk->compute = (int)i;
+			}
+		}
+	}
+	if (o->has_copy_stream) {
+		k = override_key(o->copy_stream);
+		pk->copy = find_key(l, &k);
+	} else {
+		for (uint32_t i = 0; i < l->ns; i++) {
+			const struct nl_lstream *s = &l->s[i];
+
+			if ((int)i == pk->compute || !s->h2d || !s->waited)
+				continue;
+			if (pk->copy < 0 || copy_better(s, &l->s[pk->copy]))
+				pk->copy = (int)i;
+		}
+	}
+	if (o->has_sparse_streams || pk->copy < 0)
+		return;
+	queue[qt++] = pk->copy;
+	while (qh < qt) {
+		int x = queue[qh++];
+
+		for (uint32_t j = 0; j < l->ns; j++) {
+			if ((int)j == pk->copy || (int)j == pk->compute || !bit(l->s[x].out, (int)j) ||
+			    bit(pk->sparse, (int)j))
+				continue;
+			set_bit(pk->sparse, (int)j);
+			queue[qt++] = (int)j;
+		}
+	}
+	if (o->has_copy_stream)
+		return;
+	/* More copy streams: they feed what the first copy stream feeds (its
+	 * sparse streams, or compute where there are none) and take nothing
+	 * from the pipeline; their own sparse streams join it. */
+	for (uint32_t i = 0; i < l->ns; i++) {
+		const struct nl_lstream *s = &l->s[i];
+		uint64_t feeds[NL_LW], from[NL_LW];
+
+		if ((int)i == pk->compute || (int)i == pk->copy || bit(pk->sparse, (int)i) ||
+		    !s->h2d || !s->waited)
+			continue;
+		memcpy(feeds, pk->sparse, sizeof(feeds));
+		memcpy(from, pk->sparse, sizeof(from));
+		set_bit(from, pk->copy);
+		if (pk->compute >= 0 && !popcount_lw(pk->sparse))
+			set_bit(feeds, pk->compute);
+		/* (a copy stream may wait on compute before it copies: buffer
+		 * reuse) */
+		if (!meets(s->out, feeds) || meets(s->in, from) ||
+		    !alternates(l, (int)i, popcount_lw(pk->sparse) > 0))
+			continue;
+		set_bit(pk->more, (int)i);
+		for (uint32_t j = 0; j < l->ns; j++)
+			if ((int)j != pk->compute && (int)j != pk->copy && bit(s->out, (int)j) &&
+			    !bit(pk->more, (int)j))
+				set_bit(pk->sparse, (int)j);
+	}
+}
+
+/* A stream that copies more purely than the pick but whose events nobody
+ * waited on yet: the copy stream of a loop whose first M->D wait is
+ * missing, seen before its later waits arrive. Learning goes on for it (the
+ * window's end still decides without it). */
+static bool purer_unwaited(const struct nl_learn *l, const struct picks *pk)
+{
+	for (uint32_t i = 0; i < l->ns; i++) {
+		const struct nl_lstream *s = &l->s[i];
+
+		if ((int)i != pk->compute && (int)i != pk->copy && s->h2d && !s->waited &&
+		    copy_better(s, &l->s[pk->copy]))
+			return true;
+	}
+	return false;
+}
+
+static bool ready(const struct nl_engine *e, const struct nl_learn *l)
+{
+	struct picks pk;
+
+	pick(e, l, &pk);
+	return pk.copy >= 0 && l->s[pk.copy].waited >= e->o.learn_handoffs &&
+	       (e->o.has_compute_stream || pk.compute >= 0) &&
+	       (e->o.has_copy_stream || !purer_unwaited(l, &pk));
+}
+
+bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_learn *l = &p->learn;
+	struct nl_skey k;
+	int i, *src;
+
+	if (c->api == NL_LOST_MARK || ((c->fields & NL_F_RC) && c->rc != 0))
+		return false;
+	k = nl_call_skey(c);
+	switch (c->kind) {
+	case NL_K_EVENT_CREATE:
+		if (c->fields & NL_F_HANDLE)
+			note_record(l, c->handle, -1);
+		return false;
+	case NL_K_EVENT_RECORD:
+		i = lslot(l, &k);
+		if ((c->fields & NL_F_EVENT) && i >= 0)
+			note_record(l, c->event, i);
+		return false;
+	case NL_K_LAUNCH:
+	case NL_K_COPY:
+	case NL_K_COPY_SYNC:
+	case NL_K_MEMSET:
+	case NL_K_GRAPH:
+	case NL_K_COLL:
+	case NL_K_P2P:
+		i = lslot(l, &k);
+		if (i < 0)
+			return false;
+		l->s[i].work++;
+		if (c->kind == NL_K_LAUNCH && !c->coll_depth)
+			l->s[i].launches++;
+		if (nl_call_is_h2d(c))
+			l->s[i].h2d++;
+		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT) && c->event)
+			note_record(l, c->event, i);
+		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT2) && c->event2)
+			note_record(l, c->event2, i);
+		return false;
+	case NL_K_STREAM_WAIT:
+		if (!(c->fields & NL_F_EVENT))
+			return false;
+		i = lslot(l, &k);
+		src = emap(l, c->event, false);
+		if (i < 0 || !src || *src < 0 || *src == i)
+			return false;
+		l->s[*src].out[i / 64] |= 1ull << (i % 64);
+		l->s[i].in[*src / 64] |= 1ull << (*src % 64);
+		l->s[*src].waited++;
+		if (l->s[*src].h2d) {
+			struct nl_lstream *x = &l->s[*src];
+			bool other = l->last_h2d_src >= 0 && l->last_h2d_src != *src;
+
+			x->switches += other;
+			if (x->h2d > x->turn_h2d) {
+				x->turns++;
+				x->turn_h2d = x->h2d;
+				x->turn_switches += other;
+			}
+			l->last_h2d_src = *src;
+		}
+		return ready(e, l);
+	default:
+		return false;
+	}
+}
+
+bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
+{
+	const struct nl_engine_opts *o = &e->o;
+	const struct nl_learn *l = &p->learn;
+	struct picks pk;
+
+	pick(e, l, &pk);
+	p->has_copy = o->has_copy_stream || pk.copy >= 0;
+	p->ncopy_keys = 0;
+	if (o->has_copy_stream)
+		p->copy_keys[p->ncopy_keys++] = override_key(o->copy_stream);
+	else if (pk.copy >= 0)
+		p->copy_keys[p->ncopy_keys++] = l->s[pk.copy].key;
+	for (uint32_t j = 0; j < l->ns && p->ncopy_keys < NL_MAX_COPY_KEYS; j++)
+		if (bit(pk.more, (int)j))
+			p->copy_keys[p->ncopy_keys++] = l->s[j].key;
+	/* Without launches to go by, PyTorch's choice: the null stream. */
+	p->has_compute = true;
+	if (o->has_compute_stream)
+		p->compute_key = override_key(o->compute_stream);
+	else if (pk.compute >= 0)
+		p->compute_key = l->s[pk.compute].key;
+	else
+		p->compute_key = (struct nl_skey){ 0, 0 };
+	p->nsparse = 0;
+	if (o->has_sparse_streams) {
+		for (unsigned i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++)
+			p->sparse_keys[p->nsparse++] = override_key(o->sparse_streams[i]);
+	} else {
+		for (uint32_t j = 0; j < l->ns && p->nsparse < NL_ENGINE_MAX_SPARSE; j++)
+			if (bit(pk.sparse, (int)j))
+				p->sparse_keys[p->nsparse++] = l->s[j].key;
+	}
+	p->has_sparse = p->nsparse > 0;
+	p->pipes[0].has_sparse = p->has_sparse;
+	nl_streams_refresh_roles(p);
+	return p->has_copy;
+}
