@@ -11,12 +11,13 @@ status=0
 # what each layer may include besides itself
 allowed() {
 	case $1 in
-	record) echo "" ;;
-	proc) echo "record" ;;
-	engine) echo "record" ;;
-	out) echo "engine record" ;;
-	attach) echo "proc record" ;;
-	app) echo "attach out engine proc record" ;;
+	base) echo "" ;;
+	record) echo "base" ;;
+	proc) echo "record base" ;;
+	engine) echo "record base" ;;
+	out) echo "engine record base" ;;
+	attach) echo "proc record base" ;;
+	app) echo "attach out engine proc record base" ;;
 	*) return 1 ;;
 	esac
 }

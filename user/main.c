@@ -23,6 +23,7 @@
 
 #include <limits.h>
 
+#include "base/util.h"
 #include "app/app.h"
 #include "record/call.h"
 #include "proc/elfsym.h"
@@ -45,14 +46,6 @@ static void on_signal(int sig)
 		raise(sig);
 	}
 	stop_signal = sig;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static struct nl_app app;
@@ -391,7 +384,7 @@ static int attach_targets(struct nl_app *a)
 static int run(struct nl_app *a)
 {
 	const struct nl_opts *o = &a->o;
-	uint64_t start = mono_ns(), next_scan, end;
+	uint64_t start = nl_mono_ns(), next_scan, end;
 	int err;
 
 	next_scan = start + (uint64_t)(o->poll_interval_s * 1e9);
@@ -406,7 +399,7 @@ static int run(struct nl_app *a)
 		}
 		if (a->write_err)
 			return a->write_err;
-		now = mono_ns();
+		now = nl_mono_ns();
 		if (now >= next_scan) {
 			next_scan = now + (uint64_t)(o->poll_interval_s * 1e9);
 			nl_app_tick(a, now);
@@ -495,10 +488,10 @@ int main(int argc, char **argv)
 		err = open_outputs(&app);
 		if (err)
 			return NL_EXIT_FAIL;
-		err = nl_app_init(&app, mono_ns());
+		err = nl_app_init(&app, nl_mono_ns());
 		if (!err)
 			err = nl_app_replay(&app);
-		nl_app_finish(&app, mono_ns(), err);
+		nl_app_finish(&app, nl_mono_ns(), err);
 		if (app.out != stdout && fclose(app.out) && !err)
 			err = -EIO;
 		if (err || app.write_err || app.replay_incomplete)
@@ -511,7 +504,7 @@ int main(int argc, char **argv)
 	err = open_outputs(&app);
 	if (err)
 		return NL_EXIT_FAIL;
-	err = nl_app_init(&app, mono_ns());
+	err = nl_app_init(&app, nl_mono_ns());
 	if (err) {
 		diag(0, "cannot start the audit engine: %s", strerror(-err));
 		goto out;
@@ -537,7 +530,7 @@ int main(int argc, char **argv)
 	err = attach_targets(&app);
 	if (err)
 		goto out;
-	app.attach_done_ns = mono_ns();
+	app.attach_done_ns = nl_mono_ns();
 	err = nl_caps_drop(nl_loader_perf_links(app.l), caps, sizeof(caps));
 	if (err)
 		diag(0, "warning: cannot drop capabilities: %s", strerror(-err));
@@ -546,7 +539,7 @@ int main(int argc, char **argv)
 			"libraries: %s", caps[0] ? caps : "none");
 	err = run(&app);
 out:
-	nl_app_finish(&app, mono_ns(), err);
+	nl_app_finish(&app, nl_mono_ns(), err);
 	nl_loader_close(app.l);
 	nl_discover_free(app.discover);
 	if (app.child > 0 && !app.child_reaped) {

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "record/decode.h"
 #include "randprog.h"
 #include "record/recording.h"
@@ -130,7 +131,7 @@ static void test_truth_one_drop(void **state)
 	(void)state;
 	for (int f = 0; f < 2; f++)
 		for (int rec = 0; rec < 2; rec++)
-			for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+			for (size_t c = 0; c < NL_ARRAY_SIZE(cases); c++)
 				for (int K = 0; K < 8; K += 3) {
 					torchrec_spec(&s, f, true);
 					drop(&s, cases[c].purpose, K, rec);
@@ -259,7 +260,7 @@ static void test_truth_shapes(void **state)
 	struct rp_spec s;
 
 	(void)state;
-	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+	for (size_t k = 0; k < NL_ARRAY_SIZE(shapes); k++)
 		for (int f = 0; f < 2; f++) {
 			torchrec_spec(&s, f, false);
 			s.shape = shapes[k];

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "record/decode.h"
 #include "record/runs.h"
 #include "proc/policy.h"
@@ -386,7 +387,7 @@ static void test_graph_handles(void **state)
 	};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(cases); i++) {
 		char *l = graph_raw(cases[i].api, cases[i].a0, cases[i].a1, cases[i].out);
 
 		if (!strstr(l, cases[i].want) || strstr(l, cases[i].absent))

@@ -6,6 +6,7 @@
  * whose captured edges cross the capture, span streams, or were never seen
  * keeps its batches skipped `graph_capture`.
  */
+#include "base/util.h"
 #include "test_engine_util.h"
 
 #define GRAPH TB_H(900)
@@ -156,7 +157,7 @@ static void undecidable_graphs_are_skipped(void **state)
 	static const int kinds[] = { CAP_OUTSIDE_WAIT, CAP_FORK_JOIN, CAP_RECORD_LEAKS, CAP_UNSEEN };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(kinds); i++) {
 		struct tb *t = graph_loop(kinds[i], -1);
 
 		if (t->n != 5)

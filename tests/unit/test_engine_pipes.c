@@ -8,6 +8,7 @@
  * its own batches, and a dropped wait in one accuses exactly one batch of
  * that one.
  */
+#include "base/util.h"
 #include "test_engine_util.h"
 
 enum { EDGE_NONE, EDGE_CS, EDGE_SF, EDGE_CF };
@@ -198,7 +199,7 @@ static void train_eval_one_fault(void **state)
 		bool reuse = n % 4 >= 2, counted = n >= 4;
 		uint32_t m = 1u << (edge == EDGE_CS ? NL_EDGE_COPY_SPARSE : NL_EDGE_SPARSE_FORWARD);
 
-		for (unsigned k = 0; k < sizeof(train_at) / sizeof(train_at[0]); k++) {
+		for (unsigned k = 0; k < NL_ARRAY_SIZE(train_at); k++) {
 			struct pl d = { .drop_batch = train_at[k], .drop_edge = edge };
 			struct tb *t = train_eval(&d, &none, reuse, counted);
 
@@ -206,7 +207,7 @@ static void train_eval_one_fault(void **state)
 			expect(t, 1, 8, -1, 0);
 			tb_free(t);
 		}
-		for (unsigned k = 0; k < sizeof(eval_at) / sizeof(eval_at[0]); k++) {
+		for (unsigned k = 0; k < NL_ARRAY_SIZE(eval_at); k++) {
 			struct pl d = { .drop_batch = eval_at[k], .drop_edge = edge };
 			struct tb *t = train_eval(&none, &d, reuse, counted);
 

@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "out/metrics.h"
 #include "out/metrics_http.h"
 #include "test_expo.h"
@@ -460,7 +461,7 @@ static void test_parse_addr_good(void **state)
 	char err[256], url[128];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(ok); i++) {
 		struct nl_metrics_addr a;
 
 		err[0] = '\0';
@@ -496,7 +497,7 @@ static void test_parse_addr_bad(void **state)
 	char err[256];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(bad); i++) {
 		struct nl_metrics_addr a;
 
 		err[0] = '\0';
@@ -622,7 +623,7 @@ static void test_http(void **state)
 	free(r);
 
 	static const char *const others[] = { "/", "/metric", "/metrics/", "/favicon.ico", "/METRICS" };
-	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(others); i++) {
 		char req[128];
 
 		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",

@@ -36,6 +36,7 @@
 
 #include <cmocka.h>
 
+#include "base/util.h"
 #include "nanlog_apis.h"
 #include "simhip.h"
 
@@ -217,7 +218,7 @@ static const char *real_path(void)
 
 	if (env && *env)
 		return access(env, R_OK) ? NULL : env;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(dirs); i++) {
 		snprintf(buf, sizeof(buf), "%s/libamdhip64.so.5", dirs[i]);
 		if (!access(buf, R_OK))
 			return buf;
@@ -250,7 +251,7 @@ static void test_exports_match_real_versions(void **state)
 	assert_non_null(sim_path());
 	assert_int_equal(load_syms(sim_path(), &sim), 0);
 	assert_string_equal(sim.soname, "libamdhip64.so.5");
-	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+	for (size_t i = 0; i < NL_ARRAY_SIZE(needed); i++)
 		if (!has_sym(&sim, needed[i]))
 			fail_msg("simhip lacks %s", needed[i]);
 	assert_false(has_sym(&sim, "hipEventRecord_spt@hip_5.2")); /* not in 5.2.3 */
@@ -300,7 +301,7 @@ static void test_probed_entries_start_with_push_rbp(void **state)
 	(void)state;
 	assert_non_null(sim_path());
 	assert_non_null(rccl_path());
-	for (size_t i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
+	for (size_t i = 0; i < NL_ARRAY_SIZE(apis); i++) {
 		const char *lib = apis[i].lib == NL_LIB_HIP ? sim_path() : rccl_path();
 		int b = first_code_byte(lib, apis[i].name);
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "app/app.h"
 #include "record/decode.h"
 #include "attach/caps.h"
@@ -19,14 +20,6 @@
 #include "out/json.h"
 #include "out/raw.h"
 #include "record/recording.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void note_write(struct nl_app *a)
 {
@@ -64,7 +57,7 @@ static void app_batch(void *ctx, const struct nl_batch_audit *b)
 	const struct nl_app_target *t = target_of(a, b->pid);
 	struct nl_batch_audit lb = *b;
 
-	if (b->verdict >= 0 && b->verdict < 3)
+	if (b->verdict >= 0 && b->verdict < NL_NVERDICTS)
 		a->verdicts[b->verdict]++;
 	if (t) {
 		lb.container_id = t->container_id;
@@ -243,7 +236,7 @@ int nl_app_add_target(struct nl_app *a, pid_t pid, const char *const *paths, int
 		a->diag(1, "process %d (%s): container %.12s%s%s", (int)pid, t->comm, t->container_id,
 			t->pod_uid[0] ? ", pod " : "", t->pod_uid);
 	/* a running target was there before the probes: its first batch may be partial */
-	nl_app_target_added(a, (uint32_t)pid, now_ns(), pid != a->child, t->comm, t->container_id,
+	nl_app_target_added(a, (uint32_t)pid, nl_mono_ns(), pid != a->child, t->comm, t->container_id,
 			    t->pod_uid);
 	return 0;
 }
@@ -397,7 +390,7 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 		struct nl_recording_lib rl = { .pid = (uint32_t)r->pid, .lib = r->lib, .path = r->path,
 					       .attached = r->attached, .retprobes = r->retprobes,
 					       .retprobes_allowed = r->retprobes_allowed,
-					       .elapsed_ns = r->elapsed_ns, .ts_ns = now_ns(),
+					       .elapsed_ns = r->elapsed_ns, .ts_ns = nl_mono_ns(),
 					       .nmissing = r->nmissing };
 
 		memcpy(rl.missing, r->missing, sizeof(int) * (size_t)r->nmissing);
@@ -490,7 +483,7 @@ static void target_gone(struct nl_app *a, struct nl_app_target *t)
 	a->ntargets_alive--;
 	/* drains the records the target wrote before it died, then its open run */
 	nl_loader_remove_target(a->l, t->pid);
-	nl_app_exited(a, (uint32_t)t->pid, now_ns());
+	nl_app_exited(a, (uint32_t)t->pid, nl_mono_ns());
 	if (a->metrics)
 		nl_metrics_target_exit(a->metrics, (uint32_t)t->pid);
 	if (a->live)

@@ -58,7 +58,7 @@ struct nl_app {
 	struct nl_engine *engine;   /* NULL with --no-audit */
 	struct nl_sink out_sink;     /* the JSON or table writer behind the app's sink */
 	struct nl_audit_table table; /* --format table state */
-	uint64_t verdicts[3];        /* batches by verdict, for the heartbeat */
+	uint64_t verdicts[NL_NVERDICTS];        /* batches by verdict, for the heartbeat */
 	uint64_t last_heartbeat_ns;
 	uint64_t start_real_ns;      /* wall-clock anchor taken with start_ns */
 	uint64_t last_ts_ns;         /* newest record time seen */

@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "base/util.h"
 #include "record/call.h"
 #include "record/decode.h"
 #include "proc/elfsym.h"
@@ -95,14 +96,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		buf[n - 1] = '\0';
 	g_log_cb->log(g_log_cb->ctx, 3, buf); /* level 3: libbpf's own chatter, -vvv */
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* A record in the full layout goes on to the application. */
@@ -311,7 +304,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	uint64_t eo[NL_API_COUNT], ec[NL_API_COUNT], ro[NL_API_COUNT], rc[NL_API_COUNT];
 	unsigned ne = 0, nr = 0;
 	char file[64];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = nl_mono_ns();
 	int err = 0;
 
 	/* The open descriptor pins the very file that was checked. */
@@ -403,7 +396,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	}
 	rep.attached = (int)ne;
 	rep.retprobes = (int)nr;
-	rep.elapsed_ns = now_ns() - t0;
+	rep.elapsed_ns = nl_mono_ns() - t0;
 	if (l->cb.attached)
 		l->cb.attached(l->cb.ctx, &rep);
 	return 0;
@@ -675,7 +668,7 @@ static void untrace(struct nl_loader *l, const struct target *t)
 	rec.type = NL_REC_RUN;
 	rec.pid = (__u32)t->pid;
 	rec.tid = (__u32)t->pid;
-	rec.ts_ns = now_ns();
+	rec.ts_ns = nl_mono_ns();
 	rec.flush = tv.run; /* a copy when closing: the closer's end may be in the ring */
 	rec.flush_ts = tv.run_ts;
 	deliver(l, &rec, sizeof(rec));
@@ -816,7 +809,7 @@ int nl_find_library(const char *prefix, char *out, size_t outlen)
 			err = find_in_dir(d, prefix, buf, sizeof(buf));
 		free(copy);
 	}
-	for (size_t i = 0; err && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+	for (size_t i = 0; err && i < NL_ARRAY_SIZE(dirs); i++)
 		err = find_in_dir(dirs[i], prefix, buf, sizeof(buf));
 	if (!err)
 		snprintf(out, outlen, "%s", buf);

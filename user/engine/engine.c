@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "engine/engine_int.h"
 
 static const char *const role_names[] = { "other", "copy", "sparse", "compute" };
@@ -35,7 +36,7 @@ static const char *const invalid_names[NL_NINVALID] = {
 	[NL_INVALID_UNPLACED] = "unplaced_work",
 };
 
-#define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[i] : "?")
+#define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < NL_ARRAY_SIZE(tab) ? (tab)[i] : "?")
 
 const char *nl_role_name(int role)
 {

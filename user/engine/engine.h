@@ -25,7 +25,7 @@
 
 enum nl_role { NL_ROLE_OTHER = 0, NL_ROLE_COPY, NL_ROLE_SPARSE, NL_ROLE_COMPUTE };
 enum nl_stage_id { NL_STAGE_COPY = 0, NL_STAGE_SPARSE, NL_STAGE_FORWARD, NL_NSTAGES };
-enum nl_verdict { NL_VERDICT_TRUSTED = 0, NL_VERDICT_UNTRUSTED, NL_VERDICT_SKIPPED };
+enum nl_verdict { NL_VERDICT_TRUSTED = 0, NL_VERDICT_UNTRUSTED, NL_VERDICT_SKIPPED, NL_NVERDICTS };
 
 /* Why a batch was skipped; a batch carries a mask of (1u << reason). */
 enum nl_skip_reason {

@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "engine/engine_int.h"
 
 #define SKIP(r) (1u << (r))
@@ -278,7 +279,7 @@ static void stage_tid(struct nl_stage_acc *a, uint32_t tid)
 	for (uint32_t i = 0; i < a->ntids; i++)
 		if (a->tids[i] == tid)
 			return;
-	if (a->ntids < sizeof(a->tids) / sizeof(a->tids[0]))
+	if (a->ntids < NL_ARRAY_SIZE(a->tids))
 		a->tids[a->ntids++] = tid;
 	else
 		a->tids_full = true;

@@ -22,7 +22,7 @@ struct ltarget {
 	bool alive;
 	char comm[16];
 	char container[65];
-	uint64_t verdicts[3];
+	uint64_t verdicts[NL_NVERDICTS];
 	uint64_t first_ts, last_ts; /* audit times of its first and latest batch */
 	uint64_t slot_id[RATE_SLOTS];
 	uint32_t slot_n[RATE_SLOTS];
@@ -39,7 +39,7 @@ struct nl_live {
 	struct ltarget *t[NL_LIVE_MAX_TARGETS];
 	unsigned nt;
 	uint64_t seq;
-	uint64_t verdicts[3], skips[NL_NSKIP], missing[NL_NEDGES];
+	uint64_t verdicts[NL_NVERDICTS], skips[NL_NSKIP], missing[NL_NEDGES];
 	bool stage_seen[NL_NSTAGES];
 	struct ring host[NL_NSTAGES], done[NL_NSTAGES], overlap;
 	struct nl_metrics_counters c;
@@ -172,7 +172,7 @@ void nl_live_batch(struct nl_live *l, const struct nl_batch_audit *a)
 	struct ltarget *t = get(l, a->pid);
 	uint64_t ts = audit_time(a);
 
-	if (a->verdict >= 0 && a->verdict < 3)
+	if (a->verdict >= 0 && a->verdict < NL_NVERDICTS)
 		l->verdicts[a->verdict]++;
 	for (int i = 0; i < NL_NSKIP; i++)
 		if (a->skip_mask & (1u << i))
@@ -190,7 +190,7 @@ void nl_live_batch(struct nl_live *l, const struct nl_batch_audit *a)
 	}
 	if (t) {
 		t->active_seq = ++l->seq;
-		if (a->verdict >= 0 && a->verdict < 3)
+		if (a->verdict >= 0 && a->verdict < NL_NVERDICTS)
 			t->verdicts[a->verdict]++;
 		if (ts) {
 			uint64_t slot = ts / SLOT_NS;
@@ -433,7 +433,7 @@ size_t nl_live_render(struct nl_live *l, uint64_t now_ns, char *buf, size_t len)
 		alive += ts[i]->alive;
 		total_rate += rate(ts[i], now_ns);
 	}
-	for (int v = 0; v < 3; v++)
+	for (int v = 0; v < NL_NVERDICTS; v++)
 		total += l->verdicts[v];
 
 	put(&s, "nanlog-bpf  up %" PRIu64 ":%02" PRIu64 ":%02" PRIu64
@@ -473,7 +473,7 @@ size_t nl_live_render(struct nl_live *l, uint64_t now_ns, char *buf, size_t len)
 	put(&s, TROW, "PID", "COMM", "CONTAINER", "BATCHES", "/S", "TRUST", "UNTR", "SKIP", "STATE");
 	for (unsigned i = 0; i < l->nt; i++) {
 		const struct ltarget *t = ts[i];
-		char pid[16], n[24], r[16], v[3][24];
+		char pid[16], n[24], r[16], v[NL_NVERDICTS][24];
 
 		/* keep the last line for "N more" when not all fit */
 		if (s.lines + 1 >= s.max_lines && i + 1 < l->nt)
@@ -482,7 +482,7 @@ size_t nl_live_render(struct nl_live *l, uint64_t now_ns, char *buf, size_t len)
 		snprintf(n, sizeof(n), "%" PRIu64,
 			 t->verdicts[0] + t->verdicts[1] + t->verdicts[2]);
 		snprintf(r, sizeof(r), "%.1f", rate(t, now_ns));
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < NL_NVERDICTS; k++)
 			snprintf(v[k], sizeof(v[k]), "%" PRIu64, t->verdicts[k]);
 		snprintf(tmp, sizeof(tmp), "%.12s", t->container[0] ? t->container : "-");
 		put(&s, TROW, pid, t->comm[0] ? t->comm : "?", tmp, n, r, v[0], v[1], v[2],

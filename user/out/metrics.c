@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "out/metrics.h"
 
 #define NS_PER_S UINT64_C(1000000000)
@@ -31,7 +32,7 @@ static const struct {
 	{ "1", 1000000000ull },      { "2.5", 2500000000ull },   { "5", 5000000000ull },
 	{ "10", 10000000000ull },
 };
-#define NSEC_BUCKETS (sizeof(sec_buckets) / sizeof(sec_buckets[0]))
+#define NSEC_BUCKETS NL_ARRAY_SIZE(sec_buckets)
 
 /* Exposure buckets: forward ops enqueued before the hand-off. */
 static const struct {
@@ -41,7 +42,7 @@ static const struct {
 	{ "0", 0 }, { "1", 1 }, { "2", 2 }, { "4", 4 }, { "8", 8 }, { "16", 16 }, { "32", 32 },
 	{ "64", 64 }, { "128", 128 },
 };
-#define NOP_BUCKETS (sizeof(op_buckets) / sizeof(op_buckets[0]))
+#define NOP_BUCKETS NL_ARRAY_SIZE(op_buckets)
 
 #define NBUCKETS_MAX (NSEC_BUCKETS > NOP_BUCKETS ? NSEC_BUCKETS : NOP_BUCKETS)
 
@@ -59,7 +60,7 @@ struct target {
 	char pod[NL_METRICS_LABEL_MAX + 1];
 	uint64_t active_seq; /* last update: idle order for eviction */
 	uint64_t exit_seq;   /* when it exited: exit order for eviction */
-	uint64_t verdicts[3];
+	uint64_t verdicts[NL_NVERDICTS];
 	uint64_t skips[NL_NSKIP];
 	uint64_t missing[NL_NEDGES];
 	uint32_t stages_seen; /* 1u << enum nl_stage_id with work observed */
@@ -206,7 +207,7 @@ void nl_metrics_batch(struct nl_metrics *m, const struct nl_batch_audit *a)
 		goto out;
 	t->active_seq = ++m->seq;
 	t->last_batch_wall_ns = wall_ns();
-	if (a->verdict >= 0 && a->verdict < 3)
+	if (a->verdict >= 0 && a->verdict < NL_NVERDICTS)
 		t->verdicts[a->verdict]++;
 	for (int i = 0; i < NL_NSKIP; i++)
 		if (a->skip_mask & (1u << i))

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "proc/cgroup.h"
 
 static bool is_hex64(const char *s)
@@ -32,7 +33,7 @@ static void find_container(const char *path, struct nl_cgroup_id *id)
 		const char *rt = "";
 		const char *c = comp;
 
-		for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++) {
+		for (size_t i = 0; i < NL_ARRAY_SIZE(pre); i++) {
 			size_t pl = strlen(pre[i].prefix);
 
 			if (len > pl && strncmp(comp, pre[i].prefix, pl) == 0) {
