@@ -481,6 +481,7 @@ void nl_batches_lose_slot(struct nl_proc *p, int slot);
 
 /* ---- engine_roles.c -------------------------------------------------------- */
 
+/* 0, or -ENOMEM (l is then empty, safe to free again). */
 int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents);
 void nl_learn_free(struct nl_learn *l);
 /* Note one held-back call; true when the roles can be decided. */

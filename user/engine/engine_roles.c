@@ -18,6 +18,7 @@
  * Overrides from the options replace any of these. The held-back records are
  * then replayed with the roles known, so no batch is judged on a guess.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "engine/engine_int.h"
@@ -33,7 +34,7 @@ int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents)
 	l->es = calloc(l->ecap, sizeof(*l->es));
 	if (!l->s || !l->eh || !l->es) {
 		nl_learn_free(l);
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
