@@ -309,8 +309,8 @@ static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *v
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
  * stage inside an older token's window (docs/engine.md, "end of a run"). */
-static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const struct nl_opi *op,
-			    int st, int64_t token)
+static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
+			    const struct nl_seen_op *op, int st, int64_t token)
 {
 	int k = st == NL_STAGE_SPARSE ? 0 : 1;
 	const struct nl_batch *own = nl_batch_of(p, token);
@@ -374,7 +374,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const 
 }
 
 static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
-		       const struct nl_opi *op, bool work)
+		       const struct nl_seen_op *op, bool work)
 {
 	if (!b->fwd_started) {
 		b->fwd_started = true;
@@ -415,7 +415,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 }
 
 static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
-			struct nl_bstream *bs, const struct nl_opi *op, int st, bool work)
+			struct nl_bstream *bs, const struct nl_seen_op *op, int st, bool work)
 {
 	/* A token taken over by the hand-off rule did not reach the stage
 	 * through an edge. */
@@ -491,8 +491,8 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 {
 	struct nl_stream *s = &p->s[slot];
 	int st = stage_of_role(s->role);
-	struct nl_opi op = { true, slot, clock, c->api, c->tid, c->ts_ns,
-			     (uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg) };
+	struct nl_seen_op op = { true, slot, clock, c->api, c->tid, c->ts_ns,
+				 (uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg) };
 	struct nl_stage_acc *acc;
 	struct nl_bstream *bs;
 	struct nl_batch *b;
@@ -576,12 +576,12 @@ void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut,
 			bs->has_up = last != NULL;
 			bs->pending = false;
 			if (last)
-				bs->last_up = nl_ring_opi(slot, last);
+				bs->last_up = nl_ring_seen_op(slot, last);
 		}
 		if (bs->has_work && bs->last_work.clock > cut) {
 			bs->has_work = last != NULL;
 			if (last)
-				bs->last_work = nl_ring_opi(slot, last);
+				bs->last_work = nl_ring_seen_op(slot, last);
 		}
 		if (bs->last_clock > cut)
 			bs->last_clock = cut;
@@ -661,7 +661,7 @@ void nl_evidence_ms(struct nl_proc *p, const struct nl_event *start, const struc
 
 /* ---- verdict and audit ----------------------------------------------------------- */
 
-static void to_ref(const struct nl_proc *p, const struct nl_opi *o, struct nl_op_ref *r)
+static void to_ref(const struct nl_proc *p, const struct nl_seen_op *o, struct nl_op_ref *r)
 {
 	const struct nl_stream *s;
 
@@ -679,7 +679,7 @@ static void to_ref(const struct nl_proc *p, const struct nl_opi *o, struct nl_op
 }
 
 static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int edge, bool never,
-			  const struct nl_opi *prod, const struct nl_opi *cons)
+			  const struct nl_seen_op *prod, const struct nl_seen_op *cons)
 {
 	struct nl_unordered *u;
 
@@ -694,20 +694,20 @@ static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int
 }
 
 /* The first op of the batch on bs's stream with a clock above `seen`. */
-static struct nl_opi first_unseen(const struct nl_proc *p, const struct nl_batch *b,
-				  const struct nl_bstream *bs, uint32_t seen)
+static struct nl_seen_op first_unseen(const struct nl_proc *p, const struct nl_batch *b,
+				      const struct nl_bstream *bs, uint32_t seen)
 {
 	const struct nl_ring_op *r = nl_ring_first_after(&p->s[bs->slot], seen, b->token, true);
 
 	if (r)
-		return nl_ring_opi(bs->slot, r);
+		return nl_ring_seen_op(bs->slot, r);
 	return bs->has_up ? bs->last_up : bs->last_work;
 }
 
 /* The producer op to name when the token never reached a consumer. */
-static const struct nl_opi *frontier_op(const struct nl_batch *b, int stage)
+static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
 {
-	const struct nl_opi *best = NULL;
+	const struct nl_seen_op *best = NULL;
 
 	for (int i = 0; i < b->nbs; i++) {
 		const struct nl_bstream *bs = &b->bs[i];
@@ -726,19 +726,20 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 
 	if (has_sparse && !b->reached_sparse) {
 		/* The sparse stage read the copy unordered, whatever compute did. */
-		const struct nl_opi *prod =
+		const struct nl_seen_op *prod =
 			b->nr[0].valid ? &b->nr[0].producer : frontier_op(b, NL_STAGE_COPY);
 
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
 			      b->nr[0].valid ? &b->nr[0].consumer : NULL);
 	} else if (b->cs.valid) {
 		/* the sparse stage began before the batch reached it */
-		struct nl_opi prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
+		struct nl_seen_op prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
 
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
 	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
-		const struct nl_opi *prod = b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
+		const struct nl_seen_op *prod =
+			b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
 
 		add_unordered(p, a, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
 			      prod, b->nr[1].valid ? &b->nr[1].consumer : NULL);
@@ -747,7 +748,7 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		return;
 	for (int i = 0; i < b->nbs; i++) {
 		const struct nl_bstream *bs = &b->bs[i];
-		struct nl_opi prod;
+		struct nl_seen_op prod;
 
 		if (bs->stage == NL_STAGE_FORWARD)
 			continue;

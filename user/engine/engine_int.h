@@ -47,7 +47,7 @@ static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
 }
 
 /* One op as the engine remembers it (for hand-offs and reports). */
-struct nl_opi {
+struct nl_seen_op {
 	bool valid;
 	int slot;
 	uint32_t clock;
@@ -159,12 +159,12 @@ struct nl_bstream {
 	uint64_t ops;
 	uint32_t last_clock;   /* any op */
 	uint64_t last_ts;
-	struct nl_opi first_op;
+	struct nl_seen_op first_op;
 	bool has_work;
-	struct nl_opi last_work;
+	struct nl_seen_op last_work;
 	/* upstream frontier (ops not ordered after any forward op of the batch) */
 	bool has_up, covered, pending;
-	struct nl_opi last_up, pending_f;
+	struct nl_seen_op last_up, pending_f;
 	uint32_t pending_seen; /* the consumer's clock of this stream */
 };
 
@@ -195,11 +195,11 @@ struct nl_batch {
 		bool valid;
 		int bs;              /* index of the copy stream's bstream */
 		uint32_t seen;       /* the consumer's clock of that stream */
-		struct nl_opi consumer;
+		struct nl_seen_op consumer;
 	} cs;
 	uint32_t fwd_first_clock;
 	uint64_t fwd_work;
-	struct nl_opi fwd_last;
+	struct nl_seen_op fwd_last;
 	uint32_t *fwd_vc;      /* compute vector clock at the last forward op */
 	bool fwd_vc_valid;
 	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
@@ -208,7 +208,7 @@ struct nl_batch {
 	struct nl_stage_acc st[NL_NSTAGES];
 	struct {
 		bool found;
-		struct nl_opi op;
+		struct nl_seen_op op;
 		uint64_t exposure;
 	} handoff[2];
 	/* first consumer-role op after the producers' last op not ordered after
@@ -222,7 +222,7 @@ struct nl_batch {
 		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
 		int prog;            /* how much of the restart was seen */
 		int64_t prog_token;  /* in which window */
-		struct nl_opi consumer, producer, restart;
+		struct nl_seen_op consumer, producer, restart;
 	} nr[2];
 	bool post_confirmed;
 	uint64_t post_at;
@@ -385,9 +385,9 @@ static inline uint32_t nl_ring_start(const struct nl_stream *s)
 }
 
 /* A ring entry as an op reference on stream slot. */
-static inline struct nl_opi nl_ring_opi(int slot, const struct nl_ring_op *r)
+static inline struct nl_seen_op nl_ring_seen_op(int slot, const struct nl_ring_op *r)
 {
-	return (struct nl_opi){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
+	return (struct nl_seen_op){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
 }
 
 /* ---- vector clocks -------------------------------------------------------- */
