@@ -258,9 +258,9 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 
 /* ---- accounting --------------------------------------------------------------- */
 
-static struct nl_bstream *bstream_get(struct nl_batch *b, int slot, int stage)
+static struct nl_batch_stream *batch_stream_get(struct nl_batch *b, int slot, int stage)
 {
-	struct nl_bstream *bs;
+	struct nl_batch_stream *bs;
 
 	for (int i = 0; i < b->nbs; i++)
 		if (b->bs[i].slot == slot && b->bs[i].stage == stage)
@@ -297,7 +297,7 @@ static bool stage_has_up(const struct nl_batch *b, int st)
 static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *vc)
 {
 	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
+		const struct nl_batch_stream *bs = &b->bs[i];
 
 		if (bs->stage == st && bs->has_up && bs->last_up.clock > vc[bs->slot])
 			return false;
@@ -332,7 +332,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		    (k == 0 ? b->reached_sparse : b->fwd_started))
 			continue;
 		for (int i = 0; i < b->nbs && !unordered; i++) {
-			const struct nl_bstream *bs = &b->bs[i];
+			const struct nl_batch_stream *bs = &b->bs[i];
 
 			if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
 			    (k == 0 && bs->stage != NL_STAGE_COPY) || (k == 1 && bs->covered))
@@ -401,7 +401,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		return;
 	/* A forward op enqueued after a frontier op must be ordered after it. */
 	for (int i = 0; i < b->nbs; i++) {
-		struct nl_bstream *bs = &b->bs[i];
+		struct nl_batch_stream *bs = &b->bs[i];
 
 		if (bs->stage == NL_STAGE_FORWARD || !bs->has_up || bs->covered || bs->pending)
 			continue;
@@ -415,7 +415,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 }
 
 static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
-			struct nl_bstream *bs, const struct nl_seen_op *op, int st, bool work)
+			struct nl_batch_stream *bs, const struct nl_seen_op *op, int st, bool work)
 {
 	/* A token taken over by the hand-off rule did not reach the stage
 	 * through an edge. */
@@ -425,7 +425,7 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 		return;
 	if (st == NL_STAGE_SPARSE && !b->cs.valid)
 		for (int i = 0; i < b->nbs; i++) {
-			const struct nl_bstream *cp = &b->bs[i];
+			const struct nl_batch_stream *cp = &b->bs[i];
 
 			if (cp->stage == NL_STAGE_COPY && cp->has_work &&
 			    s->vc[cp->slot] < cp->last_work.clock) {
@@ -454,7 +454,7 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	/* Producer ops this one is ordered after were consumed inside the
 	 * producer stages: only this one must reach forward. */
 	for (int i = 0; i < b->nbs; i++) {
-		struct nl_bstream *o = &b->bs[i];
+		struct nl_batch_stream *o = &b->bs[i];
 
 		if (o == bs || o->stage == NL_STAGE_FORWARD || !o->has_up || o->covered)
 			continue;
@@ -491,10 +491,12 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 {
 	struct nl_stream *s = &p->s[slot];
 	int st = stage_of_role(s->role);
-	struct nl_seen_op op = { true, slot, clock, c->api, c->tid, c->ts_ns,
-				 (uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg) };
+	struct nl_seen_op op = {
+		true, slot, clock, c->api, c->tid, c->ts_ns,
+		(uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg)
+	};
 	struct nl_stage_acc *acc;
-	struct nl_bstream *bs;
+	struct nl_batch_stream *bs;
 	struct nl_batch *b;
 
 	(void)e;
@@ -532,7 +534,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		acc->c.done_by_ns = 0; /* new work: not known done any more */
 	if (c->ts_ns < b->first_ts)
 		b->first_ts = c->ts_ns;
-	bs = bstream_get(b, slot, st);
+	bs = batch_stream_get(b, slot, st);
 	if (!bs) {
 		b->skip |= SKIP(NL_SKIP_EVICTED); /* more streams than a batch tracks */
 		return;
@@ -561,7 +563,7 @@ void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut,
 	struct nl_stage_acc *acc;
 
 	for (int i = 0; i < b->nbs; i++) {
-		struct nl_bstream *bs = &b->bs[i];
+		struct nl_batch_stream *bs = &b->bs[i];
 		const struct nl_ring_op *last = NULL;
 
 		if (bs->slot != slot || bs->stage == NL_STAGE_FORWARD)
@@ -606,7 +608,7 @@ void nl_evidence_done(struct nl_proc *p, const uint32_t *vc, int only_slot, uint
 			if (!stage_has_work(b, st) || c->done_by_ns)
 				continue;
 			for (int i = 0; i < b->nbs && ok; i++) {
-				const struct nl_bstream *bs = &b->bs[i];
+				const struct nl_batch_stream *bs = &b->bs[i];
 
 				if (bs->stage != st || !bs->has_work)
 					continue;
@@ -630,7 +632,7 @@ void nl_evidence_not_done(struct nl_proc *p, int slot, uint32_t gate, uint64_t a
 	 * or wait before it, and everything after that. */
 	FOR_BATCHES(p, b)
 		for (int i = 0; i < b->nbs; i++) {
-			const struct nl_bstream *bs = &b->bs[i];
+			const struct nl_batch_stream *bs = &b->bs[i];
 			struct nl_completion *c = &b->st[bs->stage].c;
 
 			if (bs->slot != slot || !bs->has_work || c->done_by_ns)
@@ -695,7 +697,7 @@ static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int
 
 /* The first op of the batch on bs's stream with a clock above `seen`. */
 static struct nl_seen_op first_unseen(const struct nl_proc *p, const struct nl_batch *b,
-				      const struct nl_bstream *bs, uint32_t seen)
+				      const struct nl_batch_stream *bs, uint32_t seen)
 {
 	const struct nl_ring_op *r = nl_ring_first_after(&p->s[bs->slot], seen, b->token, true);
 
@@ -710,7 +712,7 @@ static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
 	const struct nl_seen_op *best = NULL;
 
 	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
+		const struct nl_batch_stream *bs = &b->bs[i];
 
 		if (bs->stage == NL_STAGE_FORWARD || (stage >= 0 && bs->stage != stage))
 			continue;
@@ -747,7 +749,7 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 	if (!b->fwd_started)
 		return;
 	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
+		const struct nl_batch_stream *bs = &b->bs[i];
 		struct nl_seen_op prod;
 
 		if (bs->stage == NL_STAGE_FORWARD)

@@ -153,7 +153,7 @@ struct nl_thread {
 };
 
 /* One stream's share of one stage of one batch. */
-struct nl_bstream {
+struct nl_batch_stream {
 	int slot;
 	uint8_t stage;
 	uint64_t ops;
@@ -193,7 +193,7 @@ struct nl_batch {
 	 * possible for ops taken over by the hand-off rule) */
 	struct {
 		bool valid;
-		int bs;              /* index of the copy stream's bstream */
+		int bs;              /* index of the copy stream's nl_batch_stream */
 		uint32_t seen;       /* the consumer's clock of that stream */
 		struct nl_seen_op consumer;
 	} cs;
@@ -204,7 +204,7 @@ struct nl_batch {
 	bool fwd_vc_valid;
 	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
 	int nbs;
-	struct nl_bstream bs[NL_AUDIT_MAX_STREAMS];
+	struct nl_batch_stream bs[NL_AUDIT_MAX_STREAMS];
 	struct nl_stage_acc st[NL_NSTAGES];
 	struct {
 		bool found;

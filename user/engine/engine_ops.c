@@ -531,7 +531,7 @@ static uint64_t producers_before(const struct nl_batch *b, const struct nl_strea
 	uint64_t last = 0;
 
 	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
+		const struct nl_batch_stream *bs = &b->bs[i];
 
 		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
 			continue;
@@ -604,7 +604,7 @@ static bool copy_covered(const struct nl_batch *b, const struct nl_stream *s)
 	bool any = false;
 
 	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
+		const struct nl_batch_stream *bs = &b->bs[i];
 
 		if (bs->stage != NL_STAGE_COPY || !bs->has_work)
 			continue;
