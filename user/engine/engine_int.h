@@ -17,8 +17,8 @@
 #define NL_MAX_THREADS 64    /* threads remembered per process (LRU) */
 #define NL_FWD_HISTORY 16    /* forward windows remembered for overlap */
 #define NL_DEPTH_MAX 8       /* depth histogram buckets (last one: >= 7) */
-#define NL_LW 4              /* 64-bit words of a learning edge bitset */
-#define NL_MAX_STREAMS_CAP (NL_LW * 64)
+#define NL_LEARN_EDGE_WORDS 4 /* 64-bit words of a learning edge bitset */
+#define NL_MAX_STREAMS_CAP (NL_LEARN_EDGE_WORDS * 64)
 #define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
 #define NL_MAX_GRAPHS 32     /* graphs and graph execs remembered per process (LRU) */
 #define NL_PIPE_SHIFT 40     /* a token is pipeline << NL_PIPE_SHIFT | batch number */
@@ -237,7 +237,7 @@ struct nl_lstream {
 	 * waiting on the same copies is the same hand-off), those right after
 	 * another copying stream's, and its h2d count at the last one */
 	uint64_t turns, turn_switches, turn_h2d;
-	uint64_t out[NL_LW], in[NL_LW];
+	uint64_t out[NL_LEARN_EDGE_WORDS], in[NL_LEARN_EDGE_WORDS];
 };
 
 /* Role learning: statistics over the records held back. */
