@@ -498,7 +498,8 @@ static void describe_proc(const struct nl_proc *p, struct nl_stream_summary **ss
 			break;
 		(*ss)[(*nss)++] = (struct nl_stream_summary){
 			.pid = p->pid, .handle = s->key.handle, .tid = s->key.tid, .role = s->role,
-			.pipeline = s->pipe, .ops = s->ops, .blocking = s->blocking, .created = s->created,
+			.pipeline = s->pipe, .ops = s->ops, .blocking = s->blocking,
+			.created = s->history_known,
 		};
 	}
 	if (grow((void **)ps, pscap, *nps + 1, sizeof(**ps)))

@@ -186,7 +186,7 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	/* Attached in the middle of a run: the first segment may have begun
 	 * before we looked, unless a record on the copy stream, or its
 	 * creation, came first. */
-	if (p->mid_run && !q->seen_copy_record && !s->born)
+	if (p->mid_run && !q->seen_copy_record && !s->creation_seen)
 		b->skip |= SKIP(NL_SKIP_ATTACHED_MID_BATCH);
 	if ((p->loss_until && ts <= p->loss_until) || (e->loss_until && ts <= e->loss_until))
 		b->skip |= SKIP(NL_SKIP_LOST_RECORDS);

@@ -68,9 +68,9 @@ struct nl_ring_op {
 
 struct nl_stream {
 	bool used, destroyed, blocking, capturing;
-	bool created;         /* history known: creation seen, or the null/per-thread stream */
-	bool born;            /* its creation was seen (at born_ts) */
-	uint64_t born_ts;
+	bool history_known;   /* creation seen, or the null/per-thread stream */
+	bool creation_seen;   /* its creation call was seen (at creation_ts) */
+	uint64_t creation_ts;
 	uint8_t role;
 	int8_t pipe;          /* pipeline of a copy or sparse stream; -1 none */
 	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
@@ -417,7 +417,7 @@ struct nl_skey nl_call_skey(const struct nl_call *c);
 bool nl_key_is_null(const struct nl_skey *k);
 /* Find (create: also insert, evicting when full) a stream; -1 when impossible. */
 int nl_stream_slot(struct nl_engine *e, struct nl_proc *p, const struct nl_skey *k, bool create);
-void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool created,
+void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool history_known,
 		     bool blocking);
 struct nl_event *nl_event_find(struct nl_proc *p, uint64_t handle);
 struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t handle);

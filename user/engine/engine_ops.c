@@ -367,7 +367,7 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *m = &p->s[slot];
 	uint32_t start = nl_ring_start(m);
-	bool whole = start == 0 && m->born, cut = whole;
+	bool whole = start == 0 && m->creation_seen, cut = whole;
 	const struct nl_ring_op *last = NULL;
 
 	m->token = NL_NO_TOKEN;
@@ -696,7 +696,7 @@ static int64_t sparse_due(struct nl_proc *p, int slot, const struct nl_stream *f
 		 * sparse stage begun without the edge, and a stream created after
 		 * it began is not the one that was to run it (a pipeline's streams
 		 * created again): the edges decide then */
-		if ((s->born && s->born_ts > b->st[NL_STAGE_COPY].first_ts) ||
+		if ((s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts) ||
 		    unfed_work_since(s, b->st[NL_STAGE_COPY].first_ts))
 			return tok;
 		return t;
@@ -1086,8 +1086,8 @@ static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct
 		if (slot >= 0) {
 			nl_stream_reset(p, slot, &key, true,
 					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
-			p->s[slot].born = true;
-			p->s[slot].born_ts = c->ts_ns;
+			p->s[slot].creation_seen = true;
+			p->s[slot].creation_ts = c->ts_ns;
 		}
 		break;
 	case NL_K_STREAM_DESTROY:
