@@ -238,7 +238,8 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 	struct nl_batch *b;
 
 	FOR_BATCHES(p, b) {
-		int k = nl_pipe_of_token(p, b->token)->has_sparse && !b->reached_sparse ? 0 : 1;
+		int k = nl_pipe_of_token(p, b->token)->has_sparse && !b->reached_sparse ?
+				NL_CONSUMER_SPARSE : NL_CONSUMER_COMPUTE;
 
 		if (b->closed)
 			continue;
@@ -247,7 +248,7 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		 * the next stage ran its work again without it. Anything else was
 		 * cut short. */
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
-		    !(exited && !b->fwd_started && b->nr[k].repeat))
+		    !(exited && !b->fwd_started && b->watch[k].repeat))
 			b->skip |= SKIP(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
 		close_batch(e, p, b, ts);
 	}
@@ -312,7 +313,7 @@ static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *v
 static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			    const struct nl_seen_op *op, int st, int64_t token)
 {
-	int k = st == NL_STAGE_SPARSE ? 0 : 1;
+	int k = st == NL_STAGE_SPARSE ? NL_CONSUMER_SPARSE : NL_CONSUMER_COMPUTE;
 	const struct nl_batch *own = nl_batch_of(p, token);
 	const struct nl_stage_acc *w = own ? &own->st[st] : NULL;
 	bool can = w && w->work >= 2 && op->tid == w->first_tid;
@@ -325,50 +326,51 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		bool unordered = false;
 
 		if (only >= 0 && nl_tok_pipe(b->token) != only) {
-			b->nr[k].blind = true;
+			b->watch[k].blind = true;
 			continue;
 		}
-		if (b->closed || !b->nr[k].armed || b->nr[k].repeat ||
-		    (k == 0 ? b->reached_sparse : b->fwd_started))
+		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
+		    (k == NL_CONSUMER_SPARSE ? b->reached_sparse : b->fwd_started))
 			continue;
 		for (int i = 0; i < b->nbs && !unordered; i++) {
 			const struct nl_batch_stream *bs = &b->bs[i];
 
 			if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
-			    (k == 0 && bs->stage != NL_STAGE_COPY) || (k == 1 && bs->covered))
+			    (k == NL_CONSUMER_SPARSE && bs->stage != NL_STAGE_COPY) ||
+			    (k == NL_CONSUMER_COMPUTE && bs->covered))
 				continue;
 			if (s->vc[bs->slot] < bs->last_up.clock) {
 				unordered = true;
-				if (!b->nr[k].valid) {
-					b->nr[k].valid = true;
-					b->nr[k].consumer = *op;
-					b->nr[k].producer = bs->last_up;
+				if (!b->watch[k].valid) {
+					b->watch[k].valid = true;
+					b->watch[k].consumer = *op;
+					b->watch[k].producer = bs->last_up;
 				}
 			}
 		}
 		if (!unordered || !can)
 			continue;
 		if (marked) {
-			b->nr[k].prog = 0;
+			b->watch[k].prog = 0;
 			continue;
 		}
-		if (b->nr[k].prog_token != token)
-			b->nr[k].prog = 0;
-		b->nr[k].prog_token = token;
-		if (op->sig == w->first_sig[b->nr[k].prog]) {
-			if (b->nr[k].prog++ == 0)
-				b->nr[k].restart = *op;
+		if (b->watch[k].prog_token != token)
+			b->watch[k].prog = 0;
+		b->watch[k].prog_token = token;
+		if (op->sig == w->first_sig[b->watch[k].prog]) {
+			if (b->watch[k].prog++ == 0)
+				b->watch[k].restart = *op;
 		} else {
-			b->nr[k].prog = op->sig == w->first_sig[0];
-			if (b->nr[k].prog)
-				b->nr[k].restart = *op;
+			b->watch[k].prog = op->sig == w->first_sig[0];
+			if (b->watch[k].prog)
+				b->watch[k].restart = *op;
 		}
-		if (b->nr[k].prog == 2) {
+		if (b->watch[k].prog == 2) {
 			/* a batch cut from a merged copy segment lost its record
 			 * with its wait: it does not stand for the restart */
-			b->nr[k].repeat = true;
+			b->watch[k].repeat = true;
 			marked = !b->merged;
-			b->nr[k].consumer = b->nr[k].restart;
+			b->watch[k].consumer = b->watch[k].restart;
 		}
 	}
 }
@@ -417,6 +419,8 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
 			struct nl_batch_stream *bs, const struct nl_seen_op *op, int st, bool work)
 {
+	struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
+
 	/* A token taken over by the hand-off rule did not reach the stage
 	 * through an edge. */
 	if (st == NL_STAGE_SPARSE && !s->adopted)
@@ -464,10 +468,10 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 		}
 	}
 	b->handoff[st].found = false;
-	b->nr[1].armed = true;
-	b->nr[1].armed_ts = p->call_ts;
-	b->nr[1].valid = b->nr[1].repeat = b->nr[1].blind = false;
-	b->nr[1].prog = 0;
+	cw->armed = true;
+	cw->armed_ts = p->call_ts;
+	cw->valid = cw->repeat = cw->blind = false;
+	cw->prog = 0;
 }
 
 /* A forward window's first two kernels: the pipeline's step signature
@@ -725,14 +729,16 @@ static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
 static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
 {
 	bool has_sparse = p->pipes[nl_tok_pipe(b->token)].has_sparse;
+	const struct nl_watch *sw = &b->watch[NL_CONSUMER_SPARSE];
+	const struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
 
 	if (has_sparse && !b->reached_sparse) {
 		/* The sparse stage read the copy unordered, whatever compute did. */
 		const struct nl_seen_op *prod =
-			b->nr[0].valid ? &b->nr[0].producer : frontier_op(b, NL_STAGE_COPY);
+			sw->valid ? &sw->producer : frontier_op(b, NL_STAGE_COPY);
 
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
-			      b->nr[0].valid ? &b->nr[0].consumer : NULL);
+			      sw->valid ? &sw->consumer : NULL);
 	} else if (b->cs.valid) {
 		/* the sparse stage began before the batch reached it */
 		struct nl_seen_op prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
@@ -740,11 +746,10 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
 	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
-		const struct nl_seen_op *prod =
-			b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
+		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
 
 		add_unordered(p, a, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
-			      prod, b->nr[1].valid ? &b->nr[1].consumer : NULL);
+			      prod, cw->valid ? &cw->consumer : NULL);
 	}
 	if (!b->fwd_started)
 		return;

@@ -46,6 +46,14 @@ static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
 	return a->handle == b->handle && a->tid == b->tid;
 }
 
+/* The consumers a batch's watch (nl_batch.watch) looks at: the sparse
+ * stream that reads the copy, and compute. */
+enum nl_consumer {
+	NL_CONSUMER_SPARSE,
+	NL_CONSUMER_COMPUTE,
+	NL_NCONSUMERS
+};
+
 /* One op as the engine remembers it (for hand-offs and reports). */
 struct nl_seen_op {
 	bool valid;
@@ -212,18 +220,18 @@ struct nl_batch {
 		uint64_t exposure;
 	} handoff[2];
 	/* first consumer-role op after the producers' last op not ordered after
-	 * them: [0] sparse consumer of the copy, [1] compute consumer. repeat:
+	 * them, per consumer (enum nl_consumer). repeat:
 	 * such ops started that stage's work again (its first two work ops, in
 	 * order, same thread) inside an older token's window: the iteration went
 	 * on without this batch's token. */
-	struct {
+	struct nl_watch {
 		bool armed, valid, repeat;
 		bool blind;          /* a consumer op in another pipeline's window went unwatched */
 		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
 		int prog;            /* how much of the restart was seen */
 		int64_t prog_token;  /* in which window */
 		struct nl_seen_op consumer, producer, restart;
-	} nr[2];
+	} watch[NL_NCONSUMERS];
 	bool post_confirmed;
 	uint64_t post_at;
 };

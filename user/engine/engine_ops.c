@@ -205,7 +205,7 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	s->seg_open = false;
 	if (b) {
 		b->copy_closed = true;
-		b->nr[0].armed = true;
+		b->watch[NL_CONSUMER_SPARSE].armed = true;
 	}
 }
 
@@ -517,7 +517,8 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	 * (a forward whose first kernels vary would not show its restart). */
 	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
 	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
-	       w->first_sig[0] != w->first_sig[1] && b->nr[1].armed && !q->step_varied &&
+	       w->first_sig[0] != w->first_sig[1] && b->watch[NL_CONSUMER_COMPUTE].armed &&
+	       !q->step_varied &&
 	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
 }
 
@@ -549,7 +550,9 @@ static uint64_t producers_before(const struct nl_batch *b, const struct nl_strea
  * no op went unwatched in another pipeline's window. */
 static bool watched(const struct nl_batch *b, uint64_t last)
 {
-	return !b->nr[1].valid && !b->nr[1].blind && b->nr[1].armed && b->nr[1].armed_ts <= last;
+	const struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
+
+	return !cw->valid && !cw->blind && cw->armed && cw->armed_ts <= last;
 }
 
 static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
@@ -562,7 +565,7 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 	 * after them (watched), nor when compute held an older batch of the
 	 * same pipeline whose forward shows its first two kernels (same
 	 * thread): a forward begun again without the edge would have repeated
-	 * them there (nr[1].repeat, "end of a run"). */
+	 * them there (watch[NL_CONSUMER_COMPUTE].repeat, "end of a run"). */
 	return last && (mine < last || watched(b, last) || restart_watched(p, s, b));
 }
 
@@ -590,8 +593,8 @@ static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
-		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && !b->merged &&
-		    b->copy_closed &&
+		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
+		    !b->merged && b->copy_closed &&
 		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, s, mine))
 			return t;
 	}
