@@ -487,6 +487,15 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited);
 /* A stream slot is reused: batches with ops there lose evidence. */
 void nl_batches_lose_slot(struct nl_proc *p, int slot);
 
+/* ---- engine_summary.c ------------------------------------------------------ */
+
+/* Process i is done (exited, or tracing ended): its streams and counts join
+ * the engine's summary, and it is freed (engine.c). */
+void nl_proc_retire(struct nl_engine *e, int i);
+/* The summary of the retired processes and the live ones as they are now,
+ * to the caller's sink (engine.c: report and finish). */
+void nl_emit_summary(struct nl_engine *e);
+
 /* ---- engine_roles.c -------------------------------------------------------- */
 
 /* 0, or -ENOMEM (l is then empty, safe to free again). */
