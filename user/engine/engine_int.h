@@ -487,6 +487,13 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited);
 /* A stream slot is reused: batches with ops there lose evidence. */
 void nl_batches_lose_slot(struct nl_proc *p, int slot);
 
+/* ---- engine_verdict.c ------------------------------------------------------ */
+
+/* The audit of batch b, final: its verdict and missing edges, and all else
+ * the audit reports (engine_batch.c emits it). */
+void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
+		    const struct nl_batch *b, struct nl_batch_audit *a);
+
 /* ---- engine_summary.c ------------------------------------------------------ */
 
 /* Process i is done (exited, or tracing ended): its streams and counts join
