@@ -449,6 +449,19 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 /* ---- engine_batch.c -------------------------------------------------------- */
 
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
+/* The batches in flight of one pipeline, and of all of them. */
+#define NL_FOR_PIPE_BATCHES(p, q, b)                                        \
+	for (int64_t t_ = (q)->oldest; t_ < (q)->next_token; t_++)          \
+		if (((b) = nl_batch_of((p), t_)) != NULL)
+
+#define NL_FOR_BATCHES(p, b)                                                \
+	for (int q_ = 0; q_ < (p)->npipes; q_++)                            \
+		NL_FOR_PIPE_BATCHES(p, &(p)->pipes[q_], b)
+
+/* A skip reason (NL_SKIP_*) as a bit of a batch's skip mask. */
+#define NL_SKIP_BIT(r) (1u << (r))
+/* The stage a stream of this role works for; -1 none. */
+int nl_stage_of_role(int role);
 /* The pipeline of a token or stream (NULL: none). */
 struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token);
 struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s);
