@@ -446,6 +446,26 @@ void nl_streams_refresh_roles(struct nl_proc *p);
 /* Apply one call to the process state (roles known). */
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 
+/* ---- engine_graph.c -------------------------------------------------------- */
+
+/* Called from engine_ops.c, whose ops a capture takes in or ends. */
+
+/* The origin slot of the open capture with this id, or -1. */
+int nl_capture_open(const struct nl_proc *p, uint32_t cap_id);
+/* The capture a capturing stream belongs to: its origin, or NULL when the
+ * origin's slot was reused meanwhile. */
+struct nl_stream *nl_capture_origin(struct nl_proc *p, const struct nl_stream *s);
+/* An op on a capturing stream: it runs at each launch, not now. */
+void nl_capture_note(struct nl_proc *p, int slot);
+/* hipStreamEndCapture, failed or not, ends the capture of every stream in it. */
+void nl_capture_end(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+struct nl_graph *nl_graph_find(struct nl_proc *p, uint64_t handle, bool is_exec);
+/* A record made in a capture, waited on outside it: launches of what the
+ * capture made cannot be placed. */
+void nl_graph_taint(struct nl_proc *p, uint32_t cap_id);
+/* hipGraphInstantiate* and the destroys of graphs and execs. */
+void nl_graph_lifecycle(struct nl_proc *p, const struct nl_call *c);
+
 /* ---- engine_batch.c -------------------------------------------------------- */
 
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);

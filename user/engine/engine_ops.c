@@ -2,8 +2,8 @@
 /*
  * Applying one call to a process: ops on streams (record, wait, work) with
  * their vector clocks and batch tokens, null-stream implicit
- * synchronization, graph capture, and the completion evidence that queries
- * and synchronizations carry.
+ * synchronization, and the completion evidence that queries and
+ * synchronizations carry. Graph capture: engine_graph.c.
  */
 #include "engine/engine_int.h"
 
@@ -80,110 +80,6 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 	}
 }
 
-/* ---- graphs (docs/engine.md, "Graphs") ------------------------------------- */
-
-/* The origin slot of the open capture with this id, or -1. */
-static int capture_open(const struct nl_proc *p, uint32_t cap_id)
-{
-	for (uint32_t i = 0; cap_id && i < p->w; i++)
-		if (p->s[i].capturing && p->s[i].capture_origin == (int)i &&
-		    p->s[i].cap_id == cap_id)
-			return (int)i;
-	return -1;
-}
-
-/* The capture a capturing stream belongs to: its origin, or NULL when the
- * origin's slot was reused meanwhile. */
-static struct nl_stream *capture_origin(struct nl_proc *p, const struct nl_stream *s)
-{
-	struct nl_stream *o = s->capture_origin >= 0 ? &p->s[s->capture_origin] : NULL;
-
-	return o && o->capturing && o->capture_origin == s->capture_origin ? o : NULL;
-}
-
-/* A captured op: it runs at each launch, not now. A launch stays one op of
- * its stream only while the capture keeps to the stream that began it. */
-static void capture_note(struct nl_proc *p, int slot)
-{
-	struct nl_stream *o = capture_origin(p, &p->s[slot]);
-
-	if (o && &p->s[slot] != o)
-		o->cap_ok = false;
-}
-
-static struct nl_graph *graph_find(struct nl_proc *p, uint64_t handle, bool is_exec)
-{
-	for (int i = 0; i < NL_MAX_GRAPHS; i++)
-		if (p->graphs[i].used && p->graphs[i].handle == handle &&
-		    p->graphs[i].is_exec == is_exec)
-			return &p->graphs[i];
-	return NULL;
-}
-
-/* A new graph or exec (a handle seen again replaces the old one); the least
- * recently used is forgotten when full, so its launches are skipped. */
-static void graph_add(struct nl_proc *p, uint64_t handle, bool is_exec, bool ok, uint32_t cap_id)
-{
-	struct nl_graph *g = graph_find(p, handle, is_exec);
-
-	if (!g) {
-		g = &p->graphs[0];
-		for (int i = 0; i < NL_MAX_GRAPHS; i++) {
-			if (!p->graphs[i].used) {
-				g = &p->graphs[i];
-				break;
-			}
-			if (p->graphs[i].lru < g->lru)
-				g = &p->graphs[i];
-		}
-	}
-	*g = (struct nl_graph){ .used = true, .is_exec = is_exec, .ok = ok, .cap_id = cap_id,
-				.handle = handle, .lru = ++p->lru };
-}
-
-/* A record made in a capture, waited on outside it: launches of what the
- * capture made cannot be placed. */
-static void graph_taint(struct nl_proc *p, uint32_t cap_id)
-{
-	for (int i = 0; i < NL_MAX_GRAPHS; i++)
-		if (p->graphs[i].used && p->graphs[i].cap_id == cap_id)
-			p->graphs[i].ok = false;
-}
-
-/* hipStreamEndCapture, failed or not, ends the capture of every stream in it. */
-static void capture_end(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_skey key = nl_call_skey(c);
-	int slot = nl_stream_slot(e, p, &key, false);
-	struct nl_stream *o = slot >= 0 ? &p->s[slot] : NULL;
-
-	if (!o || !o->capturing || o->capture_origin != slot)
-		return;
-	if ((c->fields & NL_F_RC) && c->rc == 0 && (c->fields & NL_F_HANDLE))
-		graph_add(p, c->handle, false, o->cap_ok, o->cap_id);
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].capturing && p->s[i].capture_origin == slot) {
-			p->s[i].capturing = false;
-			p->s[i].capture_origin = -1;
-		}
-}
-
-static void graph_lifecycle(struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_graph *g;
-
-	if (!(c->fields & NL_F_FN))
-		return;
-	if (c->kind == NL_K_GRAPH_DESTROY) {
-		g = graph_find(p, c->fn, c->api == NL_API_GRAPH_EXEC_DESTROY);
-		if (g)
-			g->used = false;
-	} else if (c->fields & NL_F_HANDLE) { /* instantiated: the exec is what its graph was */
-		g = graph_find(p, c->fn, false);
-		graph_add(p, c->handle, true, g && g->ok, g ? g->cap_id : 0);
-	}
-}
-
 /* Before an op: a capturing stream takes it into its graph (false);
  * implicit syncs apply. */
 static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
@@ -191,7 +87,7 @@ static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const s
 	struct nl_stream *s = &p->s[slot];
 
 	if (s->capturing) {
-		capture_note(p, slot);
+		nl_capture_note(p, slot);
 		return false;
 	}
 	implicit_sync(e, p, slot, c->ts_ns);
@@ -278,7 +174,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->slot = slot;
 	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
-		const struct nl_stream *o = capture_origin(p, s);
+		const struct nl_stream *o = nl_capture_origin(p, s);
 
 		ev->capture = true;
 		ev->cap_id = o ? o->cap_id : 0;
@@ -714,17 +610,17 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	uint32_t clock;
 
 	if (ev && ev->capture && !s->capturing) {
-		int origin = capture_open(p, ev->cap_id);
+		int origin = nl_capture_open(p, ev->cap_id);
 
 		if (origin >= 0) { /* a fork: s joins the capture */
 			s->capturing = true;
 			s->capture_origin = origin;
 		} else { /* the capture is over: what this waits for is not known */
-			graph_taint(p, ev->cap_id);
+			nl_graph_taint(p, ev->cap_id);
 			nl_batch_skip(p, s->token, NL_SKIP_GRAPH_CAPTURE);
 		}
 	} else if (s->capturing && ev && (ev->recorded || ev->capture)) {
-		struct nl_stream *o = capture_origin(p, s);
+		struct nl_stream *o = nl_capture_origin(p, s);
 
 		/* an edge across the capture's boundary, or within a capture that
 		 * spans streams: the graph is more than one op of its stream */
@@ -979,14 +875,14 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
  * op (ordering outside the graph holds), but the batch is not judged. */
 static void graph_launch(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
-	struct nl_graph *x = (c->fields & NL_F_FN) ? graph_find(p, c->fn, true) : NULL;
+	struct nl_graph *x = (c->fields & NL_F_FN) ? nl_graph_find(p, c->fn, true) : NULL;
 	bool ok = x && x->ok;
 	struct nl_stream *o;
 
 	if (x)
 		x->lru = ++p->lru;
 	if (p->s[slot].capturing) { /* launched into a capture: a child graph */
-		o = capture_origin(p, &p->s[slot]);
+		o = nl_capture_origin(p, &p->s[slot]);
 		if (o && !ok)
 			o->cap_ok = false;
 	}
@@ -1125,7 +1021,7 @@ static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct
 		break;
 	case NL_K_GRAPH_INST:
 	case NL_K_GRAPH_DESTROY:
-		graph_lifecycle(p, c);
+		nl_graph_lifecycle(p, c);
 		break;
 	default:
 		break;
@@ -1143,7 +1039,7 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 		return;
 	}
 	if (c->kind == NL_K_CAPTURE_END)
-		capture_end(e, p, c); /* a failed end ends the capture too */
+		nl_capture_end(e, p, c); /* a failed end ends the capture too */
 	if ((c->fields & NL_F_RC) && c->rc != 0) {
 		e->sum.ignored_records++; /* the call did nothing */
 		return;
