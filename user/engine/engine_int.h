@@ -445,6 +445,28 @@ void nl_streams_refresh_roles(struct nl_proc *p);
 
 /* Apply one call to the process state (roles known). */
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* A stream's token; on the compute stream a later token closes batches.
+ * The copy stream's tokens are only minted, never taken from others. */
+void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
+
+/* ---- engine_cadence.c ------------------------------------------------------ */
+
+/* Called from engine_ops.c when a wait or a launch may move a stream to
+ * another batch. */
+
+/* The batch a wait of stream slot that brings token tok gives compute: an
+ * older one it covers that is due first, else tok. */
+int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok);
+/* The same at a sparse stream fed by the copy stream `from`. */
+int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok);
+/* A wait of compute on the copy stream of a pipeline with a sparse stage:
+ * it orders, but does not move compute to the copy stream's newer batch. */
+bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
+		  const struct nl_event *ev);
+/* A launch on compute that begins a new step may take the next batch. */
+void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c);
+/* Every copy op of batch b is ordered before stream s's clock. */
+bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
 
 /* ---- engine_graph.c -------------------------------------------------------- */
 
