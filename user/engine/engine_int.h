@@ -488,6 +488,24 @@ void nl_graph_taint(struct nl_proc *p, uint32_t cap_id);
 /* hipGraphInstantiate* and the destroys of graphs and execs. */
 void nl_graph_lifecycle(struct nl_proc *p, const struct nl_call *c);
 
+/* ---- engine_handoff.c ------------------------------------------------------ */
+
+/* Book a remembered op (ring entry r of stream slot) again, on batch tok. */
+void nl_account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
+		     int64_t tok);
+#define NL_ANY_TOKEN INT64_MIN /* nl_retoken_events: whatever token they carry */
+/* Events recorded on slot at a clock in (after, upto] that carry from_tok
+ * (or any, NL_ANY_TOKEN) carry tok from now on. */
+void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
+		       int64_t from_tok, int64_t tok, bool adopted);
+/* Compute takes the batch of event ev's record from a sparse stream: work
+ * that stream enqueued after the record goes to a newer batch copied by then. */
+void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev);
+/* Work on sparse stream s after compute took its batch (s->handed). */
+void nl_take_over(struct nl_proc *p, struct nl_stream *s);
+/* Work on sparse stream s that no batch ever reached. */
+void nl_take_first(struct nl_proc *p, struct nl_stream *s);
+
 /* ---- engine_batch.c -------------------------------------------------------- */
 
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);

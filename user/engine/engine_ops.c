@@ -4,7 +4,8 @@
  * their vector clocks and batch tokens, null-stream implicit
  * synchronization, and the completion evidence that queries and
  * synchronizations carry. Graph capture: engine_graph.c; which batch a
- * wait gives when several are due (tick cadence): engine_cadence.c.
+ * wait gives when several are due (tick cadence): engine_cadence.c; ops
+ * given to another batch, and the hand-off rule: engine_handoff.c.
  */
 #include "engine/engine_int.h"
 
@@ -104,9 +105,6 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
-static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
-			 int64_t tok);
-
 #define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
 
 /* A record ends the copy stream's segment. Segments of a steady size K
@@ -156,7 +154,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 			cut = r->clock;
 		idx += r->work;
 		if (cur != tok) {
-			account_ring(e, p, slot, r, cur);
+			nl_account_ring(e, p, slot, r, cur);
 			moved++;
 		}
 	}
@@ -197,42 +195,6 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		nl_pipe_of_stream(p, s)->seen_copy_record = true;
 		if (s->seg_open)
 			nl_close_segment(p, s);
-	}
-}
-
-static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
-
-/* Book a remembered op again, on batch tok. */
-static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
-			 int64_t tok)
-{
-	struct nl_call c;
-
-	r->token = tok;
-	memset(&c, 0, sizeof(c));
-	c.pid = p->pid;
-	c.tid = r->tid;
-	c.api = r->api;
-	c.kind = (uint8_t)nl_api_info[r->api].kind;
-	c.ts_ns = r->ts;
-	nl_account(e, p, slot, &c, r->clock, tok, r->work, false);
-}
-
-#define NL_ANY_TOKEN INT64_MIN /* retoken_events: whatever token they carry */
-
-/* Events recorded on slot at a clock in (after, upto] that carry from_tok
- * (or any, NL_ANY_TOKEN) carry tok from now on. */
-static void retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
-			   int64_t from_tok, int64_t tok, bool adopted)
-{
-	for (uint32_t i = 0; i < p->ecap; i++) {
-		struct nl_event *o = &p->ev[i];
-
-		if (o->used && o->recorded && o->slot == slot && o->clock > after &&
-		    o->clock <= upto && (from_tok == NL_ANY_TOKEN || o->token == from_tok)) {
-			o->token = tok;
-			o->adopted = adopted;
-		}
 	}
 }
 
@@ -280,10 +242,10 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 			m->seg_work++;
 		}
 		if (m->token != NL_NO_TOKEN) {
-			account_ring(e, p, slot, r, m->token);
+			nl_account_ring(e, p, slot, r, m->token);
 			if (rec) /* whatever token it carried (compute's, by a buffer-reuse wait) */
-				retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
-					       m->token, false);
+				nl_retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
+						  m->token, false);
 		}
 		if (rec) {
 			cut = true;
@@ -340,44 +302,6 @@ static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
 		s->unplaced = true;
 		p->unplaced_streams++;
 	}
-}
-
-/* The hand-off rule, for work the producer enqueued between the record
- * compute now takes and this take, with no wait on it since: if a newer
- * batch had been copied by then, that work (and the events recorded after
- * it) is the newer batch's, as it would be had it come after the take. */
-static void take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev)
-{
-	int slot = ev->slot;
-	struct nl_stream *s = &p->s[slot];
-	int64_t tok = ev->token, next = tok + 1;
-	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
-	uint32_t start = nl_ring_start(s);
-	uint64_t moved = 0;
-	bool any = false;
-
-	if (!bt || !bn || s->wait_clock > ev->clock || s->vc[slot] <= ev->clock ||
-	    (start > 0 && s->ring[start % NL_RING].clock > ev->clock + 1))
-		return;
-	for (uint32_t k = start; k < s->nring; k++) {
-		const struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
-			any = true;
-	}
-	if (!any)
-		return;
-	take_token(p, s, next);
-	for (uint32_t k = start; k < s->nring; k++) {
-		struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-		if (r->clock <= ev->clock || r->token != tok)
-			continue;
-		account_ring(e, p, slot, r, next);
-		moved++;
-	}
-	nl_batch_cut(p, bt, slot, ev->clock, moved);
-	retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
 }
 
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
@@ -468,7 +392,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			p->s[ev->slot].handed = true;
 			p->s[ev->slot].handed_in = false;
 			p->s[ev->slot].handed_tok = ev->token;
-			take_after_record(e, p, ev);
+			nl_take_after_record(e, p, ev);
 		} else if (s->role == NL_ROLE_SPARSE && from && ev->slot != slot &&
 			   from->role == NL_ROLE_SPARSE && from->pipe == s->pipe &&
 			   s->fed_by_copy && !from->fed_by_copy && ev->token != NL_NO_TOKEN &&
@@ -507,56 +431,6 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	s->seg_work++;
 }
 
-static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
-{
-	const struct nl_batch *b = nl_batch_of(p, next);
-
-	s->handed = false;
-	/* not adopted when an earlier wait already ordered it after the copy */
-	s->adopted = !b || !nl_copy_covered(b, s);
-	s->token = next;
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].seg_open &&
-		    p->s[i].token == next)
-			nl_close_segment(p, &p->s[i]);
-}
-
-/* The hand-off rule: once compute took batch T from a sparse stream, work
- * that stream enqueues before a newer batch reaches it is not T's. If a
- * newer batch was copied it is that batch's, taken without the edge that
- * should have brought it (judged copy->sparse); otherwise it stays T's (a
- * late op). The newer batch's copy segment ends here: its consumer began. */
-static void take_over(struct nl_proc *p, struct nl_stream *s)
-{
-	int64_t next = s->handed_tok + 1;
-
-	if (s->token != s->handed_tok || !nl_batch_of(p, next))
-		return;
-	take_token(p, s, next);
-}
-
-/* Work on a sparse stream that no batch ever reached, while the copy stream
- * holds an open segment: the first batch's sparse stage began without its
- * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
-static void take_first(struct nl_proc *p, struct nl_stream *s)
-{
-	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
-
-	/* After an attach in the middle of a run the stream's token may come
-	 * from an edge made before we looked. */
-	if (p->mid_run || !q)
-		return;
-	for (uint32_t i = 0; i < p->w; i++) {
-		const struct nl_stream *m = &p->s[i];
-
-		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe && m->seg_open &&
-		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token)) {
-			take_token(p, s, m->token);
-			return;
-		}
-	}
-}
-
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -586,9 +460,9 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
 	else if (s->role == NL_ROLE_SPARSE && s->handed)
-		take_over(p, s);
+		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
-		take_first(p, s);
+		nl_take_first(p, s);
 	nl_step_begins(e, p, slot, c);
 	clock = ++s->vc[slot];
 	s->gate = clock;
