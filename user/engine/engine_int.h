@@ -449,6 +449,19 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
  * The copy stream's tokens are only minted, never taken from others. */
 void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
 
+/* ---- engine_calls.c -------------------------------------------------------- */
+
+/* Called from nl_apply for the calls that are not ops on a stream. */
+
+/* hipEventQuery, hipStreamQuery: done (0) or not (600), as evidence. */
+void nl_apply_query(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Event, stream and device synchronization, hipEventElapsedTime. */
+void nl_apply_sync(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Creates and destroys of streams, events and graphs; capture begins. */
+void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Everything enqueued on stream slot before call c is done at its return. */
+void nl_stream_done(struct nl_proc *p, int slot, const struct nl_call *c);
+
 /* ---- engine_cadence.c ------------------------------------------------------ */
 
 /* Called from engine_ops.c when a wait or a launch may move a stream to
