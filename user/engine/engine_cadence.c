@@ -43,9 +43,6 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
 }
 
-/* Every producer op of the batch is ordered before the stream's clock, and
- * the stream's last work (at `mine`) cannot be this batch's forward begun
- * without its edge. */
 /* Every producer work op of batch b is ordered before stream s's clock: the
  * last one's time, 0 when one is not (or there is none). */
 static uint64_t producers_before(const struct nl_batch *b, const struct nl_stream *s)
@@ -76,6 +73,9 @@ static bool watched(const struct nl_batch *b, uint64_t last)
 	return !cw->valid && !cw->blind && cw->armed && cw->armed_ts <= last;
 }
 
+/* Every producer op of the batch is ordered before the stream's clock, and
+ * the stream's last work (at `mine`) cannot be this batch's forward begun
+ * without its edge. */
 static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
 			  uint64_t mine)
 {

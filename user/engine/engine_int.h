@@ -440,6 +440,9 @@ const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t
 int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k);
 /* Roles changed: give every known stream its role again. */
 void nl_streams_refresh_roles(struct nl_proc *p);
+/* A pipeline for a copy stream found after learning: one whose copy
+ * streams are all destroyed, else a new one; -1 when none is left. */
+int nl_pipe_open(struct nl_proc *p);
 
 /* ---- engine_ops.c ---------------------------------------------------------- */
 
@@ -448,6 +451,8 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 /* A stream's token; on the compute stream a later token closes batches.
  * The copy stream's tokens are only minted, never taken from others. */
 void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
+/* The copy stream's open segment ends. */
+void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 
 /* ---- engine_calls.c -------------------------------------------------------- */
 
@@ -494,6 +499,7 @@ struct nl_stream *nl_capture_origin(struct nl_proc *p, const struct nl_stream *s
 void nl_capture_note(struct nl_proc *p, int slot);
 /* hipStreamEndCapture, failed or not, ends the capture of every stream in it. */
 void nl_capture_end(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* The graph (is_exec: the exec) with this handle; NULL when not remembered. */
 struct nl_graph *nl_graph_find(struct nl_proc *p, uint64_t handle, bool is_exec);
 /* A record made in a capture, waited on outside it: launches of what the
  * capture made cannot be placed. */
@@ -538,21 +544,10 @@ int nl_stage_of_role(int role);
 /* The pipeline of a token or stream (NULL: none). */
 struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token);
 struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s);
-/* A pipeline for a copy stream found after learning: one whose copy
- * streams are all destroyed, else a new one; -1 when none is left. */
-int nl_pipe_open(struct nl_proc *p);
 /* A new token on the copy stream; its batch. */
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts);
-/* Book one op (already applied to the clocks) on its batch. */
-void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
-		uint32_t clock, int64_t token, bool work, bool is_coll);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
-/* Batch b's ops on stream slot end at clock `cut`: its later ones were
- * handed to the next batch (engine_batch.c). */
-void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
-/* The copy stream's open segment ends (engine_ops.c). */
-void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost between w0 (last record processed) and ts. */
@@ -572,6 +567,15 @@ void nl_emit_ready(struct nl_engine *e, struct nl_proc *p);
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited);
 /* A stream slot is reused: batches with ops there lose evidence. */
 void nl_batches_lose_slot(struct nl_proc *p, int slot);
+
+/* ---- engine_account.c ------------------------------------------------------ */
+
+/* Book one op (already applied to the clocks) on its batch. */
+void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
+		uint32_t clock, int64_t token, bool work, bool is_coll);
+/* Batch b's ops on stream slot end at clock `cut`: its later ones were
+ * handed to the next batch. */
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
 
 /* ---- engine_verdict.c ------------------------------------------------------ */
 
