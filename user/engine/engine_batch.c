@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Batches: tokens minted on the copy stream, the ops each batch collects per
- * stage, its upstream frontier and hand-offs, completion evidence, the
- * verdict, and emission once the batch is final.
+ * Batches: the pipelines and their batches in flight, tokens minted on the
+ * copy stream, skip reasons, closing, completion evidence, and emission once
+ * a batch is final. The ops each batch collects: engine_account.c; its
+ * verdict: engine_verdict.c.
  */
-#include <stdlib.h>
-
-#include "base/util.h"
 #include "engine/engine_int.h"
-
-#define SKIP(r) (1u << (r))
 
 struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token)
 {
@@ -34,16 +30,7 @@ struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token)
 	return b->used && b->token == token ? b : NULL;
 }
 
-/* The batches in flight of one pipeline, and of all of them. */
-#define FOR_PIPE_BATCHES(p, q, b)                                           \
-	for (int64_t t_ = (q)->oldest; t_ < (q)->next_token; t_++)          \
-		if (((b) = nl_batch_of((p), t_)) != NULL)
-
-#define FOR_BATCHES(p, b)                                                   \
-	for (int q_ = 0; q_ < (p)->npipes; q_++)                            \
-		FOR_PIPE_BATCHES(p, &(p)->pipes[q_], b)
-
-static int stage_of_role(int role)
+int nl_stage_of_role(int role)
 {
 	switch (role) {
 	case NL_ROLE_COPY:
@@ -57,35 +44,30 @@ static int stage_of_role(int role)
 	}
 }
 
-static int edge_of_stage(int st)
-{
-	return st == NL_STAGE_COPY ? NL_EDGE_COPY_FORWARD : NL_EDGE_SPARSE_FORWARD;
-}
-
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason)
 {
 	struct nl_batch *b = nl_batch_of(p, token);
 
 	if (b)
-		b->skip |= SKIP(reason);
+		b->skip |= NL_SKIP_BIT(reason);
 }
 
 void nl_skip_open(struct nl_proc *p, int reason)
 {
 	struct nl_batch *b;
 
-	FOR_BATCHES(p, b)
-		b->skip |= SKIP(reason);
+	NL_FOR_BATCHES(p, b)
+		b->skip |= NL_SKIP_BIT(reason);
 }
 
 void nl_batches_lose_slot(struct nl_proc *p, int slot)
 {
 	struct nl_batch *b;
 
-	FOR_BATCHES(p, b)
+	NL_FOR_BATCHES(p, b)
 		for (int i = 0; i < b->nbs; i++)
 			if (b->bs[i].slot == slot)
-				b->skip |= SKIP(NL_SKIP_EVICTED);
+				b->skip |= NL_SKIP_BIT(NL_SKIP_EVICTED);
 }
 
 void nl_apply_lost(struct nl_engine *e, struct nl_proc *p, uint64_t w0, uint64_t ts)
@@ -93,11 +75,11 @@ void nl_apply_lost(struct nl_engine *e, struct nl_proc *p, uint64_t w0, uint64_t
 	struct nl_batch *b;
 
 	(void)e;
-	FOR_BATCHES(p, b) {
+	NL_FOR_BATCHES(p, b) {
 		uint64_t end = b->closed ? b->close_ts : UINT64_MAX;
 
 		if (b->first_ts <= ts && end >= w0)
-			b->skip |= SKIP(NL_SKIP_LOST_RECORDS);
+			b->skip |= NL_SKIP_BIT(NL_SKIP_LOST_RECORDS);
 	}
 	/* Records produced before ts may still be in the ring: batches they
 	 * start are hit too. */
@@ -166,7 +148,7 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	while (tok - q->oldest >= (int64_t)p->bcap) {
 		b = nl_batch_of(p, q->oldest);
 		if (b && !b->closed) {
-			b->skip |= SKIP(NL_SKIP_EVICTED);
+			b->skip |= NL_SKIP_BIT(NL_SKIP_EVICTED);
 			p->evicted_batches++;
 			close_batch(e, p, b, ts);
 		}
@@ -186,10 +168,10 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	/* Attached in the middle of a run: the first segment may have begun
 	 * before we looked, unless a record on the copy stream, or its
 	 * creation, came first. */
-	if (p->mid_run && !q->seen_copy_record && !s->born)
-		b->skip |= SKIP(NL_SKIP_ATTACHED_MID_BATCH);
+	if (p->mid_run && !q->seen_copy_record && !s->creation_seen)
+		b->skip |= NL_SKIP_BIT(NL_SKIP_ATTACHED_MID_BATCH);
 	if ((p->loss_until && ts <= p->loss_until) || (e->loss_until && ts <= e->loss_until))
-		b->skip |= SKIP(NL_SKIP_LOST_RECORDS);
+		b->skip |= NL_SKIP_BIT(NL_SKIP_LOST_RECORDS);
 	q->next_token++;
 	s->token = tok;
 	s->seg_open = true;
@@ -212,7 +194,7 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 	p->last_fwd_ts = ts;
 	p->nfwd++;
 	/* Only this pipeline's: another one's batches wait for their own. */
-	FOR_PIPE_BATCHES(p, q, b)
+	NL_FOR_PIPE_BATCHES(p, q, b)
 		if (b->token < to && !b->closed)
 			close_batch(e, p, b, ts);
 	nl_emit_ready(e, p);
@@ -237,8 +219,9 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
 
-	FOR_BATCHES(p, b) {
-		int k = nl_pipe_of_token(p, b->token)->has_sparse && !b->reached_sparse ? 0 : 1;
+	NL_FOR_BATCHES(p, b) {
+		int k = nl_pipe_of_token(p, b->token)->has_sparse && !b->reached_sparse ?
+				NL_CONSUMER_SPARSE : NL_CONSUMER_COMPUTE;
 
 		if (b->closed)
 			continue;
@@ -247,348 +230,13 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		 * the next stage ran its work again without it. Anything else was
 		 * cut short. */
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
-		    !(exited && !b->fwd_started && b->nr[k].repeat))
-			b->skip |= SKIP(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
+		    !(exited && !b->fwd_started && b->watch[k].repeat))
+			b->skip |= NL_SKIP_BIT(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
 		close_batch(e, p, b, ts);
 	}
 	for (int i = 0; i < p->npipes; i++)
 		while (p->pipes[i].oldest < p->pipes[i].next_token)
 			emit_oldest(e, p, &p->pipes[i]);
-}
-
-/* ---- accounting --------------------------------------------------------------- */
-
-static struct nl_bstream *bstream_get(struct nl_batch *b, int slot, int stage)
-{
-	struct nl_bstream *bs;
-
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].slot == slot && b->bs[i].stage == stage)
-			return &b->bs[i];
-	if (b->nbs == NL_AUDIT_MAX_STREAMS)
-		return NULL;
-	bs = &b->bs[b->nbs++];
-	memset(bs, 0, sizeof(*bs));
-	bs->slot = slot;
-	bs->stage = (uint8_t)stage;
-	return bs;
-}
-
-static void stage_tid(struct nl_stage_acc *a, uint32_t tid)
-{
-	for (uint32_t i = 0; i < a->ntids; i++)
-		if (a->tids[i] == tid)
-			return;
-	if (a->ntids < NL_ARRAY_SIZE(a->tids))
-		a->tids[a->ntids++] = tid;
-	else
-		a->tids_full = true;
-}
-
-static bool stage_has_up(const struct nl_batch *b, int st)
-{
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].stage == st && b->bs[i].has_up)
-			return true;
-	return false;
-}
-
-/* Every upstream op of the stage is ordered before an op with clock vc. */
-static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *vc)
-{
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
-
-		if (bs->stage == st && bs->has_up && bs->last_up.clock > vc[bs->slot])
-			return false;
-	}
-	return true;
-}
-
-/* For batches whose token has not reached this consumer role: the first
- * work op there, after the producers' last op, that is not ordered after it
- * (reported if the token never arrives), and whether such ops restart the
- * stage inside an older token's window (docs/engine.md, "end of a run"). */
-static void watch_consumers(struct nl_proc *p, const struct nl_stream *s, const struct nl_opi *op,
-			    int st, int64_t token)
-{
-	int k = st == NL_STAGE_SPARSE ? 0 : 1;
-	const struct nl_batch *own = nl_batch_of(p, token);
-	const struct nl_stage_acc *w = own ? &own->st[st] : NULL;
-	bool can = w && w->work >= 2 && op->tid == w->first_tid;
-	/* a consumer's op speaks of its own pipeline's batches only */
-	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
-	bool marked = false; /* one restart is one batch's: the oldest waiting */
-	struct nl_batch *b;
-
-	FOR_BATCHES(p, b) {
-		bool unordered = false;
-
-		if (only >= 0 && nl_tok_pipe(b->token) != only) {
-			b->nr[k].blind = true;
-			continue;
-		}
-		if (b->closed || !b->nr[k].armed || b->nr[k].repeat ||
-		    (k == 0 ? b->reached_sparse : b->fwd_started))
-			continue;
-		for (int i = 0; i < b->nbs && !unordered; i++) {
-			const struct nl_bstream *bs = &b->bs[i];
-
-			if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
-			    (k == 0 && bs->stage != NL_STAGE_COPY) || (k == 1 && bs->covered))
-				continue;
-			if (s->vc[bs->slot] < bs->last_up.clock) {
-				unordered = true;
-				if (!b->nr[k].valid) {
-					b->nr[k].valid = true;
-					b->nr[k].consumer = *op;
-					b->nr[k].producer = bs->last_up;
-				}
-			}
-		}
-		if (!unordered || !can)
-			continue;
-		if (marked) {
-			b->nr[k].prog = 0;
-			continue;
-		}
-		if (b->nr[k].prog_token != token)
-			b->nr[k].prog = 0;
-		b->nr[k].prog_token = token;
-		if (op->sig == w->first_sig[b->nr[k].prog]) {
-			if (b->nr[k].prog++ == 0)
-				b->nr[k].restart = *op;
-		} else {
-			b->nr[k].prog = op->sig == w->first_sig[0];
-			if (b->nr[k].prog)
-				b->nr[k].restart = *op;
-		}
-		if (b->nr[k].prog == 2) {
-			/* a batch cut from a merged copy segment lost its record
-			 * with its wait: it does not stand for the restart */
-			b->nr[k].repeat = true;
-			marked = !b->merged;
-			b->nr[k].consumer = b->nr[k].restart;
-		}
-	}
-}
-
-static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
-		       const struct nl_opi *op, bool work)
-{
-	if (!b->fwd_started) {
-		b->fwd_started = true;
-		b->fwd_first_clock = op->clock;
-		b->fwd_tick = nl_pipe_of_token(p, b->token)->ticks;
-	}
-	/* The clock of the last forward op, copied only when it took another
-	 * stream's clock since the last copy. */
-	if (!b->fwd_vc_valid || b->fwd_vc_joins != s->joins) {
-		memcpy(b->fwd_vc, s->vc, p->w * sizeof(uint32_t));
-		b->fwd_vc_valid = true;
-		b->fwd_vc_joins = s->joins;
-	} else if (s->vc[op->slot] > b->fwd_vc[op->slot]) {
-		b->fwd_vc[op->slot] = s->vc[op->slot];
-	}
-	b->fwd_last = *op;
-	for (int k = NL_STAGE_COPY; k <= NL_STAGE_SPARSE; k++)
-		if (!b->handoff[k].found && stage_has_up(b, k) && stage_up_covered(b, k, s->vc)) {
-			b->handoff[k].found = true;
-			b->handoff[k].op = *op;
-			b->handoff[k].exposure = b->fwd_work;
-		}
-	if (!work)
-		return;
-	/* A forward op enqueued after a frontier op must be ordered after it. */
-	for (int i = 0; i < b->nbs; i++) {
-		struct nl_bstream *bs = &b->bs[i];
-
-		if (bs->stage == NL_STAGE_FORWARD || !bs->has_up || bs->covered || bs->pending)
-			continue;
-		if (s->vc[bs->slot] < bs->last_up.clock) {
-			bs->pending = true;
-			bs->pending_f = *op;
-			bs->pending_seen = s->vc[bs->slot];
-		}
-	}
-	b->fwd_work++;
-}
-
-static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
-			struct nl_bstream *bs, const struct nl_opi *op, int st, bool work)
-{
-	/* A token taken over by the hand-off rule did not reach the stage
-	 * through an edge. */
-	if (st == NL_STAGE_SPARSE && !s->adopted)
-		b->reached_sparse = true;
-	if (!work)
-		return;
-	if (st == NL_STAGE_SPARSE && !b->cs.valid)
-		for (int i = 0; i < b->nbs; i++) {
-			const struct nl_bstream *cp = &b->bs[i];
-
-			if (cp->stage == NL_STAGE_COPY && cp->has_work &&
-			    s->vc[cp->slot] < cp->last_work.clock) {
-				b->cs.valid = true;
-				b->cs.bs = i;
-				b->cs.seen = s->vc[cp->slot];
-				b->cs.consumer = *op;
-				break;
-			}
-		}
-	/* Ops ordered after one of the batch's forward ops (the output
-	 * all-to-all) are downstream: judged against the last forward op only.
-	 * The stream's earlier upstream op is then no longer its last word for
-	 * the batch (a token carrying two batches' data-dist work when a
-	 * D.wait_stream(M) is missing): it too is judged that way. */
-	if (b->fwd_started && p->compute_slot >= 0 &&
-	    s->vc[p->compute_slot] >= b->fwd_first_clock) {
-		bs->covered = bs->has_up;
-		bs->pending = false;
-		return;
-	}
-	bs->has_up = true;
-	bs->last_up = *op;
-	bs->covered = false;
-	bs->pending = false;
-	/* Producer ops this one is ordered after were consumed inside the
-	 * producer stages: only this one must reach forward. */
-	for (int i = 0; i < b->nbs; i++) {
-		struct nl_bstream *o = &b->bs[i];
-
-		if (o == bs || o->stage == NL_STAGE_FORWARD || !o->has_up || o->covered)
-			continue;
-		if (s->vc[o->slot] >= o->last_up.clock) {
-			o->covered = true;
-			o->pending = false;
-		}
-	}
-	b->handoff[st].found = false;
-	b->nr[1].armed = true;
-	b->nr[1].armed_ts = p->call_ts;
-	b->nr[1].valid = b->nr[1].repeat = b->nr[1].blind = false;
-	b->nr[1].prog = 0;
-}
-
-/* A forward window's first two kernels: the pipeline's step signature
- * while every window began with them. */
-static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
-{
-	if (!q || !acc->first_named[0] || !acc->first_named[1])
-		return;
-	if (q->step_n && q->step_sig[0] == acc->first_sig[0] && q->step_sig[1] == acc->first_sig[1]) {
-		q->step_n++;
-		return;
-	}
-	q->step_varied |= q->step_n > 0;
-	q->step_sig[0] = acc->first_sig[0];
-	q->step_sig[1] = acc->first_sig[1];
-	q->step_n = 1;
-}
-
-void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
-		uint32_t clock, int64_t token, bool work, bool is_coll)
-{
-	struct nl_stream *s = &p->s[slot];
-	int st = stage_of_role(s->role);
-	struct nl_opi op = { true, slot, clock, c->api, c->tid, c->ts_ns,
-			     (uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg) };
-	struct nl_stage_acc *acc;
-	struct nl_bstream *bs;
-	struct nl_batch *b;
-
-	(void)e;
-	s->ops++;
-	if (st < 0)
-		return;
-	if (work && st != NL_STAGE_COPY)
-		watch_consumers(p, s, &op, st, token);
-	b = nl_batch_of(p, token);
-	if (!b || b->closed) {
-		if (token >= 0)
-			p->late_ops++;
-		return;
-	}
-	acc = &b->st[st];
-	if (!acc->ops || c->ts_ns < acc->first_ts)
-		acc->first_ts = c->ts_ns;
-	if (c->ts_ns > acc->last_ts)
-		acc->last_ts = c->ts_ns;
-	acc->ops++;
-	if (work && acc->work < 2) {
-		if (!acc->work)
-			acc->first_tid = c->tid;
-		acc->first_sig[acc->work] = op.sig;
-		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
-	}
-	if (work && ++acc->work == 2 && st == NL_STAGE_FORWARD)
-		note_step(nl_pipe_of_token(p, token), acc);
-	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))
-		acc->bytes += c->bytes;
-	if (is_coll)
-		acc->colls++;
-	stage_tid(acc, c->tid);
-	if (work)
-		acc->c.done_by_ns = 0; /* new work: not known done any more */
-	if (c->ts_ns < b->first_ts)
-		b->first_ts = c->ts_ns;
-	bs = bstream_get(b, slot, st);
-	if (!bs) {
-		b->skip |= SKIP(NL_SKIP_EVICTED); /* more streams than a batch tracks */
-		return;
-	}
-	bs->ops++;
-	if (clock > bs->last_clock)
-		bs->last_clock = clock;
-	if (c->ts_ns > bs->last_ts)
-		bs->last_ts = c->ts_ns;
-	if (!bs->first_op.valid)
-		bs->first_op = op;
-	if (work && (!bs->has_work || clock >= bs->last_work.clock)) {
-		bs->has_work = true;
-		bs->last_work = op;
-	}
-	if (st == NL_STAGE_FORWARD)
-		forward_op(p, b, s, &op, work);
-	else
-		producer_op(p, b, s, bs, &op, st, work);
-}
-
-void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved)
-{
-	const struct nl_stream *s = &p->s[slot];
-	uint32_t start = nl_ring_start(s);
-	struct nl_stage_acc *acc;
-
-	for (int i = 0; i < b->nbs; i++) {
-		struct nl_bstream *bs = &b->bs[i];
-		const struct nl_ring_op *last = NULL;
-
-		if (bs->slot != slot || bs->stage == NL_STAGE_FORWARD)
-			continue;
-		for (uint32_t k = start; k < s->nring; k++) {
-			const struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-			if (r->work && r->token == b->token && r->clock <= cut)
-				last = r;
-		}
-		if (bs->has_up && bs->last_up.clock > cut) {
-			bs->has_up = last != NULL;
-			bs->pending = false;
-			if (last)
-				bs->last_up = nl_ring_opi(slot, last);
-		}
-		if (bs->has_work && bs->last_work.clock > cut) {
-			bs->has_work = last != NULL;
-			if (last)
-				bs->last_work = nl_ring_opi(slot, last);
-		}
-		if (bs->last_clock > cut)
-			bs->last_clock = cut;
-		bs->ops = bs->ops > moved ? bs->ops - moved : 0;
-		acc = &b->st[bs->stage];
-		acc->ops = acc->ops > moved ? acc->ops - moved : 0;
-	}
 }
 
 /* ---- evidence ------------------------------------------------------------------ */
@@ -598,7 +246,7 @@ void nl_evidence_done(struct nl_proc *p, const uint32_t *vc, int only_slot, uint
 {
 	struct nl_batch *b;
 
-	FOR_BATCHES(p, b)
+	NL_FOR_BATCHES(p, b)
 		for (int st = 0; st < NL_NSTAGES; st++) {
 			struct nl_completion *c = &b->st[st].c;
 			bool ok = true;
@@ -606,7 +254,7 @@ void nl_evidence_done(struct nl_proc *p, const uint32_t *vc, int only_slot, uint
 			if (!stage_has_work(b, st) || c->done_by_ns)
 				continue;
 			for (int i = 0; i < b->nbs && ok; i++) {
-				const struct nl_bstream *bs = &b->bs[i];
+				const struct nl_batch_stream *bs = &b->bs[i];
 
 				if (bs->stage != st || !bs->has_work)
 					continue;
@@ -628,9 +276,9 @@ void nl_evidence_not_done(struct nl_proc *p, int slot, uint32_t gate, uint64_t a
 	/* Ops on a stream complete in order and a record completes with what
 	 * precedes it: an unfinished record proves unfinished the last work
 	 * or wait before it, and everything after that. */
-	FOR_BATCHES(p, b)
+	NL_FOR_BATCHES(p, b)
 		for (int i = 0; i < b->nbs; i++) {
-			const struct nl_bstream *bs = &b->bs[i];
+			const struct nl_batch_stream *bs = &b->bs[i];
 			struct nl_completion *c = &b->st[bs->stage].c;
 
 			if (bs->slot != slot || !bs->has_work || c->done_by_ns)
@@ -649,214 +297,14 @@ void nl_evidence_ms(struct nl_proc *p, const struct nl_event *start, const struc
 	if (start->token == NL_NO_TOKEN || start->token != stop->token || start->slot < 0 ||
 	    stop->slot < 0)
 		return;
-	st = stage_of_role(p->s[start->slot].role);
-	if (st < 0 || st != stage_of_role(p->s[stop->slot].role))
+	st = nl_stage_of_role(p->s[start->slot].role);
+	if (st < 0 || st != nl_stage_of_role(p->s[stop->slot].role))
 		return;
 	b = nl_batch_of(p, start->token);
 	if (!b)
 		return;
 	b->st[st].c.gpu_ms += ms;
 	b->st[st].c.gpu_ms_n++;
-}
-
-/* ---- verdict and audit ----------------------------------------------------------- */
-
-static void to_ref(const struct nl_proc *p, const struct nl_opi *o, struct nl_op_ref *r)
-{
-	const struct nl_stream *s;
-
-	memset(r, 0, sizeof(*r));
-	if (!o || !o->valid || o->slot < 0)
-		return;
-	s = &p->s[o->slot];
-	r->valid = true;
-	r->stream = s->key.handle;
-	r->stream_tid = s->key.tid;
-	r->role = s->role;
-	r->api = o->api;
-	r->tid = o->tid;
-	r->ts_ns = o->ts;
-}
-
-static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int edge, bool never,
-			  const struct nl_opi *prod, const struct nl_opi *cons)
-{
-	struct nl_unordered *u;
-
-	a->missing_mask |= 1u << edge;
-	if (a->nunordered == NL_AUDIT_MAX_UNORDERED)
-		return;
-	u = &a->unordered[a->nunordered++];
-	u->edge = edge;
-	u->never_reached = never;
-	to_ref(p, prod, &u->producer);
-	to_ref(p, cons, &u->consumer);
-}
-
-/* The first op of the batch on bs's stream with a clock above `seen`. */
-static struct nl_opi first_unseen(const struct nl_proc *p, const struct nl_batch *b,
-				  const struct nl_bstream *bs, uint32_t seen)
-{
-	const struct nl_ring_op *r = nl_ring_first_after(&p->s[bs->slot], seen, b->token, true);
-
-	if (r)
-		return nl_ring_opi(bs->slot, r);
-	return bs->has_up ? bs->last_up : bs->last_work;
-}
-
-/* The producer op to name when the token never reached a consumer. */
-static const struct nl_opi *frontier_op(const struct nl_batch *b, int stage)
-{
-	const struct nl_opi *best = NULL;
-
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
-
-		if (bs->stage == NL_STAGE_FORWARD || (stage >= 0 && bs->stage != stage))
-			continue;
-		if (bs->has_up && !bs->covered && (!best || bs->last_up.ts > best->ts))
-			best = &bs->last_up;
-	}
-	return best;
-}
-
-static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
-{
-	bool has_sparse = p->pipes[nl_tok_pipe(b->token)].has_sparse;
-
-	if (has_sparse && !b->reached_sparse) {
-		/* The sparse stage read the copy unordered, whatever compute did. */
-		const struct nl_opi *prod =
-			b->nr[0].valid ? &b->nr[0].producer : frontier_op(b, NL_STAGE_COPY);
-
-		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
-			      b->nr[0].valid ? &b->nr[0].consumer : NULL);
-	} else if (b->cs.valid) {
-		/* the sparse stage began before the batch reached it */
-		struct nl_opi prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
-
-		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
-	}
-	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
-		const struct nl_opi *prod = b->nr[1].valid ? &b->nr[1].producer : frontier_op(b, -1);
-
-		add_unordered(p, a, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
-			      prod, b->nr[1].valid ? &b->nr[1].consumer : NULL);
-	}
-	if (!b->fwd_started)
-		return;
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
-		struct nl_opi prod;
-
-		if (bs->stage == NL_STAGE_FORWARD)
-			continue;
-		/* The copy reaches forward through the sparse stage: once that
-		 * edge is named, the copy's other findings are the same fault. */
-		if (bs->stage == NL_STAGE_COPY && (a->missing_mask & (1u << NL_EDGE_COPY_SPARSE)))
-			continue;
-		if (bs->pending && !bs->covered) {
-			/* forward ops enqueued after the producer's last op, unordered */
-			prod = first_unseen(p, b, bs, bs->pending_seen);
-			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &bs->pending_f);
-		} else if (b->fwd_vc_valid && bs->has_work &&
-			   bs->last_work.clock > b->fwd_vc[bs->slot]) {
-			/* a producer op not ordered before the last forward op */
-			prod = first_unseen(p, b, bs, b->fwd_vc[bs->slot]);
-			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &b->fwd_last);
-		}
-	}
-}
-
-static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
-{
-	uint64_t s0 = UINT64_MAX, s1 = 0, sum = 0;
-	uint32_t n = p->nfwd_hist < NL_FWD_HISTORY ? p->nfwd_hist : NL_FWD_HISTORY;
-	bool any = false;
-
-	for (int st = NL_STAGE_COPY; st <= NL_STAGE_SPARSE; st++) {
-		const struct nl_stage_acc *acc = &b->st[st];
-
-		if (!acc->ops)
-			continue;
-		if (!acc->c.done_by_ns)
-			return; /* the span's end is unknown */
-		any = true;
-		if (acc->first_ts < s0)
-			s0 = acc->first_ts;
-		if (acc->c.done_by_ns > s1)
-			s1 = acc->c.done_by_ns;
-	}
-	if (!any)
-		return;
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t lo, hi;
-
-		/* this pipeline's earlier windows; another's all overlap */
-		if (nl_tok_pipe(p->fwd_hist[i].token) == nl_tok_pipe(b->token) &&
-		    p->fwd_hist[i].token >= b->token)
-			continue;
-		lo = p->fwd_hist[i].start > s0 ? p->fwd_hist[i].start : s0;
-		hi = p->fwd_hist[i].end < s1 ? p->fwd_hist[i].end : s1;
-		if (hi > lo)
-			sum += hi - lo;
-	}
-	a->overlap_known = true;
-	a->overlap_ns = sum;
-}
-
-static void build_audit(const struct nl_engine *e, const struct nl_proc *p,
-			const struct nl_batch *b, struct nl_batch_audit *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->pid = p->pid;
-	a->pipeline = (uint32_t)nl_tok_pipe(b->token);
-	a->batch = (uint64_t)nl_tok_seq(b->token);
-	a->skip_mask = b->skip;
-	a->tick = b->fwd_started ? b->fwd_tick : -1;
-	a->depth = b->fwd_started ? (int)(b->fwd_tick - b->copy_tick) : -1;
-	for (int st = 0; st < NL_NSTAGES; st++) {
-		const struct nl_stage_acc *acc = &b->st[st];
-		struct nl_stage_audit *sa = &a->stage[st];
-
-		sa->present = st != NL_STAGE_SPARSE || p->pipes[a->pipeline].has_sparse;
-		sa->ops = acc->ops;
-		sa->bytes = acc->bytes;
-		sa->collectives = acc->colls;
-		sa->threads = acc->ntids;
-		sa->first_ns = acc->first_ts;
-		sa->last_ns = acc->last_ts;
-		sa->completion = acc->c;
-		for (int i = 0; i < b->nbs; i++)
-			if (b->bs[i].stage == st && sa->nstreams < NL_AUDIT_MAX_STREAMS) {
-				const struct nl_stream *s = &p->s[b->bs[i].slot];
-
-				sa->streams[sa->nstreams].handle = s->key.handle;
-				sa->streams[sa->nstreams].tid = s->key.tid;
-				sa->nstreams++;
-			}
-	}
-	a->window_end_ns = b->fwd_started ? b->close_ts : 0;
-	for (int k = NL_STAGE_COPY; k <= NL_STAGE_SPARSE; k++)
-		if (b->handoff[k].found) {
-			a->handoff[k].found = true;
-			to_ref(p, &b->handoff[k].op, &a->handoff[k].op);
-			a->handoff[k].exposure = b->handoff[k].exposure;
-		}
-	overlap(p, b, a);
-	a->post_step_enabled = e->o.post_step;
-	a->post_step_confirmed = b->post_confirmed;
-	a->post_step_at_ns = b->post_confirmed ? b->post_at : 0;
-	a->tick_end_ns = b->close_ts;
-	judge(p, b, a);
-	if (a->skip_mask) {
-		/* Incomplete evidence: never trusted, never accused. */
-		a->verdict = NL_VERDICT_SKIPPED;
-		a->missing_mask = 0;
-		a->nunordered = 0;
-	} else {
-		a->verdict = a->missing_mask ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
-	}
 }
 
 static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *q)
@@ -867,7 +315,7 @@ static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *
 	q->oldest++;
 	if (!b)
 		return;
-	build_audit(e, p, b, &a);
+	nl_build_audit(e, p, b, &a);
 	b->used = false;
 	e->sum.batches++;
 	if (a.verdict == NL_VERDICT_TRUSTED)
@@ -877,7 +325,7 @@ static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *
 	else
 		e->sum.skipped++;
 	for (int r = 0; r < NL_NSKIP; r++)
-		if (a.skip_mask & SKIP(r))
+		if (a.skip_mask & NL_SKIP_BIT(r))
 			e->sum.skip_reasons[r]++;
 	for (int k = 0; k < NL_NEDGES; k++)
 		if (a.missing_mask & (1u << k))

@@ -17,8 +17,8 @@
 #define NL_MAX_THREADS 64    /* threads remembered per process (LRU) */
 #define NL_FWD_HISTORY 16    /* forward windows remembered for overlap */
 #define NL_DEPTH_MAX 8       /* depth histogram buckets (last one: >= 7) */
-#define NL_LW 4              /* 64-bit words of a learning edge bitset */
-#define NL_MAX_STREAMS_CAP (NL_LW * 64)
+#define NL_LEARN_EDGE_WORDS 4 /* 64-bit words of a learning edge bitset */
+#define NL_MAX_STREAMS_CAP (NL_LEARN_EDGE_WORDS * 64)
 #define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
 #define NL_MAX_GRAPHS 32     /* graphs and graph execs remembered per process (LRU) */
 #define NL_PIPE_SHIFT 40     /* a token is pipeline << NL_PIPE_SHIFT | batch number */
@@ -46,8 +46,16 @@ static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
 	return a->handle == b->handle && a->tid == b->tid;
 }
 
+/* The consumers a batch's watch (nl_batch.watch) looks at: the sparse
+ * stream that reads the copy, and compute. */
+enum nl_consumer {
+	NL_CONSUMER_SPARSE,
+	NL_CONSUMER_COMPUTE,
+	NL_NCONSUMERS
+};
+
 /* One op as the engine remembers it (for hand-offs and reports). */
-struct nl_opi {
+struct nl_seen_op {
 	bool valid;
 	int slot;
 	uint32_t clock;
@@ -68,9 +76,9 @@ struct nl_ring_op {
 
 struct nl_stream {
 	bool used, destroyed, blocking, capturing;
-	bool created;         /* history known: creation seen, or the null/per-thread stream */
-	bool born;            /* its creation was seen (at born_ts) */
-	uint64_t born_ts;
+	bool history_known;   /* creation seen, or the null/per-thread stream */
+	bool creation_seen;   /* its creation call was seen (at creation_ts) */
+	uint64_t creation_ts;
 	uint8_t role;
 	int8_t pipe;          /* pipeline of a copy or sparse stream; -1 none */
 	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
@@ -153,18 +161,18 @@ struct nl_thread {
 };
 
 /* One stream's share of one stage of one batch. */
-struct nl_bstream {
+struct nl_batch_stream {
 	int slot;
 	uint8_t stage;
 	uint64_t ops;
 	uint32_t last_clock;   /* any op */
 	uint64_t last_ts;
-	struct nl_opi first_op;
+	struct nl_seen_op first_op;
 	bool has_work;
-	struct nl_opi last_work;
+	struct nl_seen_op last_work;
 	/* upstream frontier (ops not ordered after any forward op of the batch) */
 	bool has_up, covered, pending;
-	struct nl_opi last_up, pending_f;
+	struct nl_seen_op last_up, pending_f;
 	uint32_t pending_seen; /* the consumer's clock of this stream */
 };
 
@@ -193,37 +201,37 @@ struct nl_batch {
 	 * possible for ops taken over by the hand-off rule) */
 	struct {
 		bool valid;
-		int bs;              /* index of the copy stream's bstream */
+		int bs;              /* index of the copy stream's nl_batch_stream */
 		uint32_t seen;       /* the consumer's clock of that stream */
-		struct nl_opi consumer;
+		struct nl_seen_op consumer;
 	} cs;
 	uint32_t fwd_first_clock;
 	uint64_t fwd_work;
-	struct nl_opi fwd_last;
+	struct nl_seen_op fwd_last;
 	uint32_t *fwd_vc;      /* compute vector clock at the last forward op */
 	bool fwd_vc_valid;
 	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
 	int nbs;
-	struct nl_bstream bs[NL_AUDIT_MAX_STREAMS];
+	struct nl_batch_stream bs[NL_AUDIT_MAX_STREAMS];
 	struct nl_stage_acc st[NL_NSTAGES];
 	struct {
 		bool found;
-		struct nl_opi op;
+		struct nl_seen_op op;
 		uint64_t exposure;
 	} handoff[2];
 	/* first consumer-role op after the producers' last op not ordered after
-	 * them: [0] sparse consumer of the copy, [1] compute consumer. repeat:
+	 * them, per consumer (enum nl_consumer). repeat:
 	 * such ops started that stage's work again (its first two work ops, in
 	 * order, same thread) inside an older token's window: the iteration went
 	 * on without this batch's token. */
-	struct {
+	struct nl_watch {
 		bool armed, valid, repeat;
 		bool blind;          /* a consumer op in another pipeline's window went unwatched */
 		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
 		int prog;            /* how much of the restart was seen */
 		int64_t prog_token;  /* in which window */
-		struct nl_opi consumer, producer, restart;
-	} nr[2];
+		struct nl_seen_op consumer, producer, restart;
+	} watch[NL_NCONSUMERS];
 	bool post_confirmed;
 	uint64_t post_at;
 };
@@ -237,7 +245,7 @@ struct nl_lstream {
 	 * waiting on the same copies is the same hand-off), those right after
 	 * another copying stream's, and its h2d count at the last one */
 	uint64_t turns, turn_switches, turn_h2d;
-	uint64_t out[NL_LW], in[NL_LW];
+	uint64_t out[NL_LEARN_EDGE_WORDS], in[NL_LEARN_EDGE_WORDS];
 };
 
 /* Role learning: statistics over the records held back. */
@@ -385,9 +393,9 @@ static inline uint32_t nl_ring_start(const struct nl_stream *s)
 }
 
 /* A ring entry as an op reference on stream slot. */
-static inline struct nl_opi nl_ring_opi(int slot, const struct nl_ring_op *r)
+static inline struct nl_seen_op nl_ring_seen_op(int slot, const struct nl_ring_op *r)
 {
-	return (struct nl_opi){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
+	return (struct nl_seen_op){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
 }
 
 /* ---- vector clocks -------------------------------------------------------- */
@@ -417,7 +425,7 @@ struct nl_skey nl_call_skey(const struct nl_call *c);
 bool nl_key_is_null(const struct nl_skey *k);
 /* Find (create: also insert, evicting when full) a stream; -1 when impossible. */
 int nl_stream_slot(struct nl_engine *e, struct nl_proc *p, const struct nl_skey *k, bool create);
-void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool created,
+void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool history_known,
 		     bool blocking);
 struct nl_event *nl_event_find(struct nl_proc *p, uint64_t handle);
 struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t handle);
@@ -432,33 +440,114 @@ const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t
 int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k);
 /* Roles changed: give every known stream its role again. */
 void nl_streams_refresh_roles(struct nl_proc *p);
+/* A pipeline for a copy stream found after learning: one whose copy
+ * streams are all destroyed, else a new one; -1 when none is left. */
+int nl_pipe_open(struct nl_proc *p);
 
 /* ---- engine_ops.c ---------------------------------------------------------- */
 
 /* Apply one call to the process state (roles known). */
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* A stream's token; on the compute stream a later token closes batches.
+ * The copy stream's tokens are only minted, never taken from others. */
+void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
+/* The copy stream's open segment ends. */
+void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
+
+/* ---- engine_calls.c -------------------------------------------------------- */
+
+/* Called from nl_apply for the calls that are not ops on a stream. */
+
+/* hipEventQuery, hipStreamQuery: done (0) or not (600), as evidence. */
+void nl_apply_query(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Event, stream and device synchronization, hipEventElapsedTime. */
+void nl_apply_sync(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Creates and destroys of streams, events and graphs; capture begins. */
+void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* Everything enqueued on stream slot before call c is done at its return. */
+void nl_stream_done(struct nl_proc *p, int slot, const struct nl_call *c);
+
+/* ---- engine_cadence.c ------------------------------------------------------ */
+
+/* Called from engine_ops.c when a wait or a launch may move a stream to
+ * another batch. */
+
+/* The batch a wait of stream slot that brings token tok gives compute: an
+ * older one it covers that is due first, else tok. */
+int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok);
+/* The same at a sparse stream fed by the copy stream `from`. */
+int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok);
+/* A wait of compute on the copy stream of a pipeline with a sparse stage:
+ * it orders, but does not move compute to the copy stream's newer batch. */
+bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
+		  const struct nl_event *ev);
+/* A launch on compute that begins a new step may take the next batch. */
+void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c);
+/* Every copy op of batch b is ordered before stream s's clock. */
+bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
+
+/* ---- engine_graph.c -------------------------------------------------------- */
+
+/* Called from engine_ops.c, whose ops a capture takes in or ends. */
+
+/* The origin slot of the open capture with this id, or -1. */
+int nl_capture_open(const struct nl_proc *p, uint32_t cap_id);
+/* The capture a capturing stream belongs to: its origin, or NULL when the
+ * origin's slot was reused meanwhile. */
+struct nl_stream *nl_capture_origin(struct nl_proc *p, const struct nl_stream *s);
+/* An op on a capturing stream: it runs at each launch, not now. */
+void nl_capture_note(struct nl_proc *p, int slot);
+/* hipStreamEndCapture, failed or not, ends the capture of every stream in it. */
+void nl_capture_end(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
+/* The graph (is_exec: the exec) with this handle; NULL when not remembered. */
+struct nl_graph *nl_graph_find(struct nl_proc *p, uint64_t handle, bool is_exec);
+/* A record made in a capture, waited on outside it: launches of what the
+ * capture made cannot be placed. */
+void nl_graph_taint(struct nl_proc *p, uint32_t cap_id);
+/* hipGraphInstantiate* and the destroys of graphs and execs. */
+void nl_graph_lifecycle(struct nl_proc *p, const struct nl_call *c);
+
+/* ---- engine_handoff.c ------------------------------------------------------ */
+
+/* Book a remembered op (ring entry r of stream slot) again, on batch tok. */
+void nl_account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
+		     int64_t tok);
+#define NL_ANY_TOKEN INT64_MIN /* nl_retoken_events: whatever token they carry */
+/* Events recorded on slot at a clock in (after, upto] that carry from_tok
+ * (or any, NL_ANY_TOKEN) carry tok from now on. */
+void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
+		       int64_t from_tok, int64_t tok, bool adopted);
+/* Compute takes the batch of event ev's record from a sparse stream: work
+ * that stream enqueued after the record goes to a newer batch copied by then. */
+void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev);
+/* Work on sparse stream s after compute took its batch (s->handed). */
+void nl_take_over(struct nl_proc *p, struct nl_stream *s);
+/* Work on sparse stream s that no batch ever reached. */
+void nl_take_first(struct nl_proc *p, struct nl_stream *s);
 
 /* ---- engine_batch.c -------------------------------------------------------- */
 
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
+/* The batches in flight of one pipeline, and of all of them. */
+#define NL_FOR_PIPE_BATCHES(p, q, b)                                        \
+	for (int64_t t_ = (q)->oldest; t_ < (q)->next_token; t_++)          \
+		if (((b) = nl_batch_of((p), t_)) != NULL)
+
+#define NL_FOR_BATCHES(p, b)                                                \
+	for (int q_ = 0; q_ < (p)->npipes; q_++)                            \
+		NL_FOR_PIPE_BATCHES(p, &(p)->pipes[q_], b)
+
+/* A skip reason (NL_SKIP_*) as a bit of a batch's skip mask. */
+#define NL_SKIP_BIT(r) (1u << (r))
+/* The stage a stream of this role works for; -1 none. */
+int nl_stage_of_role(int role);
 /* The pipeline of a token or stream (NULL: none). */
 struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token);
 struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s);
-/* A pipeline for a copy stream found after learning: one whose copy
- * streams are all destroyed, else a new one; -1 when none is left. */
-int nl_pipe_open(struct nl_proc *p);
 /* A new token on the copy stream; its batch. */
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts);
-/* Book one op (already applied to the clocks) on its batch. */
-void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
-		uint32_t clock, int64_t token, bool work, bool is_coll);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
-/* Batch b's ops on stream slot end at clock `cut`: its later ones were
- * handed to the next batch (engine_batch.c). */
-void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
-/* The copy stream's open segment ends (engine_ops.c). */
-void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost between w0 (last record processed) and ts. */
@@ -479,8 +568,34 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited);
 /* A stream slot is reused: batches with ops there lose evidence. */
 void nl_batches_lose_slot(struct nl_proc *p, int slot);
 
+/* ---- engine_account.c ------------------------------------------------------ */
+
+/* Book one op (already applied to the clocks) on its batch. */
+void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
+		uint32_t clock, int64_t token, bool work, bool is_coll);
+/* Batch b's ops on stream slot end at clock `cut`: its later ones were
+ * handed to the next batch. */
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
+
+/* ---- engine_verdict.c ------------------------------------------------------ */
+
+/* The audit of batch b, final: its verdict and missing edges, and all else
+ * the audit reports (engine_batch.c emits it). */
+void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
+		    const struct nl_batch *b, struct nl_batch_audit *a);
+
+/* ---- engine_summary.c ------------------------------------------------------ */
+
+/* Process i is done (exited, or tracing ended): its streams and counts join
+ * the engine's summary, and it is freed (engine.c). */
+void nl_proc_retire(struct nl_engine *e, int i);
+/* The summary of the retired processes and the live ones as they are now,
+ * to the caller's sink (engine.c: report and finish). */
+void nl_emit_summary(struct nl_engine *e);
+
 /* ---- engine_roles.c -------------------------------------------------------- */
 
+/* 0, or -ENOMEM (l is then empty, safe to free again). */
 int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents);
 void nl_learn_free(struct nl_learn *l);
 /* Note one held-back call; true when the roles can be decided. */

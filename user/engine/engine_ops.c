@@ -1,21 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * Applying one call to a process: ops on streams (record, wait, work) with
- * their vector clocks and batch tokens, null-stream implicit
- * synchronization, graph capture, and the completion evidence that queries
- * and synchronizations carry.
+ * their vector clocks and batch tokens, and null-stream implicit
+ * synchronization. The other calls (queries, synchronizations, lifecycles):
+ * engine_calls.c. Graph capture: engine_graph.c; which batch a
+ * wait gives when several are due (tick cadence): engine_cadence.c; ops
+ * given to another batch, and the hand-off rule: engine_handoff.c.
  */
 #include "engine/engine_int.h"
 
-/* When the job learned the call's answer. */
-static uint64_t call_end(const struct nl_call *c)
-{
-	return (c->fields & NL_F_RC) && c->ret_ns ? c->ret_ns : c->ts_ns;
-}
-
 /* A stream's token; on the compute stream a later token closes batches.
  * The copy stream's tokens are only minted, never taken from others. */
-static void set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts)
+void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts)
 {
 	struct nl_stream *s = &p->s[slot];
 
@@ -25,8 +21,6 @@ static void set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t 
 		nl_compute_advance(e, p, tok, ts); /* only a later token of its pipeline */
 	s->token = tok;
 }
-
-static int64_t cadence(struct nl_proc *p, int slot, int64_t tok);
 
 static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
 {
@@ -64,7 +58,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 		if (tok > s->carry)
 			s->carry = tok;
 		if (tok > s->token)
-			set_token(e, p, slot, cadence(p, slot, tok), ts);
+			nl_set_token(e, p, slot, nl_cadence(p, slot, tok), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];
@@ -76,111 +70,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 			return;
 		join_implicit(p, slot, n, ts);
 		if (tok > s->token)
-			set_token(e, p, slot, tok, ts);
-	}
-}
-
-/* ---- graphs (docs/engine.md, "Graphs") ------------------------------------- */
-
-/* The origin slot of the open capture with this id, or -1. */
-static int capture_open(const struct nl_proc *p, uint32_t cap_id)
-{
-	for (uint32_t i = 0; cap_id && i < p->w; i++)
-		if (p->s[i].capturing && p->s[i].capture_origin == (int)i &&
-		    p->s[i].cap_id == cap_id)
-			return (int)i;
-	return -1;
-}
-
-/* The capture a capturing stream belongs to: its origin, or NULL when the
- * origin's slot was reused meanwhile. */
-static struct nl_stream *capture_origin(struct nl_proc *p, const struct nl_stream *s)
-{
-	struct nl_stream *o = s->capture_origin >= 0 ? &p->s[s->capture_origin] : NULL;
-
-	return o && o->capturing && o->capture_origin == s->capture_origin ? o : NULL;
-}
-
-/* A captured op: it runs at each launch, not now. A launch stays one op of
- * its stream only while the capture keeps to the stream that began it. */
-static void capture_note(struct nl_proc *p, int slot)
-{
-	struct nl_stream *o = capture_origin(p, &p->s[slot]);
-
-	if (o && &p->s[slot] != o)
-		o->cap_ok = false;
-}
-
-static struct nl_graph *graph_find(struct nl_proc *p, uint64_t handle, bool is_exec)
-{
-	for (int i = 0; i < NL_MAX_GRAPHS; i++)
-		if (p->graphs[i].used && p->graphs[i].handle == handle &&
-		    p->graphs[i].is_exec == is_exec)
-			return &p->graphs[i];
-	return NULL;
-}
-
-/* A new graph or exec (a handle seen again replaces the old one); the least
- * recently used is forgotten when full, so its launches are skipped. */
-static void graph_add(struct nl_proc *p, uint64_t handle, bool is_exec, bool ok, uint32_t cap_id)
-{
-	struct nl_graph *g = graph_find(p, handle, is_exec);
-
-	if (!g) {
-		g = &p->graphs[0];
-		for (int i = 0; i < NL_MAX_GRAPHS; i++) {
-			if (!p->graphs[i].used) {
-				g = &p->graphs[i];
-				break;
-			}
-			if (p->graphs[i].lru < g->lru)
-				g = &p->graphs[i];
-		}
-	}
-	*g = (struct nl_graph){ .used = true, .is_exec = is_exec, .ok = ok, .cap_id = cap_id,
-				.handle = handle, .lru = ++p->lru };
-}
-
-/* A record made in a capture, waited on outside it: launches of what the
- * capture made cannot be placed. */
-static void graph_taint(struct nl_proc *p, uint32_t cap_id)
-{
-	for (int i = 0; i < NL_MAX_GRAPHS; i++)
-		if (p->graphs[i].used && p->graphs[i].cap_id == cap_id)
-			p->graphs[i].ok = false;
-}
-
-/* hipStreamEndCapture, failed or not, ends the capture of every stream in it. */
-static void capture_end(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_skey key = nl_call_skey(c);
-	int slot = nl_stream_slot(e, p, &key, false);
-	struct nl_stream *o = slot >= 0 ? &p->s[slot] : NULL;
-
-	if (!o || !o->capturing || o->capture_origin != slot)
-		return;
-	if ((c->fields & NL_F_RC) && c->rc == 0 && (c->fields & NL_F_HANDLE))
-		graph_add(p, c->handle, false, o->cap_ok, o->cap_id);
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].capturing && p->s[i].capture_origin == slot) {
-			p->s[i].capturing = false;
-			p->s[i].capture_origin = -1;
-		}
-}
-
-static void graph_lifecycle(struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_graph *g;
-
-	if (!(c->fields & NL_F_FN))
-		return;
-	if (c->kind == NL_K_GRAPH_DESTROY) {
-		g = graph_find(p, c->fn, c->api == NL_API_GRAPH_EXEC_DESTROY);
-		if (g)
-			g->used = false;
-	} else if (c->fields & NL_F_HANDLE) { /* instantiated: the exec is what its graph was */
-		g = graph_find(p, c->fn, false);
-		graph_add(p, c->handle, true, g && g->ok, g ? g->cap_id : 0);
+			nl_set_token(e, p, slot, tok, ts);
 	}
 }
 
@@ -191,7 +81,7 @@ static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const s
 	struct nl_stream *s = &p->s[slot];
 
 	if (s->capturing) {
-		capture_note(p, slot);
+		nl_capture_note(p, slot);
 		return false;
 	}
 	implicit_sync(e, p, slot, c->ts_ns);
@@ -205,12 +95,9 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	s->seg_open = false;
 	if (b) {
 		b->copy_closed = true;
-		b->nr[0].armed = true;
+		b->watch[NL_CONSUMER_SPARSE].armed = true;
 	}
 }
-
-static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
-			 int64_t tok);
 
 #define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
 
@@ -261,7 +148,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 			cut = r->clock;
 		idx += r->work;
 		if (cur != tok) {
-			account_ring(e, p, slot, r, cur);
+			nl_account_ring(e, p, slot, r, cur);
 			moved++;
 		}
 	}
@@ -278,7 +165,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->slot = slot;
 	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
-		const struct nl_stream *o = capture_origin(p, s);
+		const struct nl_stream *o = nl_capture_origin(p, s);
 
 		ev->capture = true;
 		ev->cap_id = o ? o->cap_id : 0;
@@ -302,43 +189,6 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		nl_pipe_of_stream(p, s)->seen_copy_record = true;
 		if (s->seg_open)
 			nl_close_segment(p, s);
-	}
-}
-
-static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
-static bool copy_covered(const struct nl_batch *b, const struct nl_stream *s);
-
-/* Book a remembered op again, on batch tok. */
-static void account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
-			 int64_t tok)
-{
-	struct nl_call c;
-
-	r->token = tok;
-	memset(&c, 0, sizeof(c));
-	c.pid = p->pid;
-	c.tid = r->tid;
-	c.api = r->api;
-	c.kind = (uint8_t)nl_api_info[r->api].kind;
-	c.ts_ns = r->ts;
-	nl_account(e, p, slot, &c, r->clock, tok, r->work, false);
-}
-
-#define NL_ANY_TOKEN INT64_MIN /* retoken_events: whatever token they carry */
-
-/* Events recorded on slot at a clock in (after, upto] that carry from_tok
- * (or any, NL_ANY_TOKEN) carry tok from now on. */
-static void retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
-			   int64_t from_tok, int64_t tok, bool adopted)
-{
-	for (uint32_t i = 0; i < p->ecap; i++) {
-		struct nl_event *o = &p->ev[i];
-
-		if (o->used && o->recorded && o->slot == slot && o->clock > after &&
-		    o->clock <= upto && (from_tok == NL_ANY_TOKEN || o->token == from_tok)) {
-			o->token = tok;
-			o->adopted = adopted;
-		}
 	}
 }
 
@@ -367,7 +217,7 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *m = &p->s[slot];
 	uint32_t start = nl_ring_start(m);
-	bool whole = start == 0 && m->born, cut = whole;
+	bool whole = start == 0 && m->creation_seen, cut = whole;
 	const struct nl_ring_op *last = NULL;
 
 	m->token = NL_NO_TOKEN;
@@ -386,10 +236,10 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 			m->seg_work++;
 		}
 		if (m->token != NL_NO_TOKEN) {
-			account_ring(e, p, slot, r, m->token);
+			nl_account_ring(e, p, slot, r, m->token);
 			if (rec) /* whatever token it carried (compute's, by a buffer-reuse wait) */
-				retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
-					       m->token, false);
+				nl_retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
+						  m->token, false);
 		}
 		if (rec) {
 			cut = true;
@@ -448,262 +298,6 @@ static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
-/* The hand-off rule, for work the producer enqueued between the record
- * compute now takes and this take, with no wait on it since: if a newer
- * batch had been copied by then, that work (and the events recorded after
- * it) is the newer batch's, as it would be had it come after the take. */
-static void take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev)
-{
-	int slot = ev->slot;
-	struct nl_stream *s = &p->s[slot];
-	int64_t tok = ev->token, next = tok + 1;
-	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
-	uint32_t start = nl_ring_start(s);
-	uint64_t moved = 0;
-	bool any = false;
-
-	if (!bt || !bn || s->wait_clock > ev->clock || s->vc[slot] <= ev->clock ||
-	    (start > 0 && s->ring[start % NL_RING].clock > ev->clock + 1))
-		return;
-	for (uint32_t k = start; k < s->nring; k++) {
-		const struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
-			any = true;
-	}
-	if (!any)
-		return;
-	take_token(p, s, next);
-	for (uint32_t k = start; k < s->nring; k++) {
-		struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-		if (r->clock <= ev->clock || r->token != tok)
-			continue;
-		account_ring(e, p, slot, r, next);
-		moved++;
-	}
-	nl_batch_cut(p, bt, slot, ev->clock, moved);
-	retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
-}
-
-/* Compute takes a batch of a pipeline with a sparse stage from its sparse
- * streams: a wait of compute on the copy stream orders (its clock is
- * joined) but does not move compute to the copy stream's newer batch, which
- * a legal wait made after that batch's copy would (the [oversync] programs
- * of the random testing). */
-static bool over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
-		      const struct nl_event *ev)
-{
-	const struct nl_pipe *q;
-
-	if (slot != p->compute_slot || !from || from->role != NL_ROLE_COPY ||
-	    ev->token == NL_NO_TOKEN)
-		return false;
-	q = &p->pipes[nl_tok_pipe(ev->token)];
-	return q->has_sparse && ev->token > q->fwd_max;
-}
-
-/* The consumer watch could have seen batch b's forward begin in compute's
- * current window. */
-static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
-{
-	const struct nl_batch *own = nl_batch_of(p, s->token);
-	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
-	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
-
-	/* Two different kernels, both named (one kernel launched twice could
-	 * be this batch's forward after the other's, and launches counted in a
-	 * run carry no kernel address), and every step so far began with them
-	 * (a forward whose first kernels vary would not show its restart). */
-	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
-	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
-	       w->first_sig[0] != w->first_sig[1] && b->nr[1].armed && !q->step_varied &&
-	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
-}
-
-/* Every producer op of the batch is ordered before the stream's clock, and
- * the stream's last work (at `mine`) cannot be this batch's forward begun
- * without its edge. */
-/* Every producer work op of batch b is ordered before stream s's clock: the
- * last one's time, 0 when one is not (or there is none). */
-static uint64_t producers_before(const struct nl_batch *b, const struct nl_stream *s)
-{
-	uint64_t last = 0;
-
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
-
-		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
-			continue;
-		if (bs->last_work.clock > s->vc[bs->slot])
-			return 0;
-		if (bs->last_work.ts > last)
-			last = bs->last_work.ts;
-	}
-	return last;
-}
-
-/* The consumer watch saw every compute work op after the batch's last
- * producer op and none was unordered: it watched the batch from then (its
- * producer ops were accounted live, not re-cut or restamped later), and
- * no op went unwatched in another pipeline's window. */
-static bool watched(const struct nl_batch *b, uint64_t last)
-{
-	return !b->nr[1].valid && !b->nr[1].blind && b->nr[1].armed && b->nr[1].armed_ts <= last;
-}
-
-static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
-			  uint64_t mine)
-{
-	uint64_t last = producers_before(b, s);
-
-	/* Work after them may be this batch's forward begun without its edge.
-	 * It is not when the consumer watch saw every such work op ordered
-	 * after them (watched), nor when compute held an older batch of the
-	 * same pipeline whose forward shows its first two kernels (same
-	 * thread): a forward begun again without the edge would have repeated
-	 * them there (nr[1].repeat, "end of a run"). */
-	return last && (mine < last || watched(b, last) || restart_watched(p, s, b));
-}
-
-/* Tick cadence: a wait of compute that brings batch tok but also covers an
- * older batch of its pipeline that no forward began yet (a legal wait made
- * after a newer batch's producer work: a fill phase whose data-dist record
- * covers two batches) takes that older batch first; the next wait moves on.
- * Not a batch whose forward already restarted without it (the dropped-edge
- * signature of "end of a run"), one cut from a merged copy segment (its
- * record went with a dropped wait), nor one whose sparse stage it never
- * reached: those were passed over. */
-static int64_t cadence(struct nl_proc *p, int slot, int64_t tok)
-{
-	struct nl_pipe *q = nl_pipe_of_token(p, tok);
-	const struct nl_stream *s = &p->s[slot];
-	uint64_t mine = 0; /* compute's last work */
-	int64_t t;
-
-	if (slot != p->compute_slot || !q)
-		return tok;
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
-		if (s->ring[k % NL_RING].work)
-			mine = s->ring[k % NL_RING].ts;
-	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
-	for (; t < tok; t++) {
-		const struct nl_batch *b = nl_batch_of(p, t);
-
-		if (b && !b->closed && !b->fwd_started && !b->nr[1].repeat && !b->merged &&
-		    b->copy_closed &&
-		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, s, mine))
-			return t;
-	}
-	return tok;
-}
-
-/* Every copy op of batch b is ordered before stream s's clock. */
-static bool copy_covered(const struct nl_batch *b, const struct nl_stream *s)
-{
-	bool any = false;
-
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_bstream *bs = &b->bs[i];
-
-		if (bs->stage != NL_STAGE_COPY || !bs->has_work)
-			continue;
-		if (bs->last_work.clock > s->vc[bs->slot])
-			return false;
-		any = true;
-	}
-	return any;
-}
-
-/* Work of the stream before its ring op k carried token tok. */
-static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
-{
-	for (uint32_t j = nl_ring_start(s); j < k; j++)
-		if (s->ring[j % NL_RING].work && s->ring[j % NL_RING].token == tok)
-			return true;
-	return false;
-}
-
-/* Stream s did work while carrying token tok (its last ops). */
-static bool worked_on(const struct nl_stream *s, int64_t tok)
-{
-	return worked_before(s, s->nring, tok);
-}
-
-/* The stream did work after ts that no wait made after ts preceded with
- * only work between (a segment begun before ts, or after one of its records
- * with no wait between): that work could be a batch's sparse stage begun
- * without its edge, merged into the segment before. Not work the hand-off
- * rule gave a batch of its own (a token other than the wait's or the work's
- * before it, that no earlier work carried). */
-static bool unfed_work_since(const struct nl_stream *s, uint64_t ts)
-{
-	uint32_t k = nl_ring_start(s);
-	int64_t last = NL_NO_TOKEN;
-	bool fed = false;
-
-	for (; k < s->nring; k++) {
-		const struct nl_ring_op *r = &s->ring[k % NL_RING];
-		int kind = nl_api_info[r->api].kind;
-
-		if (kind == NL_K_STREAM_WAIT) {
-			fed = r->ts > ts;
-			last = r->token;
-		} else if (kind == NL_K_EVENT_RECORD) {
-			fed = false;
-		} else if (r->work) {
-			if (!fed && r->token != NL_NO_TOKEN && last != NL_NO_TOKEN && r->token != last &&
-			    !worked_before(s, k, r->token))
-				fed = true;
-			if (r->ts > ts && !fed)
-				return true;
-			last = r->token;
-		}
-	}
-	return false;
-}
-
-/* Tick cadence at a sparse stream: a wait on the copy stream that brings
- * batch tok but also covers an older batch whose sparse stage has not begun
- * (a fill phase whose copy record comes after two batches' copies, or a
- * D.wait_stream(M) made after the next batch's copy) gives the stream that
- * older batch: one sparse segment per batch, in order. The newer batch is
- * then already ordered after its copy when its turn comes. */
-static int64_t sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
-{
-	const struct nl_stream *s = &p->s[slot];
-	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
-	int64_t t;
-
-	if (!q || s->role != NL_ROLE_SPARSE || !from || from->role != NL_ROLE_COPY ||
-	    from->pipe != s->pipe || slot == p->compute_slot)
-		return tok;
-	/* work it did before any batch reached it: where it stands is not known */
-	if (s->token == NL_NO_TOKEN && worked_on(s, NL_NO_TOKEN))
-		return tok;
-	t = q->oldest;
-	if (s->token != NL_NO_TOKEN && nl_tok_pipe(s->token) == nl_tok_pipe(tok) && s->token > t)
-		t = s->token;
-	if (s->token == t && worked_on(s, t))
-		t++;
-	for (; t < tok; t++) {
-		const struct nl_batch *b = nl_batch_of(p, t);
-
-		if (!b || b->closed || b->merged || !b->copy_closed || b->st[NL_STAGE_SPARSE].work ||
-		    !copy_covered(b, s))
-			continue;
-		/* work the stream did after this batch's copy began could be its
-		 * sparse stage begun without the edge, and a stream created after
-		 * it began is not the one that was to run it (a pipeline's streams
-		 * created again): the edges decide then */
-		if ((s->born && s->born_ts > b->st[NL_STAGE_COPY].first_ts) ||
-		    unfed_work_since(s, b->st[NL_STAGE_COPY].first_ts))
-			return tok;
-		return t;
-	}
-	return tok;
-}
-
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -711,17 +305,17 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	uint32_t clock;
 
 	if (ev && ev->capture && !s->capturing) {
-		int origin = capture_open(p, ev->cap_id);
+		int origin = nl_capture_open(p, ev->cap_id);
 
 		if (origin >= 0) { /* a fork: s joins the capture */
 			s->capturing = true;
 			s->capture_origin = origin;
 		} else { /* the capture is over: what this waits for is not known */
-			graph_taint(p, ev->cap_id);
+			nl_graph_taint(p, ev->cap_id);
 			nl_batch_skip(p, s->token, NL_SKIP_GRAPH_CAPTURE);
 		}
 	} else if (s->capturing && ev && (ev->recorded || ev->capture)) {
-		struct nl_stream *o = capture_origin(p, s);
+		struct nl_stream *o = nl_capture_origin(p, s);
 
 		/* an edge across the capture's boundary, or within a capture that
 		 * spans streams: the graph is more than one op of its stream */
@@ -768,9 +362,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 		}
-		if (!over_copy(p, slot, from, ev))
-			set_token(e, p, slot,
-				  cadence(p, slot, sparse_due(p, slot, from, ev->token)), c->ts_ns);
+		if (!nl_over_copy(p, slot, from, ev))
+			nl_set_token(e, p, slot,
+				     nl_cadence(p, slot, nl_sparse_due(p, slot, from, ev->token)),
+				     c->ts_ns);
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&
 		    from->pipe == s->pipe && ev->token != NL_NO_TOKEN)
 			/* fed again with nothing newer than the batch compute took:
@@ -791,7 +386,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			p->s[ev->slot].handed = true;
 			p->s[ev->slot].handed_in = false;
 			p->s[ev->slot].handed_tok = ev->token;
-			take_after_record(e, p, ev);
+			nl_take_after_record(e, p, ev);
 		} else if (s->role == NL_ROLE_SPARSE && from && ev->slot != slot &&
 			   from->role == NL_ROLE_SPARSE && from->pipe == s->pipe &&
 			   s->fed_by_copy && !from->fed_by_copy && ev->token != NL_NO_TOKEN &&
@@ -830,92 +425,6 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	s->seg_work++;
 }
 
-static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
-{
-	const struct nl_batch *b = nl_batch_of(p, next);
-
-	s->handed = false;
-	/* not adopted when an earlier wait already ordered it after the copy */
-	s->adopted = !b || !copy_covered(b, s);
-	s->token = next;
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].seg_open &&
-		    p->s[i].token == next)
-			nl_close_segment(p, &p->s[i]);
-}
-
-/* The hand-off rule: once compute took batch T from a sparse stream, work
- * that stream enqueues before a newer batch reaches it is not T's. If a
- * newer batch was copied it is that batch's, taken without the edge that
- * should have brought it (judged copy->sparse); otherwise it stays T's (a
- * late op). The newer batch's copy segment ends here: its consumer began. */
-static void take_over(struct nl_proc *p, struct nl_stream *s)
-{
-	int64_t next = s->handed_tok + 1;
-
-	if (s->token != s->handed_tok || !nl_batch_of(p, next))
-		return;
-	take_token(p, s, next);
-}
-
-/* Work on a sparse stream that no batch ever reached, while the copy stream
- * holds an open segment: the first batch's sparse stage began without its
- * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
-static void take_first(struct nl_proc *p, struct nl_stream *s)
-{
-	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
-
-	/* After an attach in the middle of a run the stream's token may come
-	 * from an edge made before we looked. */
-	if (p->mid_run || !q)
-		return;
-	for (uint32_t i = 0; i < p->w; i++) {
-		const struct nl_stream *m = &p->s[i];
-
-		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe && m->seg_open &&
-		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token)) {
-			take_token(p, s, m->token);
-			return;
-		}
-	}
-}
-
-/* Tick cadence at compute, by the step signature: compute holds batch X
- * whose forward window began with the step's first two kernels and launches
- * the first of them again, so a new step begins. When the next batch of X's
- * pipeline is ordered after all its producer work already (a legal wait
- * made after that batch's producers covered it), compute takes it here
- * rather than running its forward in X's window. Only while every step so
- * far began with the same two different kernels, named (a launch counted in
- * a run carries no kernel address). */
-#define NL_STEP_SURE 2 /* steps that began alike before a restart is trusted */
-
-static void step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
-{
-	const struct nl_stream *s = &p->s[slot];
-	const struct nl_stage_acc *w;
-	const struct nl_batch *x, *b;
-	const struct nl_pipe *q;
-
-	if (slot != p->compute_slot || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) ||
-	    s->token == NL_NO_TOKEN)
-		return;
-	q = nl_pipe_of_token(p, s->token);
-	x = nl_batch_of(p, s->token);
-	if (!q || !x || q->step_n < NL_STEP_SURE || q->step_varied || q->step_sig[0] == q->step_sig[1] ||
-	    ((uint64_t)c->api << 48 ^ c->fn) != q->step_sig[0])
-		return;
-	w = &x->st[NL_STAGE_FORWARD];
-	if (w->work < 2 || !w->first_named[0] || !w->first_named[1] ||
-	    w->first_sig[0] != q->step_sig[0] || w->first_sig[1] != q->step_sig[1])
-		return;
-	b = nl_batch_of(p, s->token + 1);
-	if (!b || b->closed || b->fwd_started || b->merged || !b->copy_closed ||
-	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
-		return;
-	set_token(e, p, slot, b->token, c->ts_ns);
-}
-
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -945,10 +454,10 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
 	else if (s->role == NL_ROLE_SPARSE && s->handed)
-		take_over(p, s);
+		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
-		take_first(p, s);
-	step_begins(e, p, slot, c);
+		nl_take_first(p, s);
+	nl_step_begins(e, p, slot, c);
 	clock = ++s->vc[slot];
 	s->gate = clock;
 	if (slot == p->compute_slot)
@@ -976,157 +485,20 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
  * op (ordering outside the graph holds), but the batch is not judged. */
 static void graph_launch(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
-	struct nl_graph *x = (c->fields & NL_F_FN) ? graph_find(p, c->fn, true) : NULL;
+	struct nl_graph *x = (c->fields & NL_F_FN) ? nl_graph_find(p, c->fn, true) : NULL;
 	bool ok = x && x->ok;
 	struct nl_stream *o;
 
 	if (x)
 		x->lru = ++p->lru;
 	if (p->s[slot].capturing) { /* launched into a capture: a child graph */
-		o = capture_origin(p, &p->s[slot]);
+		o = nl_capture_origin(p, &p->s[slot]);
 		if (o && !ok)
 			o->cap_ok = false;
 	}
 	op_work(e, p, slot, c);
 	if (!ok && !p->s[slot].capturing)
 		nl_batch_skip(p, p->s[slot].token, NL_SKIP_GRAPH_CAPTURE);
-}
-
-/* ---- evidence -------------------------------------------------------------- */
-
-static void event_done(struct nl_proc *p, const struct nl_event *ev, const struct nl_call *c)
-{
-	/* The record the job asked about is the last one before its call. */
-	if (ev && ev->recorded && ev->rec_ts <= c->ts_ns)
-		nl_evidence_done(p, ev->vc, -1, UINT64_MAX, call_end(c), c->api);
-}
-
-/* Everything enqueued on the stream before the call is done at its return.
- * If the stream took another stream's clock after the call began (another
- * thread's wait), only its own ops are proven. */
-static void stream_done(struct nl_proc *p, int slot, const struct nl_call *c)
-{
-	const struct nl_stream *s = &p->s[slot];
-
-	nl_evidence_done(p, s->vc, s->last_join_ts > c->ts_ns ? slot : -1, c->ts_ns, call_end(c),
-			 c->api);
-}
-
-static void apply_query(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_skey key;
-	struct nl_event *ev;
-	int slot;
-
-	if (!(c->fields & NL_F_RC))
-		return;
-	if (c->kind == NL_K_EVENT_QUERY) {
-		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
-		if (c->rc == 0)
-			event_done(p, ev, c);
-		else if (c->rc == 600 && ev && ev->recorded && ev->slot >= 0 && ev->rec_ts <= c->ts_ns)
-			nl_evidence_not_done(p, ev->slot, ev->gate, c->ts_ns);
-		return;
-	}
-	key = nl_call_skey(c);
-	slot = nl_stream_slot(e, p, &key, false);
-	if (slot < 0)
-		return;
-	if (c->rc == 0)
-		stream_done(p, slot, c);
-	else if (c->rc == 600)
-		nl_evidence_not_done(p, slot, p->s[slot].gate, c->ts_ns);
-}
-
-static void apply_sync(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_event *ev, *ev2;
-	struct nl_skey key;
-	int slot;
-
-	switch (c->kind) {
-	case NL_K_EVENT_SYNC:
-		event_done(p, (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL, c);
-		break;
-	case NL_K_EVENT_ELAPSED:
-		/* Success needs both events complete. */
-		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
-		ev2 = (c->fields & NL_F_EVENT2) ? nl_event_find(p, c->event2) : NULL;
-		event_done(p, ev, c);
-		event_done(p, ev2, c);
-		if ((c->fields & NL_F_MS) && ev && ev2 && ev->recorded && ev2->recorded)
-			nl_evidence_ms(p, ev, ev2, c->ms);
-		break;
-	case NL_K_STREAM_SYNC:
-		key = nl_call_skey(c);
-		slot = nl_stream_slot(e, p, &key, false);
-		if (slot >= 0)
-			stream_done(p, slot, c);
-		break;
-	case NL_K_DEVICE_SYNC:
-		nl_evidence_done(p, NULL, -1, c->ts_ns, call_end(c), c->api);
-		break;
-	default:
-		break;
-	}
-}
-
-static void apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
-{
-	struct nl_skey key;
-	struct nl_event *ev;
-	int slot;
-
-	switch (c->kind) {
-	case NL_K_STREAM_CREATE:
-		if (!(c->fields & NL_F_HANDLE))
-			return;
-		key = (struct nl_skey){ c->handle == 1 ? 0 : c->handle, 0 };
-		slot = nl_stream_slot(e, p, &key, true);
-		if (slot >= 0) {
-			nl_stream_reset(p, slot, &key, true,
-					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
-			p->s[slot].born = true;
-			p->s[slot].born_ts = c->ts_ns;
-		}
-		break;
-	case NL_K_STREAM_DESTROY:
-		key = nl_call_skey(c);
-		slot = nl_stream_slot(e, p, &key, false);
-		if (slot >= 0)
-			p->s[slot].destroyed = true;
-		break;
-	case NL_K_EVENT_CREATE:
-		if (!(c->fields & NL_F_HANDLE))
-			return;
-		ev = nl_event_get(e, p, c->handle);
-		if (ev->created || ev->recorded)
-			ev->gen++; /* created again without a destroy we saw */
-		ev->created = true;
-		ev->recorded = ev->capture = false;
-		break;
-	case NL_K_EVENT_DESTROY:
-		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;
-		if (ev)
-			nl_event_forget(p, ev);
-		break;
-	case NL_K_CAPTURE_BEGIN:
-		key = nl_call_skey(c);
-		slot = nl_stream_slot(e, p, &key, true);
-		if (slot >= 0) {
-			p->s[slot].capturing = true;
-			p->s[slot].capture_origin = slot;
-			p->s[slot].cap_id = ++p->next_cap_id ? p->next_cap_id : ++p->next_cap_id;
-			p->s[slot].cap_ok = true;
-		}
-		break;
-	case NL_K_GRAPH_INST:
-	case NL_K_GRAPH_DESTROY:
-		graph_lifecycle(p, c);
-		break;
-	default:
-		break;
-	}
 }
 
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
@@ -1136,11 +508,11 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 
 	p->call_ts = c->ts_ns;
 	if (c->kind == NL_K_EVENT_QUERY || c->kind == NL_K_STREAM_QUERY) {
-		apply_query(e, p, c); /* 600 is an answer, not a failure */
+		nl_apply_query(e, p, c); /* 600 is an answer, not a failure */
 		return;
 	}
 	if (c->kind == NL_K_CAPTURE_END)
-		capture_end(e, p, c); /* a failed end ends the capture too */
+		nl_capture_end(e, p, c); /* a failed end ends the capture too */
 	if ((c->fields & NL_F_RC) && c->rc != 0) {
 		e->sum.ignored_records++; /* the call did nothing */
 		return;
@@ -1160,10 +532,10 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 	case NL_K_EVENT_ELAPSED:
 	case NL_K_STREAM_SYNC:
 	case NL_K_DEVICE_SYNC:
-		apply_sync(e, p, c);
+		nl_apply_sync(e, p, c);
 		return;
 	default:
-		apply_lifecycle(e, p, c);
+		nl_apply_lifecycle(e, p, c);
 		return;
 	}
 	key = nl_call_skey(c);
@@ -1190,7 +562,7 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 	case NL_K_COPY_SYNC:
 		op_work(e, p, slot, c);
 		if (!p->s[slot].capturing)
-			stream_done(p, slot, c); /* it returned: the stream is drained */
+			nl_stream_done(p, slot, c); /* it returned: the stream is drained */
 		break;
 	case NL_K_GRAPH:
 		graph_launch(e, p, slot, c);

@@ -18,6 +18,7 @@
  * Overrides from the options replace any of these. The held-back records are
  * then replayed with the roles known, so no batch is judged on a guess.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "engine/engine_int.h"
@@ -33,7 +34,7 @@ int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents)
 	l->es = calloc(l->ecap, sizeof(*l->es));
 	if (!l->s || !l->eh || !l->es) {
 		nl_learn_free(l);
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -101,14 +102,15 @@ static void note_record(struct nl_learn *l, uint64_t event, int slot)
 
 struct picks {
 	int copy, compute;
-	uint64_t sparse[NL_LW], more[NL_LW]; /* more: copy streams besides copy */
+	/* more: copy streams besides copy */
+	uint64_t sparse[NL_LEARN_EDGE_WORDS], more[NL_LEARN_EDGE_WORDS];
 };
 
-static int popcount_lw(const uint64_t *bits)
+static int popcount_edges(const uint64_t *bits)
 {
 	int n = 0;
 
-	for (int i = 0; i < NL_LW; i++)
+	for (int i = 0; i < NL_LEARN_EDGE_WORDS; i++)
 		n += __builtin_popcountll(bits[i]);
 	return n;
 }
@@ -126,7 +128,7 @@ static void set_bit(uint64_t *bits, int i)
 /* Whether a and b share a stream. */
 static bool meets(const uint64_t *a, const uint64_t *b)
 {
-	for (int i = 0; i < NL_LW; i++)
+	for (int i = 0; i < NL_LEARN_EDGE_WORDS; i++)
 		if (a[i] & b[i])
 			return true;
 	return false;
@@ -136,7 +138,7 @@ static bool meets(const uint64_t *a, const uint64_t *b)
 static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
 {
 	uint64_t fa = a->h2d * (b->work ? b->work : 1), fb = b->h2d * (a->work ? a->work : 1);
-	int ia = popcount_lw(a->in), ib = popcount_lw(b->in);
+	int ia = popcount_edges(a->in), ib = popcount_edges(b->in);
 
 	if (fa != fb)
 		return fa > fb;
@@ -162,19 +164,19 @@ static uint64_t compute_score(const struct nl_lstream *s)
  * known yet. */
 static bool near_producer(const struct nl_learn *l, uint64_t *near)
 {
-	uint64_t d1[NL_LW] = { 0 };
+	uint64_t d1[NL_LEARN_EDGE_WORDS] = { 0 };
 	bool any = false;
 
-	memset(near, 0, NL_LW * sizeof(*near));
+	memset(near, 0, NL_LEARN_EDGE_WORDS * sizeof(*near));
 	for (uint32_t i = 0; i < l->ns; i++)
 		if (l->s[i].h2d && l->s[i].waited) {
 			any = true;
-			for (int w = 0; w < NL_LW; w++)
+			for (int w = 0; w < NL_LEARN_EDGE_WORDS; w++)
 				d1[w] |= l->s[i].out[w];
 		}
 	for (uint32_t j = 0; j < l->ns; j++)
 		if (d1[j / 64] >> (j % 64) & 1)
-			for (int w = 0; w < NL_LW; w++)
+			for (int w = 0; w < NL_LEARN_EDGE_WORDS; w++)
 				near[w] |= l->s[j].out[w] | d1[w];
 	return any;
 }
@@ -214,7 +216,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		k = override_key(o->compute_stream);
 		pk->compute = find_key(l, &k);
 	} else {
-		uint64_t best = 0, near[NL_LW];
+		uint64_t best = 0, near[NL_LEARN_EDGE_WORDS];
 		bool known = near_producer(l, near);
 
 		for (uint32_t i = 0; i < l->ns; i++) {
@@ -262,7 +264,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 	 * from the pipeline; their own sparse streams join it. */
 	for (uint32_t i = 0; i < l->ns; i++) {
 		const struct nl_lstream *s = &l->s[i];
-		uint64_t feeds[NL_LW], from[NL_LW];
+		uint64_t feeds[NL_LEARN_EDGE_WORDS], from[NL_LEARN_EDGE_WORDS];
 
 		if ((int)i == pk->compute || (int)i == pk->copy || bit(pk->sparse, (int)i) ||
 		    !s->h2d || !s->waited)
@@ -270,12 +272,12 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		memcpy(feeds, pk->sparse, sizeof(feeds));
 		memcpy(from, pk->sparse, sizeof(from));
 		set_bit(from, pk->copy);
-		if (pk->compute >= 0 && !popcount_lw(pk->sparse))
+		if (pk->compute >= 0 && !popcount_edges(pk->sparse))
 			set_bit(feeds, pk->compute);
 		/* (a copy stream may wait on compute before it copies: buffer
 		 * reuse) */
 		if (!meets(s->out, feeds) || meets(s->in, from) ||
-		    !alternates(l, (int)i, popcount_lw(pk->sparse) > 0))
+		    !alternates(l, (int)i, popcount_edges(pk->sparse) > 0))
 			continue;
 		set_bit(pk->more, (int)i);
 		for (uint32_t j = 0; j < l->ns; j++)

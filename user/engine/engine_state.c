@@ -182,7 +182,7 @@ void nl_streams_refresh_roles(struct nl_proc *p)
 /* (Re)start the stream in slot: a new stream as far as ordering goes. Its
  * own clock continues from the previous occupant so no old clock value can
  * claim to cover the new stream's ops. */
-void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool created,
+void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool history_known,
 		     bool blocking)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -197,7 +197,7 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 	s->vc[slot] = own;
 	s->used = true;
 	s->key = *k;
-	s->created = created;
+	s->history_known = history_known;
 	s->blocking = blocking;
 	s->token = s->carry = NL_NO_TOKEN;
 	s->capture_origin = -1;
@@ -206,7 +206,7 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 		p->nblocking++;
 	/* A stream created after learning starts clean, even on the handle of
 	 * a destroyed stream that had a role: it earns one by its edges. */
-	s->role = created && p->keys_final ? NL_ROLE_OTHER : (uint8_t)nl_role_of_key(p, k);
+	s->role = history_known && p->keys_final ? NL_ROLE_OTHER : (uint8_t)nl_role_of_key(p, k);
 	note_role_slot(p, slot);
 }
 

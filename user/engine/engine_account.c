@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Accounting: each op booked on its batch, per stage and per stream (the
+ * batch's streams), its upstream frontier and pending forward ops, the
+ * hand-offs to forward, the consumer watch, the step signature of forward
+ * windows, and a batch cut short when its later ops go to the next one.
+ */
+#include "base/util.h"
+#include "engine/engine_int.h"
+
+static struct nl_batch_stream *batch_stream_get(struct nl_batch *b, int slot, int stage)
+{
+	struct nl_batch_stream *bs;
+
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].slot == slot && b->bs[i].stage == stage)
+			return &b->bs[i];
+	if (b->nbs == NL_AUDIT_MAX_STREAMS)
+		return NULL;
+	bs = &b->bs[b->nbs++];
+	memset(bs, 0, sizeof(*bs));
+	bs->slot = slot;
+	bs->stage = (uint8_t)stage;
+	return bs;
+}
+
+static void stage_tid(struct nl_stage_acc *a, uint32_t tid)
+{
+	for (uint32_t i = 0; i < a->ntids; i++)
+		if (a->tids[i] == tid)
+			return;
+	if (a->ntids < NL_ARRAY_SIZE(a->tids))
+		a->tids[a->ntids++] = tid;
+	else
+		a->tids_full = true;
+}
+
+static bool stage_has_up(const struct nl_batch *b, int st)
+{
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage == st && b->bs[i].has_up)
+			return true;
+	return false;
+}
+
+/* Every upstream op of the stage is ordered before an op with clock vc. */
+static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *vc)
+{
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == st && bs->has_up && bs->last_up.clock > vc[bs->slot])
+			return false;
+	}
+	return true;
+}
+
+/* For batches whose token has not reached this consumer role: the first
+ * work op there, after the producers' last op, that is not ordered after it
+ * (reported if the token never arrives), and whether such ops restart the
+ * stage inside an older token's window (docs/engine.md, "end of a run"). */
+static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
+			    const struct nl_seen_op *op, int st, int64_t token)
+{
+	int k = st == NL_STAGE_SPARSE ? NL_CONSUMER_SPARSE : NL_CONSUMER_COMPUTE;
+	const struct nl_batch *own = nl_batch_of(p, token);
+	const struct nl_stage_acc *w = own ? &own->st[st] : NULL;
+	bool can = w && w->work >= 2 && op->tid == w->first_tid;
+	/* a consumer's op speaks of its own pipeline's batches only */
+	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
+	bool marked = false; /* one restart is one batch's: the oldest waiting */
+	struct nl_batch *b;
+
+	NL_FOR_BATCHES(p, b) {
+		bool unordered = false;
+
+		if (only >= 0 && nl_tok_pipe(b->token) != only) {
+			b->watch[k].blind = true;
+			continue;
+		}
+		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
+		    (k == NL_CONSUMER_SPARSE ? b->reached_sparse : b->fwd_started))
+			continue;
+		for (int i = 0; i < b->nbs && !unordered; i++) {
+			const struct nl_batch_stream *bs = &b->bs[i];
+
+			if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
+			    (k == NL_CONSUMER_SPARSE && bs->stage != NL_STAGE_COPY) ||
+			    (k == NL_CONSUMER_COMPUTE && bs->covered))
+				continue;
+			if (s->vc[bs->slot] < bs->last_up.clock) {
+				unordered = true;
+				if (!b->watch[k].valid) {
+					b->watch[k].valid = true;
+					b->watch[k].consumer = *op;
+					b->watch[k].producer = bs->last_up;
+				}
+			}
+		}
+		if (!unordered || !can)
+			continue;
+		if (marked) {
+			b->watch[k].prog = 0;
+			continue;
+		}
+		if (b->watch[k].prog_token != token)
+			b->watch[k].prog = 0;
+		b->watch[k].prog_token = token;
+		if (op->sig == w->first_sig[b->watch[k].prog]) {
+			if (b->watch[k].prog++ == 0)
+				b->watch[k].restart = *op;
+		} else {
+			b->watch[k].prog = op->sig == w->first_sig[0];
+			if (b->watch[k].prog)
+				b->watch[k].restart = *op;
+		}
+		if (b->watch[k].prog == 2) {
+			/* a batch cut from a merged copy segment lost its record
+			 * with its wait: it does not stand for the restart */
+			b->watch[k].repeat = true;
+			marked = !b->merged;
+			b->watch[k].consumer = b->watch[k].restart;
+		}
+	}
+}
+
+static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
+		       const struct nl_seen_op *op, bool work)
+{
+	if (!b->fwd_started) {
+		b->fwd_started = true;
+		b->fwd_first_clock = op->clock;
+		b->fwd_tick = nl_pipe_of_token(p, b->token)->ticks;
+	}
+	/* The clock of the last forward op, copied only when it took another
+	 * stream's clock since the last copy. */
+	if (!b->fwd_vc_valid || b->fwd_vc_joins != s->joins) {
+		memcpy(b->fwd_vc, s->vc, p->w * sizeof(uint32_t));
+		b->fwd_vc_valid = true;
+		b->fwd_vc_joins = s->joins;
+	} else if (s->vc[op->slot] > b->fwd_vc[op->slot]) {
+		b->fwd_vc[op->slot] = s->vc[op->slot];
+	}
+	b->fwd_last = *op;
+	for (int k = NL_STAGE_COPY; k <= NL_STAGE_SPARSE; k++)
+		if (!b->handoff[k].found && stage_has_up(b, k) && stage_up_covered(b, k, s->vc)) {
+			b->handoff[k].found = true;
+			b->handoff[k].op = *op;
+			b->handoff[k].exposure = b->fwd_work;
+		}
+	if (!work)
+		return;
+	/* A forward op enqueued after a frontier op must be ordered after it. */
+	for (int i = 0; i < b->nbs; i++) {
+		struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_up || bs->covered || bs->pending)
+			continue;
+		if (s->vc[bs->slot] < bs->last_up.clock) {
+			bs->pending = true;
+			bs->pending_f = *op;
+			bs->pending_seen = s->vc[bs->slot];
+		}
+	}
+	b->fwd_work++;
+}
+
+static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
+			struct nl_batch_stream *bs, const struct nl_seen_op *op, int st, bool work)
+{
+	struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
+
+	/* A token taken over by the hand-off rule did not reach the stage
+	 * through an edge. */
+	if (st == NL_STAGE_SPARSE && !s->adopted)
+		b->reached_sparse = true;
+	if (!work)
+		return;
+	if (st == NL_STAGE_SPARSE && !b->cs.valid)
+		for (int i = 0; i < b->nbs; i++) {
+			const struct nl_batch_stream *cp = &b->bs[i];
+
+			if (cp->stage == NL_STAGE_COPY && cp->has_work &&
+			    s->vc[cp->slot] < cp->last_work.clock) {
+				b->cs.valid = true;
+				b->cs.bs = i;
+				b->cs.seen = s->vc[cp->slot];
+				b->cs.consumer = *op;
+				break;
+			}
+		}
+	/* Ops ordered after one of the batch's forward ops (the output
+	 * all-to-all) are downstream: judged against the last forward op only.
+	 * The stream's earlier upstream op is then no longer its last word for
+	 * the batch (a token carrying two batches' data-dist work when a
+	 * D.wait_stream(M) is missing): it too is judged that way. */
+	if (b->fwd_started && p->compute_slot >= 0 &&
+	    s->vc[p->compute_slot] >= b->fwd_first_clock) {
+		bs->covered = bs->has_up;
+		bs->pending = false;
+		return;
+	}
+	bs->has_up = true;
+	bs->last_up = *op;
+	bs->covered = false;
+	bs->pending = false;
+	/* Producer ops this one is ordered after were consumed inside the
+	 * producer stages: only this one must reach forward. */
+	for (int i = 0; i < b->nbs; i++) {
+		struct nl_batch_stream *o = &b->bs[i];
+
+		if (o == bs || o->stage == NL_STAGE_FORWARD || !o->has_up || o->covered)
+			continue;
+		if (s->vc[o->slot] >= o->last_up.clock) {
+			o->covered = true;
+			o->pending = false;
+		}
+	}
+	b->handoff[st].found = false;
+	cw->armed = true;
+	cw->armed_ts = p->call_ts;
+	cw->valid = cw->repeat = cw->blind = false;
+	cw->prog = 0;
+}
+
+/* A forward window's first two kernels: the pipeline's step signature
+ * while every window began with them. */
+static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
+{
+	if (!q || !acc->first_named[0] || !acc->first_named[1])
+		return;
+	if (q->step_n && q->step_sig[0] == acc->first_sig[0] && q->step_sig[1] == acc->first_sig[1]) {
+		q->step_n++;
+		return;
+	}
+	q->step_varied |= q->step_n > 0;
+	q->step_sig[0] = acc->first_sig[0];
+	q->step_sig[1] = acc->first_sig[1];
+	q->step_n = 1;
+}
+
+void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
+		uint32_t clock, int64_t token, bool work, bool is_coll)
+{
+	struct nl_stream *s = &p->s[slot];
+	int st = nl_stage_of_role(s->role);
+	struct nl_seen_op op = {
+		true, slot, clock, c->api, c->tid, c->ts_ns,
+		(uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg)
+	};
+	struct nl_stage_acc *acc;
+	struct nl_batch_stream *bs;
+	struct nl_batch *b;
+
+	(void)e;
+	s->ops++;
+	if (st < 0)
+		return;
+	if (work && st != NL_STAGE_COPY)
+		watch_consumers(p, s, &op, st, token);
+	b = nl_batch_of(p, token);
+	if (!b || b->closed) {
+		if (token >= 0)
+			p->late_ops++;
+		return;
+	}
+	acc = &b->st[st];
+	if (!acc->ops || c->ts_ns < acc->first_ts)
+		acc->first_ts = c->ts_ns;
+	if (c->ts_ns > acc->last_ts)
+		acc->last_ts = c->ts_ns;
+	acc->ops++;
+	if (work && acc->work < 2) {
+		if (!acc->work)
+			acc->first_tid = c->tid;
+		acc->first_sig[acc->work] = op.sig;
+		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
+	}
+	if (work && ++acc->work == 2 && st == NL_STAGE_FORWARD)
+		note_step(nl_pipe_of_token(p, token), acc);
+	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))
+		acc->bytes += c->bytes;
+	if (is_coll)
+		acc->colls++;
+	stage_tid(acc, c->tid);
+	if (work)
+		acc->c.done_by_ns = 0; /* new work: not known done any more */
+	if (c->ts_ns < b->first_ts)
+		b->first_ts = c->ts_ns;
+	bs = batch_stream_get(b, slot, st);
+	if (!bs) {
+		b->skip |= NL_SKIP_BIT(NL_SKIP_EVICTED); /* more streams than a batch tracks */
+		return;
+	}
+	bs->ops++;
+	if (clock > bs->last_clock)
+		bs->last_clock = clock;
+	if (c->ts_ns > bs->last_ts)
+		bs->last_ts = c->ts_ns;
+	if (!bs->first_op.valid)
+		bs->first_op = op;
+	if (work && (!bs->has_work || clock >= bs->last_work.clock)) {
+		bs->has_work = true;
+		bs->last_work = op;
+	}
+	if (st == NL_STAGE_FORWARD)
+		forward_op(p, b, s, &op, work);
+	else
+		producer_op(p, b, s, bs, &op, st, work);
+}
+
+void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved)
+{
+	const struct nl_stream *s = &p->s[slot];
+	uint32_t start = nl_ring_start(s);
+	struct nl_stage_acc *acc;
+
+	for (int i = 0; i < b->nbs; i++) {
+		struct nl_batch_stream *bs = &b->bs[i];
+		const struct nl_ring_op *last = NULL;
+
+		if (bs->slot != slot || bs->stage == NL_STAGE_FORWARD)
+			continue;
+		for (uint32_t k = start; k < s->nring; k++) {
+			const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+			if (r->work && r->token == b->token && r->clock <= cut)
+				last = r;
+		}
+		if (bs->has_up && bs->last_up.clock > cut) {
+			bs->has_up = last != NULL;
+			bs->pending = false;
+			if (last)
+				bs->last_up = nl_ring_seen_op(slot, last);
+		}
+		if (bs->has_work && bs->last_work.clock > cut) {
+			bs->has_work = last != NULL;
+			if (last)
+				bs->last_work = nl_ring_seen_op(slot, last);
+		}
+		if (bs->last_clock > cut)
+			bs->last_clock = cut;
+		bs->ops = bs->ops > moved ? bs->ops - moved : 0;
+		acc = &b->st[bs->stage];
+		acc->ops = acc->ops > moved ? acc->ops - moved : 0;
+	}
+}

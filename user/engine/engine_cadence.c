@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tick cadence (docs/engine.md, "Tick cadence at the data-dist stream" and
+ * "Tick cadence at compute"): which batch a wait, or the start of a step,
+ * gives a sparse stream or compute when more than one is due, and the tests
+ * of what a stream's clock already covers that those choices rest on.
+ */
+#include "engine/engine_int.h"
+
+/* Compute takes a batch of a pipeline with a sparse stage from its sparse
+ * streams: a wait of compute on the copy stream orders (its clock is
+ * joined) but does not move compute to the copy stream's newer batch, which
+ * a legal wait made after that batch's copy would (the [oversync] programs
+ * of the random testing). */
+bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
+		  const struct nl_event *ev)
+{
+	const struct nl_pipe *q;
+
+	if (slot != p->compute_slot || !from || from->role != NL_ROLE_COPY ||
+	    ev->token == NL_NO_TOKEN)
+		return false;
+	q = &p->pipes[nl_tok_pipe(ev->token)];
+	return q->has_sparse && ev->token > q->fwd_max;
+}
+
+/* The consumer watch could have seen batch b's forward begin in compute's
+ * current window. */
+static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
+{
+	const struct nl_batch *own = nl_batch_of(p, s->token);
+	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+	/* Two different kernels, both named (one kernel launched twice could
+	 * be this batch's forward after the other's, and launches counted in a
+	 * run carry no kernel address), and every step so far began with them
+	 * (a forward whose first kernels vary would not show its restart). */
+	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
+	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
+	       w->first_sig[0] != w->first_sig[1] && b->watch[NL_CONSUMER_COMPUTE].armed &&
+	       !q->step_varied &&
+	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
+}
+
+/* Every producer work op of batch b is ordered before stream s's clock: the
+ * last one's time, 0 when one is not (or there is none). */
+static uint64_t producers_before(const struct nl_batch *b, const struct nl_stream *s)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (bs->last_work.clock > s->vc[bs->slot])
+			return 0;
+		if (bs->last_work.ts > last)
+			last = bs->last_work.ts;
+	}
+	return last;
+}
+
+/* The consumer watch saw every compute work op after the batch's last
+ * producer op and none was unordered: it watched the batch from then (its
+ * producer ops were accounted live, not re-cut or restamped later), and
+ * no op went unwatched in another pipeline's window. */
+static bool watched(const struct nl_batch *b, uint64_t last)
+{
+	const struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
+
+	return !cw->valid && !cw->blind && cw->armed && cw->armed_ts <= last;
+}
+
+/* Every producer op of the batch is ordered before the stream's clock, and
+ * the stream's last work (at `mine`) cannot be this batch's forward begun
+ * without its edge. */
+static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const struct nl_stream *s,
+			  uint64_t mine)
+{
+	uint64_t last = producers_before(b, s);
+
+	/* Work after them may be this batch's forward begun without its edge.
+	 * It is not when the consumer watch saw every such work op ordered
+	 * after them (watched), nor when compute held an older batch of the
+	 * same pipeline whose forward shows its first two kernels (same
+	 * thread): a forward begun again without the edge would have repeated
+	 * them there (watch[NL_CONSUMER_COMPUTE].repeat, "end of a run"). */
+	return last && (mine < last || watched(b, last) || restart_watched(p, s, b));
+}
+
+/* Tick cadence: a wait of compute that brings batch tok but also covers an
+ * older batch of its pipeline that no forward began yet (a legal wait made
+ * after a newer batch's producer work: a fill phase whose data-dist record
+ * covers two batches) takes that older batch first; the next wait moves on.
+ * Not a batch whose forward already restarted without it (the dropped-edge
+ * signature of "end of a run"), one cut from a merged copy segment (its
+ * record went with a dropped wait), nor one whose sparse stage it never
+ * reached: those were passed over. */
+int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	const struct nl_stream *s = &p->s[slot];
+	uint64_t mine = 0; /* compute's last work */
+	int64_t t;
+
+	if (slot != p->compute_slot || !q)
+		return tok;
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+		if (s->ring[k % NL_RING].work)
+			mine = s->ring[k % NL_RING].ts;
+	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+	for (; t < tok; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
+		    !b->merged && b->copy_closed &&
+		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, s, mine))
+			return t;
+	}
+	return tok;
+}
+
+/* Every copy op of batch b is ordered before stream s's clock. */
+bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s)
+{
+	bool any = false;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage != NL_STAGE_COPY || !bs->has_work)
+			continue;
+		if (bs->last_work.clock > s->vc[bs->slot])
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/* Work of the stream before its ring op k carried token tok. */
+static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
+{
+	for (uint32_t j = nl_ring_start(s); j < k; j++)
+		if (s->ring[j % NL_RING].work && s->ring[j % NL_RING].token == tok)
+			return true;
+	return false;
+}
+
+/* Stream s did work while carrying token tok (its last ops). */
+static bool worked_on(const struct nl_stream *s, int64_t tok)
+{
+	return worked_before(s, s->nring, tok);
+}
+
+/* The stream did work after ts that no wait made after ts preceded with
+ * only work between (a segment begun before ts, or after one of its records
+ * with no wait between): that work could be a batch's sparse stage begun
+ * without its edge, merged into the segment before. Not work the hand-off
+ * rule gave a batch of its own (a token other than the wait's or the work's
+ * before it, that no earlier work carried). */
+static bool unfed_work_since(const struct nl_stream *s, uint64_t ts)
+{
+	uint32_t k = nl_ring_start(s);
+	int64_t last = NL_NO_TOKEN;
+	bool fed = false;
+
+	for (; k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+		int kind = nl_api_info[r->api].kind;
+
+		if (kind == NL_K_STREAM_WAIT) {
+			fed = r->ts > ts;
+			last = r->token;
+		} else if (kind == NL_K_EVENT_RECORD) {
+			fed = false;
+		} else if (r->work) {
+			if (!fed && r->token != NL_NO_TOKEN && last != NL_NO_TOKEN && r->token != last &&
+			    !worked_before(s, k, r->token))
+				fed = true;
+			if (r->ts > ts && !fed)
+				return true;
+			last = r->token;
+		}
+	}
+	return false;
+}
+
+/* Tick cadence at a sparse stream: a wait on the copy stream that brings
+ * batch tok but also covers an older batch whose sparse stage has not begun
+ * (a fill phase whose copy record comes after two batches' copies, or a
+ * D.wait_stream(M) made after the next batch's copy) gives the stream that
+ * older batch: one sparse segment per batch, in order. The newer batch is
+ * then already ordered after its copy when its turn comes. */
+int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
+{
+	const struct nl_stream *s = &p->s[slot];
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	int64_t t;
+
+	if (!q || s->role != NL_ROLE_SPARSE || !from || from->role != NL_ROLE_COPY ||
+	    from->pipe != s->pipe || slot == p->compute_slot)
+		return tok;
+	/* work it did before any batch reached it: where it stands is not known */
+	if (s->token == NL_NO_TOKEN && worked_on(s, NL_NO_TOKEN))
+		return tok;
+	t = q->oldest;
+	if (s->token != NL_NO_TOKEN && nl_tok_pipe(s->token) == nl_tok_pipe(tok) && s->token > t)
+		t = s->token;
+	if (s->token == t && worked_on(s, t))
+		t++;
+	for (; t < tok; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (!b || b->closed || b->merged || !b->copy_closed || b->st[NL_STAGE_SPARSE].work ||
+		    !nl_copy_covered(b, s))
+			continue;
+		/* work the stream did after this batch's copy began could be its
+		 * sparse stage begun without the edge, and a stream created after
+		 * it began is not the one that was to run it (a pipeline's streams
+		 * created again): the edges decide then */
+		if ((s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts) ||
+		    unfed_work_since(s, b->st[NL_STAGE_COPY].first_ts))
+			return tok;
+		return t;
+	}
+	return tok;
+}
+
+/* Tick cadence at compute, by the step signature: compute holds batch X
+ * whose forward window began with the step's first two kernels and launches
+ * the first of them again, so a new step begins. When the next batch of X's
+ * pipeline is ordered after all its producer work already (a legal wait
+ * made after that batch's producers covered it), compute takes it here
+ * rather than running its forward in X's window. Only while every step so
+ * far began with the same two different kernels, named (a launch counted in
+ * a run carries no kernel address). */
+#define NL_STEP_SURE 2 /* steps that began alike before a restart is trusted */
+
+void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+{
+	const struct nl_stream *s = &p->s[slot];
+	const struct nl_stage_acc *w;
+	const struct nl_batch *x, *b;
+	const struct nl_pipe *q;
+
+	if (slot != p->compute_slot || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) ||
+	    s->token == NL_NO_TOKEN)
+		return;
+	q = nl_pipe_of_token(p, s->token);
+	x = nl_batch_of(p, s->token);
+	if (!q || !x || q->step_n < NL_STEP_SURE || q->step_varied || q->step_sig[0] == q->step_sig[1] ||
+	    ((uint64_t)c->api << 48 ^ c->fn) != q->step_sig[0])
+		return;
+	w = &x->st[NL_STAGE_FORWARD];
+	if (w->work < 2 || !w->first_named[0] || !w->first_named[1] ||
+	    w->first_sig[0] != q->step_sig[0] || w->first_sig[1] != q->step_sig[1])
+		return;
+	b = nl_batch_of(p, s->token + 1);
+	if (!b || b->closed || b->fwd_started || b->merged || !b->copy_closed ||
+	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
+		return;
+	nl_set_token(e, p, slot, b->token, c->ts_ns);
+}

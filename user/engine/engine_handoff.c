@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Ops given to another batch after they were booked: a remembered op booked
+ * again and the events recorded after it re-tokened, and the hand-off rule
+ * (docs/engine.md, "The hand-off rule"): once compute took a batch from a
+ * sparse stream, that stream's later work goes to the next batch.
+ */
+#include "engine/engine_int.h"
+
+/* Book a remembered op again, on batch tok. */
+void nl_account_ring(struct nl_engine *e, struct nl_proc *p, int slot, struct nl_ring_op *r,
+		     int64_t tok)
+{
+	struct nl_call c;
+
+	r->token = tok;
+	memset(&c, 0, sizeof(c));
+	c.pid = p->pid;
+	c.tid = r->tid;
+	c.api = r->api;
+	c.kind = (uint8_t)nl_api_info[r->api].kind;
+	c.ts_ns = r->ts;
+	nl_account(e, p, slot, &c, r->clock, tok, r->work, false);
+}
+
+/* Events recorded on slot at a clock in (after, upto] that carry from_tok
+ * (or any, NL_ANY_TOKEN) carry tok from now on. */
+void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upto,
+		       int64_t from_tok, int64_t tok, bool adopted)
+{
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->clock > after &&
+		    o->clock <= upto && (from_tok == NL_ANY_TOKEN || o->token == from_tok)) {
+			o->token = tok;
+			o->adopted = adopted;
+		}
+	}
+}
+
+static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
+
+/* The hand-off rule, for work the producer enqueued between the record
+ * compute now takes and this take, with no wait on it since: if a newer
+ * batch had been copied by then, that work (and the events recorded after
+ * it) is the newer batch's, as it would be had it come after the take. */
+void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev)
+{
+	int slot = ev->slot;
+	struct nl_stream *s = &p->s[slot];
+	int64_t tok = ev->token, next = tok + 1;
+	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
+	uint32_t start = nl_ring_start(s);
+	uint64_t moved = 0;
+	bool any = false;
+
+	if (!bt || !bn || s->wait_clock > ev->clock || s->vc[slot] <= ev->clock ||
+	    (start > 0 && s->ring[start % NL_RING].clock > ev->clock + 1))
+		return;
+	for (uint32_t k = start; k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
+			any = true;
+	}
+	if (!any)
+		return;
+	take_token(p, s, next);
+	for (uint32_t k = start; k < s->nring; k++) {
+		struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->clock <= ev->clock || r->token != tok)
+			continue;
+		nl_account_ring(e, p, slot, r, next);
+		moved++;
+	}
+	nl_batch_cut(p, bt, slot, ev->clock, moved);
+	nl_retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
+}
+
+static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
+{
+	const struct nl_batch *b = nl_batch_of(p, next);
+
+	s->handed = false;
+	/* not adopted when an earlier wait already ordered it after the copy */
+	s->adopted = !b || !nl_copy_covered(b, s);
+	s->token = next;
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].seg_open &&
+		    p->s[i].token == next)
+			nl_close_segment(p, &p->s[i]);
+}
+
+/* The hand-off rule: once compute took batch T from a sparse stream, work
+ * that stream enqueues before a newer batch reaches it is not T's. If a
+ * newer batch was copied it is that batch's, taken without the edge that
+ * should have brought it (judged copy->sparse); otherwise it stays T's (a
+ * late op). The newer batch's copy segment ends here: its consumer began. */
+void nl_take_over(struct nl_proc *p, struct nl_stream *s)
+{
+	int64_t next = s->handed_tok + 1;
+
+	if (s->token != s->handed_tok || !nl_batch_of(p, next))
+		return;
+	take_token(p, s, next);
+}
+
+/* Work on a sparse stream that no batch ever reached, while the copy stream
+ * holds an open segment: the first batch's sparse stage began without its
+ * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
+void nl_take_first(struct nl_proc *p, struct nl_stream *s)
+{
+	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
+
+	/* After an attach in the middle of a run the stream's token may come
+	 * from an edge made before we looked. */
+	if (p->mid_run || !q)
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe && m->seg_open &&
+		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token)) {
+			take_token(p, s, m->token);
+			return;
+		}
+	}
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The verdict of a batch that is final, and its audit: the edges found
+ * missing (which producer op no consumer op was ordered after), trusted,
+ * untrusted or skipped, and what else the audit reports (stages, hand-offs,
+ * overlap with other batches' forward windows). docs/engine.md, "Verdicts".
+ */
+#include "engine/engine_int.h"
+
+static int edge_of_stage(int st)
+{
+	return st == NL_STAGE_COPY ? NL_EDGE_COPY_FORWARD : NL_EDGE_SPARSE_FORWARD;
+}
+
+static void to_ref(const struct nl_proc *p, const struct nl_seen_op *o, struct nl_op_ref *r)
+{
+	const struct nl_stream *s;
+
+	memset(r, 0, sizeof(*r));
+	if (!o || !o->valid || o->slot < 0)
+		return;
+	s = &p->s[o->slot];
+	r->valid = true;
+	r->stream = s->key.handle;
+	r->stream_tid = s->key.tid;
+	r->role = s->role;
+	r->api = o->api;
+	r->tid = o->tid;
+	r->ts_ns = o->ts;
+}
+
+static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int edge, bool never,
+			  const struct nl_seen_op *prod, const struct nl_seen_op *cons)
+{
+	struct nl_unordered *u;
+
+	a->missing_mask |= 1u << edge;
+	if (a->nunordered == NL_AUDIT_MAX_UNORDERED)
+		return;
+	u = &a->unordered[a->nunordered++];
+	u->edge = edge;
+	u->never_reached = never;
+	to_ref(p, prod, &u->producer);
+	to_ref(p, cons, &u->consumer);
+}
+
+/* The first op of the batch on bs's stream with a clock above `seen`. */
+static struct nl_seen_op first_unseen(const struct nl_proc *p, const struct nl_batch *b,
+				      const struct nl_batch_stream *bs, uint32_t seen)
+{
+	const struct nl_ring_op *r = nl_ring_first_after(&p->s[bs->slot], seen, b->token, true);
+
+	if (r)
+		return nl_ring_seen_op(bs->slot, r);
+	return bs->has_up ? bs->last_up : bs->last_work;
+}
+
+/* The producer op to name when the token never reached a consumer. */
+static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
+{
+	const struct nl_seen_op *best = NULL;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || (stage >= 0 && bs->stage != stage))
+			continue;
+		if (bs->has_up && !bs->covered && (!best || bs->last_up.ts > best->ts))
+			best = &bs->last_up;
+	}
+	return best;
+}
+
+static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
+{
+	bool has_sparse = p->pipes[nl_tok_pipe(b->token)].has_sparse;
+	const struct nl_watch *sw = &b->watch[NL_CONSUMER_SPARSE];
+	const struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
+
+	if (has_sparse && !b->reached_sparse) {
+		/* The sparse stage read the copy unordered, whatever compute did. */
+		const struct nl_seen_op *prod =
+			sw->valid ? &sw->producer : frontier_op(b, NL_STAGE_COPY);
+
+		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
+			      sw->valid ? &sw->consumer : NULL);
+	} else if (b->cs.valid) {
+		/* the sparse stage began before the batch reached it */
+		struct nl_seen_op prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
+
+		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
+	}
+	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
+		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
+
+		add_unordered(p, a, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
+			      prod, cw->valid ? &cw->consumer : NULL);
+	}
+	if (!b->fwd_started)
+		return;
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+		struct nl_seen_op prod;
+
+		if (bs->stage == NL_STAGE_FORWARD)
+			continue;
+		/* The copy reaches forward through the sparse stage: once that
+		 * edge is named, the copy's other findings are the same fault. */
+		if (bs->stage == NL_STAGE_COPY && (a->missing_mask & (1u << NL_EDGE_COPY_SPARSE)))
+			continue;
+		if (bs->pending && !bs->covered) {
+			/* forward ops enqueued after the producer's last op, unordered */
+			prod = first_unseen(p, b, bs, bs->pending_seen);
+			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &bs->pending_f);
+		} else if (b->fwd_vc_valid && bs->has_work &&
+			   bs->last_work.clock > b->fwd_vc[bs->slot]) {
+			/* a producer op not ordered before the last forward op */
+			prod = first_unseen(p, b, bs, b->fwd_vc[bs->slot]);
+			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &b->fwd_last);
+		}
+	}
+}
+
+static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
+{
+	uint64_t s0 = UINT64_MAX, s1 = 0, sum = 0;
+	uint32_t n = p->nfwd_hist < NL_FWD_HISTORY ? p->nfwd_hist : NL_FWD_HISTORY;
+	bool any = false;
+
+	for (int st = NL_STAGE_COPY; st <= NL_STAGE_SPARSE; st++) {
+		const struct nl_stage_acc *acc = &b->st[st];
+
+		if (!acc->ops)
+			continue;
+		if (!acc->c.done_by_ns)
+			return; /* the span's end is unknown */
+		any = true;
+		if (acc->first_ts < s0)
+			s0 = acc->first_ts;
+		if (acc->c.done_by_ns > s1)
+			s1 = acc->c.done_by_ns;
+	}
+	if (!any)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t lo, hi;
+
+		/* this pipeline's earlier windows; another's all overlap */
+		if (nl_tok_pipe(p->fwd_hist[i].token) == nl_tok_pipe(b->token) &&
+		    p->fwd_hist[i].token >= b->token)
+			continue;
+		lo = p->fwd_hist[i].start > s0 ? p->fwd_hist[i].start : s0;
+		hi = p->fwd_hist[i].end < s1 ? p->fwd_hist[i].end : s1;
+		if (hi > lo)
+			sum += hi - lo;
+	}
+	a->overlap_known = true;
+	a->overlap_ns = sum;
+}
+
+void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
+		    const struct nl_batch *b, struct nl_batch_audit *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->pid = p->pid;
+	a->pipeline = (uint32_t)nl_tok_pipe(b->token);
+	a->batch = (uint64_t)nl_tok_seq(b->token);
+	a->skip_mask = b->skip;
+	a->tick = b->fwd_started ? b->fwd_tick : -1;
+	a->depth = b->fwd_started ? (int)(b->fwd_tick - b->copy_tick) : -1;
+	for (int st = 0; st < NL_NSTAGES; st++) {
+		const struct nl_stage_acc *acc = &b->st[st];
+		struct nl_stage_audit *sa = &a->stage[st];
+
+		sa->present = st != NL_STAGE_SPARSE || p->pipes[a->pipeline].has_sparse;
+		sa->ops = acc->ops;
+		sa->bytes = acc->bytes;
+		sa->collectives = acc->colls;
+		sa->threads = acc->ntids;
+		sa->first_ns = acc->first_ts;
+		sa->last_ns = acc->last_ts;
+		sa->completion = acc->c;
+		for (int i = 0; i < b->nbs; i++)
+			if (b->bs[i].stage == st && sa->nstreams < NL_AUDIT_MAX_STREAMS) {
+				const struct nl_stream *s = &p->s[b->bs[i].slot];
+
+				sa->streams[sa->nstreams].handle = s->key.handle;
+				sa->streams[sa->nstreams].tid = s->key.tid;
+				sa->nstreams++;
+			}
+	}
+	a->window_end_ns = b->fwd_started ? b->close_ts : 0;
+	for (int k = NL_STAGE_COPY; k <= NL_STAGE_SPARSE; k++)
+		if (b->handoff[k].found) {
+			a->handoff[k].found = true;
+			to_ref(p, &b->handoff[k].op, &a->handoff[k].op);
+			a->handoff[k].exposure = b->handoff[k].exposure;
+		}
+	overlap(p, b, a);
+	a->post_step_enabled = e->o.post_step;
+	a->post_step_confirmed = b->post_confirmed;
+	a->post_step_at_ns = b->post_confirmed ? b->post_at : 0;
+	a->tick_end_ns = b->close_ts;
+	judge(p, b, a);
+	if (a->skip_mask) {
+		/* Incomplete evidence: never trusted, never accused. */
+		a->verdict = NL_VERDICT_SKIPPED;
+		a->missing_mask = 0;
+		a->nunordered = 0;
+	} else {
+		a->verdict = a->missing_mask ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
+	}
+}
