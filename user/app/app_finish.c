@@ -147,16 +147,9 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 		nl_json_end(&j);
 		nl_app_note_write(a);
 	}
-	if (a->trace) {
-		int rc;
+	{
+		int rc = nl_app_sinks_close(a);
 
-		if (!a->trace_named) { /* no audit: tracks keep their handles as names */
-			struct nl_summary none = { 0 };
-
-			nl_trace_summary(a->trace, &none);
-		}
-		rc = nl_trace_close(a->trace);
-		a->trace = NULL;
 		if (rc && !a->write_err) {
 			a->write_err = rc;
 			a->diag(0, "%s: %s", a->o.trace_path, strerror(-rc));

@@ -24,6 +24,12 @@ void nl_app_rec_check(struct nl_app *a, int err);
 void nl_app_publish_counters(struct nl_app *a);
 /* CPU time of the tool so far. */
 double nl_app_cpu_ms(void);
+/* The tick's part of the sinks: --live redrawn each second, the heartbeat. */
+void nl_app_live_tick(struct nl_app *a, uint64_t now_ns);
+void nl_app_heartbeat_tick(struct nl_app *a, uint64_t now_ns);
+/* At the end: the trace given its track names and closed (0 or -errno),
+ * the sinks freed. */
+int nl_app_sinks_close(struct nl_app *a);
 
 /* app_targets.c */
 /* The newest target entry of pid (a reused PID has a later one), or NULL. */

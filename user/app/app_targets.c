@@ -179,7 +179,6 @@ void nl_app_discover(struct nl_app *a)
 
 void nl_app_tick(struct nl_app *a, uint64_t now_ns)
 {
-	(void)now_ns;
 	for (int i = 0; i < a->ntargets; i++) {
 		struct nl_app_target *t = &a->targets[i];
 		unsigned long long st, vsize;
@@ -203,30 +202,9 @@ void nl_app_tick(struct nl_app *a, uint64_t now_ns)
 	nl_app_discover(a);
 	nl_app_poll_lost(a);
 	nl_app_publish_counters(a);
-	if (a->live && now_ns - a->last_live_ns >= 1000000000ull) {
-		char *screen = malloc(NL_LIVE_BUFSZ);
-
-		a->last_live_ns = now_ns;
-		if (screen) {
-			size_t n = nl_live_render(a->live, now_ns, screen, NL_LIVE_BUFSZ);
-
-			fwrite(screen, 1, n, stderr);
-			fflush(stderr);
-			free(screen);
-		}
-	}
+	nl_app_live_tick(a, now_ns);
 	/* a SIGKILLed tool leaves a recording readable up to here */
 	if (a->rec && !a->rec_err)
 		nl_app_rec_check(a, nl_recording_flush(a->rec));
-	if (a->o.heartbeat_s > 0 && !a->o.quiet &&
-	    now_ns - a->last_heartbeat_ns >= (uint64_t)(a->o.heartbeat_s * 1e9)) {
-		a->last_heartbeat_ns = now_ns;
-		fprintf(stderr,
-			"nanlog-bpf: heartbeat: %d/%d targets, %" PRIu64 " records, %" PRIu64
-			" lost, batches %" PRIu64 " trusted %" PRIu64 " untrusted %" PRIu64 " skipped\n",
-			a->ntargets_alive, a->ntargets, a->records,
-			a->stats[NL_STAT_LOST_RINGBUF] + a->stats[NL_STAT_LOST_STASH],
-			a->verdicts[NL_VERDICT_TRUSTED], a->verdicts[NL_VERDICT_UNTRUSTED],
-			a->verdicts[NL_VERDICT_SKIPPED]);
-	}
+	nl_app_heartbeat_tick(a, now_ns);
 }
