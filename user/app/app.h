@@ -85,6 +85,9 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r);
 void nl_app_tick(struct nl_app *a, uint64_t now_ns);
 /* Drain, final counters, summary. err is the run's outcome so far. */
 void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err);
+/* A run that fails: its output, when JSON, ends with an "error" line saying
+ * why (message: the stderr line's text). Nothing under --format table. */
+void nl_app_error(struct nl_app *a, const char *message);
 
 /* Events that live runs and replays share (and --record writes down). */
 void nl_app_target_added(struct nl_app *a, uint32_t pid, uint64_t ts, bool mid_run,

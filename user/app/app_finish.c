@@ -163,3 +163,17 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 	if (a->rec_err && !err && !a->write_err)
 		a->write_err = a->rec_err; /* a recording that was asked for and is incomplete */
 }
+
+void nl_app_error(struct nl_app *a, const char *message)
+{
+	struct nl_json j;
+
+	if (!a->out || a->write_err || a->o.format == NL_FMT_TABLE)
+		return;
+	nl_json_begin(&j, a->out);
+	nl_json_kstr(&j, "type", "error");
+	nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+	nl_json_kstr(&j, "message", message);
+	nl_json_end(&j);
+	nl_app_note_write(a);
+}
