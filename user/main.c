@@ -50,19 +50,33 @@ static void on_signal(int sig)
 
 static struct nl_app app;
 
+/* The last error said (level 0, not a warning): a failed run's JSON error line repeats it. */
+static char last_error[4096];
+
 /* level 0: errors and warnings (always); 1: -v; 2: -vv; 3: libbpf itself, -vvv */
 static void diag(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void diag(int level, const char *fmt, ...)
 {
+	char line[4096];
 	va_list ap;
 
 	if (level > app.o.verbose)
 		return;
 	va_start(ap, fmt);
-	fputs("nanlog-bpf: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "nanlog-bpf: %s\n", line);
+	if (level == 0 && strncmp(line, "warning:", 8) != 0)
+		snprintf(last_error, sizeof(last_error), "%s", line);
+}
+
+/*
+ * A run that failed after its output was opened: the output (JSON, not
+ * --format table) ends with an "error" line saying why, as stderr did.
+ */
+static void end_with_error(struct nl_app *a, int err)
+{
+	nl_app_error(a, last_error[0] ? last_error : err ? strerror(-err) : "failed");
 }
 
 static void on_log(void *ctx, int level, const char *msg)
@@ -492,6 +506,8 @@ int main(int argc, char **argv)
 		if (!err)
 			err = nl_app_replay(&app);
 		nl_app_finish(&app, nl_mono_ns(), err);
+		if (err || app.replay_incomplete)
+			end_with_error(&app, err);
 		if (app.out != stdout && fclose(app.out) && !err)
 			err = -EIO;
 		if (err || app.write_err || app.replay_incomplete)
@@ -540,6 +556,8 @@ int main(int argc, char **argv)
 	err = run(&app);
 out:
 	nl_app_finish(&app, nl_mono_ns(), err);
+	if (err)
+		end_with_error(&app, err);
 	nl_loader_close(app.l);
 	nl_discover_free(app.discover);
 	if (app.child > 0 && !app.child_reaped) {

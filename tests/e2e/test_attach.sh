@@ -190,8 +190,24 @@ one_line_error() { # CODE PATTERN CMD...
 	[ "$rc" = "$code" ] && [ "$(wc -l <"$TMP/bad.err")" = 1 ] && grep -q "$pat" "$TMP/bad.err" ||
 		{ echo "  got rc=$rc: $(cat "$TMP/bad.err")" >&2; return 1; }
 }
+# after the output is open, a failure also ends stdout with the JSON error line
+# carrying stderr's message (docs/output.md); --format table and usage errors do not
+json_error_last() {
+	jq -e -s --arg m "$(sed 's/^nanlog-bpf: //' "$TMP/bad.err")" \
+		'.[-1] == {type: "error", schema: 1, message: $m}' "$TMP/bad.out" >/dev/null ||
+		{ echo "  stdout ends: $(tail -1 "$TMP/bad.out")" >&2; return 1; }
+}
 check "missing PID: exit 1, one line" one_line_error 1 "no such process" "$TOOL" -p 4194000
+check "  ...stdout's last line is the JSON error" json_error_last
+sleep 30 &
+SP=$!
+check "no HIP: exit 1, one line" one_line_error 1 "no HIP runtime" "$TOOL" -p $SP
+check "  ...stdout's last line is the JSON error" json_error_last
+check "no HIP, --format table: no error line on stdout" sh -c \
+	"'$TOOL' -p $SP --format table >'$TMP/tbl.out' 2>/dev/null; test \$? = 1 && test ! -s '$TMP/tbl.out'"
+kill $SP
 check "bad flag: exit 2" one_line_error 2 "unknown option" "$TOOL" --bogus
+check "  ...nothing on stdout" test ! -s "$TMP/bad.out"
 check "bad PID value: exit 2" one_line_error 2 "not a process id" "$TOOL" -p 12abc
 check "no target: exit 2" one_line_error 2 "no target" "$TOOL"
 check "kernel without BTF: exit 1" one_line_error 1 "BTF" env NANLOG_BTF_PATH=/nonexistent "$TOOL" -p 1
