@@ -30,6 +30,7 @@
 #include "attach/loader.h"
 #include "attach/caps.h"
 #include "attach/umulti.h"
+#include "out/json.h"
 #include "proc/placement.h"
 #include "proc/policy.h"
 #include "proc/procmaps.h"
@@ -176,32 +177,88 @@ static int print_lib_exports(const char *path, int verbose)
 	return 0;
 }
 
+/* What --version says of the kernel, probed once for the text and the JSON. */
+struct kernel_features {
+	struct utsname u;
+	bool btf, uprobes, uprobe_multi, seccomp_risk;
+	int ringbuf, cookies; /* 1 yes, 0 no, < 0 unknown (needs root) */
+};
+
+static void probe_features(struct kernel_features *k)
+{
+	int maj = 0, min = 0, patch = 0;
+
+	uname(&k->u);
+	nl_parse_kernel_release(k->u.release, &maj, &min, &patch);
+	k->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	k->uprobes = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
+	k->ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+	k->cookies = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL);
+	k->uprobe_multi = nl_uprobe_multi_supported();
+	k->seccomp_risk = nl_kernel_uretprobe_seccomp_risk(maj, min);
+}
+
+/* A probe's answer: true, false, or null when it could not be asked (not root). */
+static void json_probe(struct nl_json *j, const char *key, int v)
+{
+	if (v < 0)
+		nl_json_knull(j, key);
+	else
+		nl_json_kbool(j, key, v == 1);
+}
+
+/* --version --format json: one line (docs/usage.md). */
+static void print_version_json(const struct kernel_features *k)
+{
+	char libbpf[32];
+	struct nl_json j;
+
+	snprintf(libbpf, sizeof(libbpf), "%d.%d", (int)libbpf_major_version(),
+		 (int)libbpf_minor_version());
+	nl_json_begin(&j, stdout);
+	nl_json_kstr(&j, "type", "version");
+	nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+	nl_json_kstr(&j, "version", NANLOG_VERSION);
+	nl_json_kstr(&j, "libbpf", libbpf);
+	nl_json_ki64(&j, "record_schema", NL_APP_SCHEMA);
+	nl_json_key(&j, "kernel");
+	nl_json_obj(&j);
+	nl_json_kstr(&j, "release", k->u.release);
+	nl_json_kstr(&j, "machine", k->u.machine);
+	nl_json_obj_end(&j);
+	nl_json_key(&j, "features");
+	nl_json_obj(&j);
+	nl_json_kbool(&j, "btf", k->btf);
+	nl_json_kbool(&j, "uprobes", k->uprobes);
+	json_probe(&j, "ringbuf", k->ringbuf);
+	json_probe(&j, "attach_cookies", k->cookies);
+	nl_json_kbool(&j, "uprobe_multi", k->uprobe_multi);
+	nl_json_kbool(&j, "uretprobe_seccomp_risk", k->seccomp_risk);
+	nl_json_obj_end(&j);
+	nl_json_end(&j);
+}
+
 static int print_version(const struct nl_opts *o)
 {
-	struct utsname u;
-	int maj = 0, min = 0, patch = 0;
-	bool btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	bool uprobe = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
-	int ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
-	int cookie = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL);
+	struct kernel_features k;
 
-	uname(&u);
-	nl_parse_kernel_release(u.release, &maj, &min, &patch);
+	probe_features(&k);
+	if (o->version_json) {
+		print_version_json(&k);
+		return 0;
+	}
 	printf("nanlog-bpf %s (libbpf %d.%d, record schema %d)\n", NANLOG_VERSION,
 	       libbpf_major_version(), libbpf_minor_version(), NL_APP_SCHEMA);
-	printf("kernel %s %s\n", u.release, u.machine);
-	printf("  btf:            %s\n", btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
-	printf("  uprobes:        %s\n", uprobe ? "yes" : "no");
-	printf("  ringbuf:        %s\n", ringbuf == 1 ? "yes" : ringbuf == 0 ? "no" : "unknown (needs root)");
-	printf("  attach cookies: %s\n", cookie == 1 ? "yes" : cookie == 0 ? "no" : "unknown (needs root)");
+	printf("kernel %s %s\n", k.u.release, k.u.machine);
+	printf("  btf:            %s\n", k.btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
+	printf("  uprobes:        %s\n", k.uprobes ? "yes" : "no");
+	printf("  ringbuf:        %s\n", k.ringbuf == 1 ? "yes" : k.ringbuf == 0 ? "no" : "unknown (needs root)");
+	printf("  attach cookies: %s\n", k.cookies == 1 ? "yes" : k.cookies == 0 ? "no" : "unknown (needs root)");
 	printf("  uprobe_multi:   %s\n",
-	       nl_uprobe_multi_supported() ?
-		       "yes (one link per library and direction)" :
-		       "no or not probed without root (one perf link per symbol)");
+	       k.uprobe_multi ? "yes (one link per library and direction)" :
+				"no or not probed without root (one perf link per symbol)");
 	printf("  uretprobe/seccomp risk: %s\n",
-	       nl_kernel_uretprobe_seccomp_risk(maj, min) ?
-		       "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" :
-		       "no");
+	       k.seccomp_risk ? "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" : "no");
 	if (o->verbose) {
 		printf("probed API table: %d entry points\n", NL_API_COUNT);
 		for (int i = 0; i < NL_API_COUNT; i++)

@@ -224,6 +224,18 @@ ln -s "$TMP/exists.json" "$TMP/link.json"
 check "output through a symlink: refused" one_line_error 1 "symbolic link" "$TOOL" -p 1 -o "$TMP/link.json" --force
 check "no BPF link left after the failures" test "$(links_now)" = "$BASE_LINKS"
 check "--version lists kernel features" sh -c "'$TOOL' --version | grep -q 'uprobes: *yes'"
+# --version --format json: one line with what the text says (docs/usage.md)
+version_json() {
+	"$TOOL" --version --format json >"$TMP/ver.json" && [ "$(wc -l <"$TMP/ver.json")" = 1 ] &&
+		jq -e --arg v "$("$TOOL" --version | sed -n '1s/^nanlog-bpf \([^ ]*\) .*/\1/p')" \
+			--arg r "$(uname -r)" '.type == "version" and .schema == 1 and .version == $v and
+			(.libbpf | test("^[0-9]+[.][0-9]+$")) and .record_schema == 1 and
+			.kernel.release == $r and .features.uprobes == true and .features.btf == true and
+			(.features | keys | length) == 6' "$TMP/ver.json" >/dev/null ||
+		{ echo "  got: $(cat "$TMP/ver.json")" >&2; return 1; }
+}
+check "--version --format json: one line, the text's facts" version_json
+check "--version --format json -v: usage error" one_line_error 2 "format json" "$TOOL" --version --format json -v
 
 # --- kernels before 6.6: one perf link per symbol instead of uprobe_multi
 start_gated "$TMP/pl.out" "$TMP/pl.err" "$KC" -g -n 2
