@@ -391,31 +391,39 @@ static int start_command(char **cmd, int *go_fd, pid_t *pid)
 	return 0;
 }
 
+/* -- CMD: the runtime libraries looked for where --lib does not name them */
+static const struct {
+	const char *prefix;
+	bool warn; /* not found: said, since the run sees nothing until the command loads it */
+} cmd_libs[] = {
+	{ "libamdhip64.so", true },
+	{ "librccl.so", false },
+};
+
 static int attach_targets(struct nl_app *a)
 {
 	const struct nl_opts *o = &a->o;
-	const char *paths[NL_MAX_LIBS + 2];
-	char found[2][PATH_MAX];
+	const char *paths[NL_MAX_LIBS + NL_ARRAY_SIZE(cmd_libs)];
+	char found[NL_ARRAY_SIZE(cmd_libs)][PATH_MAX];
 	int n = 0, err;
 
 	for (int i = 0; i < o->nlibs; i++)
 		paths[n++] = o->libs[i];
 
 	if (o->ncmd) {
-		static const char *const prefixes[] = { "libamdhip64.so", "librccl.so" };
-
-		for (int k = 0; k < 2; k++) {
+		for (size_t k = 0; k < NL_ARRAY_SIZE(cmd_libs); k++) {
+			const char *prefix = cmd_libs[k].prefix;
 			bool given = false;
 
 			for (int i = 0; i < o->nlibs; i++)
-				given |= strstr(o->libs[i], prefixes[k]) != NULL;
+				given |= strstr(o->libs[i], prefix) != NULL;
 			if (given)
 				continue;
-			if (nl_find_library(prefixes[k], found[k], sizeof(found[k])) == 0)
+			if (nl_find_library(prefix, found[k], sizeof(found[k])) == 0)
 				paths[n++] = found[k];
-			else if (k == 0)
+			else if (cmd_libs[k].warn)
 				diag(0, "warning: no %s* in LD_LIBRARY_PATH or the usual folders; "
-					"attaching when the command loads one", prefixes[k]);
+					"attaching when the command loads one", prefix);
 		}
 		err = start_command(o->cmd, &a->go_fd, &a->child);
 		if (err) {
@@ -452,6 +460,13 @@ static int attach_targets(struct nl_app *a)
 	return 0;
 }
 
+/*
+ * How long one wait on the ring buffer lasts at most: the loop's grain, with
+ * which a signal, --duration and the next tick are noticed (a record wakes it
+ * at once).
+ */
+#define POLL_MS 50
+
 static int run(struct nl_app *a)
 {
 	const struct nl_opts *o = &a->o;
@@ -463,7 +478,7 @@ static int run(struct nl_app *a)
 	while (!stop_signal) {
 		uint64_t now;
 
-		err = nl_loader_poll(a->l, 50);
+		err = nl_loader_poll(a->l, POLL_MS);
 		if (err < 0) {
 			diag(0, "ring buffer: %s", strerror(-err));
 			return err;
