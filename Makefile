@@ -344,6 +344,12 @@ $(B)/tests/test_%: tests/unit/test_%.c $(CORE_SAN_LIB) | $(B)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CORE_SAN_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
 
+# the app's tests link the stub of the attach layer (tests/unit/stub_loader.c)
+$(B)/tests/test_app: tests/unit/test_app.c tests/unit/stub_loader.c tests/unit/stub_loader.h $(CORE_SAN_LIB) \
+		$(B)/version.h | $(B)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< tests/unit/stub_loader.c $(CORE_SAN_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
+
 $(B)/tests/test_audit_random: tests/unit/test_audit_random.c $(AUDIT_GEN_DEPS) $(CORE_SAN_LIB) | $(B)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) -Itests/audit $(CFLAGS) $(SAN) -o $@ $< $(AUDIT_GEN_SRCS) $(CORE_SAN_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
@@ -423,6 +429,11 @@ $(B)/vg/skip.o: tests/valgrind/skip.c | $(B)/vg
 $(B)/vg/test_%: tests/unit/test_%.c $(B)/vg/skip.o $(VG_LIB) | $(B)/vg
 	$(call msg,CC-VG,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -o $@ $< $(B)/vg/skip.o $(VG_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
+
+$(B)/vg/test_app: tests/unit/test_app.c tests/unit/stub_loader.c tests/unit/stub_loader.h $(B)/vg/skip.o $(VG_LIB) \
+		$(B)/version.h | $(B)/vg
+	$(call msg,CC-VG,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -o $@ $< tests/unit/stub_loader.c $(B)/vg/skip.o $(VG_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
 
 $(B)/fuzz/gen_seeds: tests/fuzz/gen/gen_seeds.c $(B)/libnanlog-core.a | $(B)/fuzz
 	$(call msg,CC,$@)

@@ -30,6 +30,7 @@
 #include "attach/loader.h"
 #include "attach/caps.h"
 #include "attach/umulti.h"
+#include "out/json.h"
 #include "proc/placement.h"
 #include "proc/policy.h"
 #include "proc/procmaps.h"
@@ -50,19 +51,33 @@ static void on_signal(int sig)
 
 static struct nl_app app;
 
+/* The last error said (level 0, not a warning): a failed run's JSON error line repeats it. */
+static char last_error[4096];
+
 /* level 0: errors and warnings (always); 1: -v; 2: -vv; 3: libbpf itself, -vvv */
 static void diag(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void diag(int level, const char *fmt, ...)
 {
+	char line[4096];
 	va_list ap;
 
 	if (level > app.o.verbose)
 		return;
 	va_start(ap, fmt);
-	fputs("nanlog-bpf: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "nanlog-bpf: %s\n", line);
+	if (level == 0 && strncmp(line, "warning:", 8) != 0)
+		snprintf(last_error, sizeof(last_error), "%s", line);
+}
+
+/*
+ * A run that failed after its output was opened: the output (JSON, not
+ * --format table) ends with an "error" line saying why, as stderr did.
+ */
+static void end_with_error(struct nl_app *a, int err)
+{
+	nl_app_error(a, last_error[0] ? last_error : err ? strerror(-err) : "failed");
 }
 
 static void on_log(void *ctx, int level, const char *msg)
@@ -162,32 +177,88 @@ static int print_lib_exports(const char *path, int verbose)
 	return 0;
 }
 
+/* What --version says of the kernel, probed once for the text and the JSON. */
+struct kernel_features {
+	struct utsname u;
+	bool btf, uprobes, uprobe_multi, seccomp_risk;
+	int ringbuf, cookies; /* 1 yes, 0 no, < 0 unknown (needs root) */
+};
+
+static void probe_features(struct kernel_features *k)
+{
+	int maj = 0, min = 0, patch = 0;
+
+	uname(&k->u);
+	nl_parse_kernel_release(k->u.release, &maj, &min, &patch);
+	k->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	k->uprobes = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
+	k->ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+	k->cookies = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL);
+	k->uprobe_multi = nl_uprobe_multi_supported();
+	k->seccomp_risk = nl_kernel_uretprobe_seccomp_risk(maj, min);
+}
+
+/* A probe's answer: true, false, or null when it could not be asked (not root). */
+static void json_probe(struct nl_json *j, const char *key, int v)
+{
+	if (v < 0)
+		nl_json_knull(j, key);
+	else
+		nl_json_kbool(j, key, v == 1);
+}
+
+/* --version --format json: one line (docs/usage.md). */
+static void print_version_json(const struct kernel_features *k)
+{
+	char libbpf[32];
+	struct nl_json j;
+
+	snprintf(libbpf, sizeof(libbpf), "%d.%d", (int)libbpf_major_version(),
+		 (int)libbpf_minor_version());
+	nl_json_begin(&j, stdout);
+	nl_json_kstr(&j, "type", "version");
+	nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+	nl_json_kstr(&j, "version", NANLOG_VERSION);
+	nl_json_kstr(&j, "libbpf", libbpf);
+	nl_json_ki64(&j, "record_schema", NL_APP_SCHEMA);
+	nl_json_key(&j, "kernel");
+	nl_json_obj(&j);
+	nl_json_kstr(&j, "release", k->u.release);
+	nl_json_kstr(&j, "machine", k->u.machine);
+	nl_json_obj_end(&j);
+	nl_json_key(&j, "features");
+	nl_json_obj(&j);
+	nl_json_kbool(&j, "btf", k->btf);
+	nl_json_kbool(&j, "uprobes", k->uprobes);
+	json_probe(&j, "ringbuf", k->ringbuf);
+	json_probe(&j, "attach_cookies", k->cookies);
+	nl_json_kbool(&j, "uprobe_multi", k->uprobe_multi);
+	nl_json_kbool(&j, "uretprobe_seccomp_risk", k->seccomp_risk);
+	nl_json_obj_end(&j);
+	nl_json_end(&j);
+}
+
 static int print_version(const struct nl_opts *o)
 {
-	struct utsname u;
-	int maj = 0, min = 0, patch = 0;
-	bool btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	bool uprobe = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
-	int ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
-	int cookie = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL);
+	struct kernel_features k;
 
-	uname(&u);
-	nl_parse_kernel_release(u.release, &maj, &min, &patch);
+	probe_features(&k);
+	if (o->version_json) {
+		print_version_json(&k);
+		return 0;
+	}
 	printf("nanlog-bpf %s (libbpf %d.%d, record schema %d)\n", NANLOG_VERSION,
 	       libbpf_major_version(), libbpf_minor_version(), NL_APP_SCHEMA);
-	printf("kernel %s %s\n", u.release, u.machine);
-	printf("  btf:            %s\n", btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
-	printf("  uprobes:        %s\n", uprobe ? "yes" : "no");
-	printf("  ringbuf:        %s\n", ringbuf == 1 ? "yes" : ringbuf == 0 ? "no" : "unknown (needs root)");
-	printf("  attach cookies: %s\n", cookie == 1 ? "yes" : cookie == 0 ? "no" : "unknown (needs root)");
+	printf("kernel %s %s\n", k.u.release, k.u.machine);
+	printf("  btf:            %s\n", k.btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
+	printf("  uprobes:        %s\n", k.uprobes ? "yes" : "no");
+	printf("  ringbuf:        %s\n", k.ringbuf == 1 ? "yes" : k.ringbuf == 0 ? "no" : "unknown (needs root)");
+	printf("  attach cookies: %s\n", k.cookies == 1 ? "yes" : k.cookies == 0 ? "no" : "unknown (needs root)");
 	printf("  uprobe_multi:   %s\n",
-	       nl_uprobe_multi_supported() ?
-		       "yes (one link per library and direction)" :
-		       "no or not probed without root (one perf link per symbol)");
+	       k.uprobe_multi ? "yes (one link per library and direction)" :
+				"no or not probed without root (one perf link per symbol)");
 	printf("  uretprobe/seccomp risk: %s\n",
-	       nl_kernel_uretprobe_seccomp_risk(maj, min) ?
-		       "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" :
-		       "no");
+	       k.seccomp_risk ? "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" : "no");
 	if (o->verbose) {
 		printf("probed API table: %d entry points\n", NL_API_COUNT);
 		for (int i = 0; i < NL_API_COUNT; i++)
@@ -320,31 +391,39 @@ static int start_command(char **cmd, int *go_fd, pid_t *pid)
 	return 0;
 }
 
+/* -- CMD: the runtime libraries looked for where --lib does not name them */
+static const struct {
+	const char *prefix;
+	bool warn; /* not found: said, since the run sees nothing until the command loads it */
+} cmd_libs[] = {
+	{ "libamdhip64.so", true },
+	{ "librccl.so", false },
+};
+
 static int attach_targets(struct nl_app *a)
 {
 	const struct nl_opts *o = &a->o;
-	const char *paths[NL_MAX_LIBS + 2];
-	char found[2][PATH_MAX];
+	const char *paths[NL_MAX_LIBS + NL_ARRAY_SIZE(cmd_libs)];
+	char found[NL_ARRAY_SIZE(cmd_libs)][PATH_MAX];
 	int n = 0, err;
 
 	for (int i = 0; i < o->nlibs; i++)
 		paths[n++] = o->libs[i];
 
 	if (o->ncmd) {
-		static const char *const prefixes[] = { "libamdhip64.so", "librccl.so" };
-
-		for (int k = 0; k < 2; k++) {
+		for (size_t k = 0; k < NL_ARRAY_SIZE(cmd_libs); k++) {
+			const char *prefix = cmd_libs[k].prefix;
 			bool given = false;
 
 			for (int i = 0; i < o->nlibs; i++)
-				given |= strstr(o->libs[i], prefixes[k]) != NULL;
+				given |= strstr(o->libs[i], prefix) != NULL;
 			if (given)
 				continue;
-			if (nl_find_library(prefixes[k], found[k], sizeof(found[k])) == 0)
+			if (nl_find_library(prefix, found[k], sizeof(found[k])) == 0)
 				paths[n++] = found[k];
-			else if (k == 0)
+			else if (cmd_libs[k].warn)
 				diag(0, "warning: no %s* in LD_LIBRARY_PATH or the usual folders; "
-					"attaching when the command loads one", prefixes[k]);
+					"attaching when the command loads one", prefix);
 		}
 		err = start_command(o->cmd, &a->go_fd, &a->child);
 		if (err) {
@@ -381,6 +460,13 @@ static int attach_targets(struct nl_app *a)
 	return 0;
 }
 
+/*
+ * How long one wait on the ring buffer lasts at most: the loop's grain, with
+ * which a signal, --duration and the next tick are noticed (a record wakes it
+ * at once).
+ */
+#define POLL_MS 50
+
 static int run(struct nl_app *a)
 {
 	const struct nl_opts *o = &a->o;
@@ -392,7 +478,7 @@ static int run(struct nl_app *a)
 	while (!stop_signal) {
 		uint64_t now;
 
-		err = nl_loader_poll(a->l, 50);
+		err = nl_loader_poll(a->l, POLL_MS);
 		if (err < 0) {
 			diag(0, "ring buffer: %s", strerror(-err));
 			return err;
@@ -492,6 +578,8 @@ int main(int argc, char **argv)
 		if (!err)
 			err = nl_app_replay(&app);
 		nl_app_finish(&app, nl_mono_ns(), err);
+		if (err || app.replay_incomplete)
+			end_with_error(&app, err);
 		if (app.out != stdout && fclose(app.out) && !err)
 			err = -EIO;
 		if (err || app.write_err || app.replay_incomplete)
@@ -540,6 +628,8 @@ int main(int argc, char **argv)
 	err = run(&app);
 out:
 	nl_app_finish(&app, nl_mono_ns(), err);
+	if (err)
+		end_with_error(&app, err);
 	nl_loader_close(app.l);
 	nl_discover_free(app.discover);
 	if (app.child > 0 && !app.child_reaped) {

@@ -190,8 +190,24 @@ one_line_error() { # CODE PATTERN CMD...
 	[ "$rc" = "$code" ] && [ "$(wc -l <"$TMP/bad.err")" = 1 ] && grep -q "$pat" "$TMP/bad.err" ||
 		{ echo "  got rc=$rc: $(cat "$TMP/bad.err")" >&2; return 1; }
 }
+# after the output is open, a failure also ends stdout with the JSON error line
+# carrying stderr's message (docs/output.md); --format table and usage errors do not
+json_error_last() {
+	jq -e -s --arg m "$(sed 's/^nanlog-bpf: //' "$TMP/bad.err")" \
+		'.[-1] == {type: "error", schema: 1, message: $m}' "$TMP/bad.out" >/dev/null ||
+		{ echo "  stdout ends: $(tail -1 "$TMP/bad.out")" >&2; return 1; }
+}
 check "missing PID: exit 1, one line" one_line_error 1 "no such process" "$TOOL" -p 4194000
+check "  ...stdout's last line is the JSON error" json_error_last
+sleep 30 &
+SP=$!
+check "no HIP: exit 1, one line" one_line_error 1 "no HIP runtime" "$TOOL" -p $SP
+check "  ...stdout's last line is the JSON error" json_error_last
+check "no HIP, --format table: no error line on stdout" sh -c \
+	"'$TOOL' -p $SP --format table >'$TMP/tbl.out' 2>/dev/null; test \$? = 1 && test ! -s '$TMP/tbl.out'"
+kill $SP
 check "bad flag: exit 2" one_line_error 2 "unknown option" "$TOOL" --bogus
+check "  ...nothing on stdout" test ! -s "$TMP/bad.out"
 check "bad PID value: exit 2" one_line_error 2 "not a process id" "$TOOL" -p 12abc
 check "no target: exit 2" one_line_error 2 "no target" "$TOOL"
 check "kernel without BTF: exit 1" one_line_error 1 "BTF" env NANLOG_BTF_PATH=/nonexistent "$TOOL" -p 1
@@ -208,6 +224,18 @@ ln -s "$TMP/exists.json" "$TMP/link.json"
 check "output through a symlink: refused" one_line_error 1 "symbolic link" "$TOOL" -p 1 -o "$TMP/link.json" --force
 check "no BPF link left after the failures" test "$(links_now)" = "$BASE_LINKS"
 check "--version lists kernel features" sh -c "'$TOOL' --version | grep -q 'uprobes: *yes'"
+# --version --format json: one line with what the text says (docs/usage.md)
+version_json() {
+	"$TOOL" --version --format json >"$TMP/ver.json" && [ "$(wc -l <"$TMP/ver.json")" = 1 ] &&
+		jq -e --arg v "$("$TOOL" --version | sed -n '1s/^nanlog-bpf \([^ ]*\) .*/\1/p')" \
+			--arg r "$(uname -r)" '.type == "version" and .schema == 1 and .version == $v and
+			(.libbpf | test("^[0-9]+[.][0-9]+$")) and .record_schema == 1 and
+			.kernel.release == $r and .features.uprobes == true and .features.btf == true and
+			(.features | keys | length) == 6' "$TMP/ver.json" >/dev/null ||
+		{ echo "  got: $(cat "$TMP/ver.json")" >&2; return 1; }
+}
+check "--version --format json: one line, the text's facts" version_json
+check "--version --format json -v: usage error" one_line_error 2 "format json" "$TOOL" --version --format json -v
 
 # --- kernels before 6.6: one perf link per symbol instead of uprobe_multi
 start_gated "$TMP/pl.out" "$TMP/pl.err" "$KC" -g -n 2

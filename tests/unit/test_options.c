@@ -91,6 +91,20 @@ static void test_help_version(void **state)
 	assert_true(o.help);
 	assert_int_equal(parse(&o, err, "--version", NULL), 1);
 	assert_true(o.version);
+	assert_false(o.version_json);
+	assert_int_equal(parse(&o, err, "--version", "--format", "json", NULL), 1);
+	assert_true(o.version_json);
+	assert_int_equal(parse(&o, err, "--format", "json", "--version", NULL), 1);
+	assert_true(o.version_json);
+	assert_int_equal(parse(&o, err, "--version", "--format", "table", NULL), 1);
+	assert_false(o.version_json);
+	/* the lists -v and --lib add are text */
+	assert_int_equal(parse(&o, err, "--version", "--format", "json", "-v", NULL), -EINVAL);
+	assert_non_null(strstr(err, "--format json"));
+	assert_int_equal(parse(&o, err, "--version", "--format", "json", "--lib", "x.so", NULL), -EINVAL);
+	/* a run's --format json is the default, not a version request */
+	assert_int_equal(parse(&o, err, "-p", "1", "--format", "json", NULL), 0);
+	assert_false(o.version_json);
 }
 
 #define BAD(...)                                                            \

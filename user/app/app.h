@@ -35,6 +35,8 @@ struct nl_app_target {
 	struct nl_runs runs; /* its counted launch runs */
 };
 
+struct nl_app_sinks;
+
 struct nl_app {
 	struct nl_opts o;
 	FILE *out;
@@ -56,10 +58,7 @@ struct nl_app {
 	int nmissing;
 	int missing[NL_API_COUNT]; /* distinct missing api ids */
 	struct nl_engine *engine;   /* NULL with --no-audit */
-	struct nl_sink out_sink;     /* the JSON or table writer behind the app's sink */
-	struct nl_audit_table table; /* --format table state */
-	uint64_t verdicts[NL_NVERDICTS];        /* batches by verdict, for the heartbeat */
-	uint64_t last_heartbeat_ns;
+	struct nl_app_sinks *sinks;  /* app.c: where the audits go, from nl_app_init */
 	uint64_t start_real_ns;      /* wall-clock anchor taken with start_ns */
 	uint64_t last_ts_ns;         /* newest record time seen */
 	struct nl_recording_writer *rec; /* --record */
@@ -68,9 +67,7 @@ struct nl_app {
 	struct nl_metrics *metrics;  /* --metrics: the registry ... */
 	struct nl_metrics_http *http; /* ... and its endpoint */
 	struct nl_live *live;        /* --live */
-	uint64_t last_live_ns;
-	bool trace_named;            /* the summary gave the tracks their roles */
-	bool summary_done;           /* the engine's summary was written: the fields below hold */
+	bool summary_done;           /* the engine's summary was written: the fields below hold (--check) */
 	bool evidence_valid;         /* its verdict on the run, for --check */
 	uint32_t invalid_mask, missing_stages;
 	int rec_err;
@@ -88,6 +85,9 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r);
 void nl_app_tick(struct nl_app *a, uint64_t now_ns);
 /* Drain, final counters, summary. err is the run's outcome so far. */
 void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err);
+/* A run that fails: its output, when JSON, ends with an "error" line saying
+ * why (message: the stderr line's text). Nothing under --format table. */
+void nl_app_error(struct nl_app *a, const char *message);
 
 /* Events that live runs and replays share (and --record writes down). */
 void nl_app_target_added(struct nl_app *a, uint32_t pid, uint64_t ts, bool mid_run,

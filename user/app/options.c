@@ -65,7 +65,8 @@ const char nl_usage[] =
 	"  -v, --verbose            explain attach decisions (repeat for more)\n"
 	"  -q, --quiet              no diagnostics but errors\n"
 	"      --version            version and probed kernel features; with --lib PATH,\n"
-	"                           which API-table entries that library exports (-v: each)\n"
+	"                           which API-table entries that library exports (-v: each);\n"
+	"                           with --format json, one JSON line\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime failure, 2 usage error; with --check\n"
@@ -252,6 +253,7 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			o->raw = o->no_audit = true;
 			break;
 		case OPT_FORMAT:
+			o->version_json = strcmp(optarg, "json") == 0;
 			if (strcmp(optarg, "json") == 0)
 				o->format = NL_FMT_JSON;
 			else if (strcmp(optarg, "table") == 0)
@@ -367,6 +369,10 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			return fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
 		}
 	}
+	if (o->version && o->version_json && (o->verbose || o->nlibs))
+		return fail(err, errlen, "--version --format json: -v and --lib print text lists, "
+				       "not JSON (drop them, or --format)");
+	o->version_json &= o->version;
 	if (o->help || o->version)
 		return 1;
 	if (optind < argc) {

@@ -59,6 +59,7 @@ struct nl_opts {
 	char **cmd;           /* after "--" */
 	int ncmd;
 	bool help, version;
+	bool version_json;    /* --version --format json: one JSON line */
 };
 
 /*

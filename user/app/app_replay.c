@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/*
+ * --replay: a recording's items through the very functions the live run
+ * used, in the order it used them; its trailer stands for the loader.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app_int.h"
+#include "record/recording.h"
+
+/* --replay: a target as the live run had it, labels included. */
+static void replay_target(struct nl_app *a, const struct nl_recording_target *rt)
+{
+	struct nl_app_target *t = NULL;
+	char buf[NL_RECORDING_MAX_STR + 1], *cid = NULL, *pod = NULL, *sep;
+
+	snprintf(buf, sizeof(buf), "%s", rt->comm ? rt->comm : "");
+	if ((sep = strchr(buf, NL_APP_LABEL_SEP))) {
+		*sep = '\0';
+		cid = sep + 1;
+		if ((sep = strchr(cid, NL_APP_LABEL_SEP))) {
+			*sep = '\0';
+			pod = sep + 1;
+		}
+	}
+	for (int i = 0; i < a->ntargets && !t; i++)
+		if (!a->targets[i].alive)
+			t = &a->targets[i];
+	if (!t && a->ntargets < NL_MAX_PIDS)
+		t = &a->targets[a->ntargets++];
+	if (t) {
+		memset(t, 0, sizeof(*t));
+		t->pid = (pid_t)rt->pid;
+		t->alive = true;
+		snprintf(t->comm, sizeof(t->comm), "%.31s", buf);
+		snprintf(t->container_id, sizeof(t->container_id), "%.64s", cid ? cid : "");
+		snprintf(t->pod_uid, sizeof(t->pod_uid), "%.36s", pod ? pod : "");
+	}
+	nl_app_target_added(a, rt->pid, rt->ts_ns, rt->mid_run, buf, cid, pod);
+}
+
+/*
+ * --replay: the recording's items go through the very functions the live
+ * run used, in the order it used them.
+ */
+int nl_app_replay(struct nl_app *a)
+{
+	struct nl_recording_reader *r = NULL;
+	struct nl_recording_item *it;
+	char err[512];
+	int rc;
+
+	it = malloc(sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	a->replay = true;
+	rc = nl_recording_open(&r, a->o.replay_path, NL_APP_SCHEMA, err, sizeof(err));
+	if (rc) {
+		a->diag(0, "%s", err);
+		goto out;
+	}
+	a->start_ns = nl_recording_header(r)->start_mono_ns;
+	a->start_real_ns = nl_recording_header(r)->start_real_ns;
+	while ((rc = nl_recording_next(r, it, err, sizeof(err))) == NL_RECORDING_ITEM) {
+		switch (it->kind) {
+		case NL_RI_RECORD:
+			nl_app_record(a, it->rec.data.bytes, it->rec.size);
+			break;
+		case NL_RI_LIB: {
+			struct nl_attach_report rep = { .pid = (pid_t)it->lib.pid, .lib = it->lib.lib,
+							.path = it->lib.path, .host_path = it->lib.path,
+							.attached = it->lib.attached,
+							.retprobes = it->lib.retprobes,
+							.retprobes_allowed = it->lib.retprobes_allowed,
+							.nmissing = it->lib.nmissing,
+							.elapsed_ns = it->lib.elapsed_ns };
+
+			memcpy(rep.missing, it->lib.missing, sizeof(int) * (size_t)it->lib.nmissing);
+			nl_app_attached(a, &rep);
+			break;
+		}
+		case NL_RI_TARGET:
+			replay_target(a, &it->target);
+			break;
+		case NL_RI_EXIT: {
+			struct nl_app_target *t = nl_app_target_of(a, it->exit.pid);
+
+			if (t)
+				t->alive = false;
+			nl_app_exited(a, it->exit.pid, it->exit.ts_ns);
+			break;
+		}
+		case NL_RI_LOST:
+			nl_app_lost(a, it->lost.pid, it->lost.count, it->lost.ts_ns);
+			break;
+		default:
+			break;
+		}
+		if (a->write_err) {
+			rc = a->write_err;
+			goto out;
+		}
+	}
+	if (rc < 0) {
+		a->diag(0, "%s", err);
+		goto out;
+	}
+	if (rc == NL_RECORDING_NO_TRAILER) {
+		/*
+		 * The recorder died (or the file was cut): audit what is there, up to
+		 * the last item, then still fail, since the recording is incomplete.
+		 */
+		a->diag(0, "%s", err);
+		memset(&a->replay_trailer, 0, sizeof(a->replay_trailer));
+		a->replay_trailer.end_ns = a->last_ts_ns;
+		a->replay_trailer.duration_ns = a->last_ts_ns > a->start_ns ? a->last_ts_ns - a->start_ns : 0;
+		a->replay_incomplete = true;
+	} else {
+		const struct nl_recording_trailer *t = nl_recording_trailer(r);
+
+		a->replay_trailer = *t;
+		a->stats[NL_STAT_LOST_RINGBUF] = t->lost_ringbuf;
+		a->stats[NL_STAT_LOST_STASH] = t->lost_stash;
+		a->stats[NL_STAT_NESTED] = t->nested_folded;
+	}
+	rc = 0;
+out:
+	nl_recording_free(r);
+	free(it);
+	return rc;
+}
