@@ -19,21 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
-
 #include <limits.h>
 
 #include "base/util.h"
 #include "app/app.h"
 #include "record/call.h"
-#include "proc/elfsym.h"
 #include "attach/loader.h"
 #include "attach/caps.h"
-#include "attach/umulti.h"
-#include "out/json.h"
-#include "proc/placement.h"
-#include "proc/policy.h"
-#include "proc/procmaps.h"
+#include "attach/features.h"
 
 #define NANLOG_VERSION NL_APP_VERSION
 
@@ -94,184 +87,6 @@ static int on_record(void *ctx, const void *data, size_t size)
 static void on_attached(void *ctx, const struct nl_attach_report *r)
 {
 	nl_app_attached(ctx, r);
-}
-
-/*
- * Where the probes would go in the library of this name found here
- * (LD_LIBRARY_PATH, then the usual folders): the placement of each symbol.
- */
-static void print_placement(const struct nl_opts *o, int lib, const char *prefix)
-{
-	uint64_t offs[NL_API_COUNT];
-	char path[PATH_MAX];
-	int fd, n;
-
-	if (nl_find_library(prefix, path, sizeof(path))) {
-		printf("probe placement: no %s found here\n", prefix);
-		return;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -errno : nl_elf_resolve_apis(fd, lib, offs);
-	if (n < 0) {
-		printf("probe placement in %s: cannot read its symbols: %s\n", path, strerror(-n));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	printf("probe placement in %s%s:\n", path, o->no_placement ? " (--no-placement)" : "");
-	for (int api = 0; api < NL_API_COUNT; api++) {
-		uint64_t off = offs[api];
-		struct nl_placement pl;
-
-		if (nl_api_info[api].lib != lib || !off)
-			continue;
-		nl_place_fd(fd, off, &pl); /* on a read error: not decoded, at the symbol */
-		printf("    %-32s +%u %s: %s\n", nl_api_info[api].name,
-		       o->no_placement ? 0 : pl.delta, nl_prologue_name(pl.prologue),
-		       nl_placement_effect(&pl, !o->no_placement));
-	}
-	close(fd);
-}
-
-/*
- * --version --lib PATH: which entries of the API table the library exports,
- * as the loader would find them (name, or the alternative name); with -v
- * one line each.
- */
-static int print_lib_exports(const char *path, int verbose)
-{
-	uint64_t offs[NL_API_COUNT];
-	int lib = nl_lib_of_path(path), fd, n, found = 0, want = 0, missing_req = 0;
-
-	if (lib < 0) {
-		diag(0, "%s: not a libamdhip64.so* or librccl.so* file name", path);
-		return -EINVAL;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		n = -errno;
-		diag(0, "%s: %s", path, strerror(-n));
-		return n;
-	}
-	n = nl_elf_resolve_apis(fd, lib, offs);
-	close(fd);
-	if (n < 0) {
-		diag(0, "%s: cannot read its symbols: %s", path,
-		     n == -ENOEXEC ? "not an ELF shared object" : strerror(-n));
-		return n;
-	}
-	for (int api = 0; api < NL_API_COUNT; api++) {
-		if (nl_api_info[api].lib != lib)
-			continue;
-		want++;
-		found += offs[api] != 0;
-		missing_req += !offs[api] && !(nl_api_info[api].flags & NL_AF_OPT);
-	}
-	printf("library %s (%s): exports %d of the table's %d entry points%s\n", path,
-	       nl_lib_name(lib), found, want, missing_req ? ", lacks required ones" : "");
-	for (int api = 0; verbose && api < NL_API_COUNT; api++)
-		if (nl_api_info[api].lib == lib)
-			printf("    %-32s %s\n", nl_api_info[api].name,
-			       offs[api] ? "exported" :
-			       nl_api_info[api].flags & NL_AF_OPT ? "missing (optional)" : "missing");
-	return 0;
-}
-
-/* What --version says of the kernel, probed once for the text and the JSON. */
-struct kernel_features {
-	struct utsname u;
-	bool btf, uprobes, uprobe_multi, seccomp_risk;
-	int ringbuf, cookies; /* 1 yes, 0 no, < 0 unknown (needs root) */
-};
-
-static void probe_features(struct kernel_features *k)
-{
-	int maj = 0, min = 0, patch = 0;
-
-	uname(&k->u);
-	nl_parse_kernel_release(k->u.release, &maj, &min, &patch);
-	k->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	k->uprobes = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
-	k->ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
-	k->cookies = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL);
-	k->uprobe_multi = nl_uprobe_multi_supported();
-	k->seccomp_risk = nl_kernel_uretprobe_seccomp_risk(maj, min);
-}
-
-/* A probe's answer: true, false, or null when it could not be asked (not root). */
-static void json_probe(struct nl_json *j, const char *key, int v)
-{
-	if (v < 0)
-		nl_json_knull(j, key);
-	else
-		nl_json_kbool(j, key, v == 1);
-}
-
-/* --version --format json: one line (docs/usage.md). */
-static void print_version_json(const struct kernel_features *k)
-{
-	char libbpf[32];
-	struct nl_json j;
-
-	snprintf(libbpf, sizeof(libbpf), "%d.%d", (int)libbpf_major_version(),
-		 (int)libbpf_minor_version());
-	nl_json_begin(&j, stdout);
-	nl_json_kstr(&j, "type", "version");
-	nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
-	nl_json_kstr(&j, "version", NANLOG_VERSION);
-	nl_json_kstr(&j, "libbpf", libbpf);
-	nl_json_ki64(&j, "record_schema", NL_APP_SCHEMA);
-	nl_json_key(&j, "kernel");
-	nl_json_obj(&j);
-	nl_json_kstr(&j, "release", k->u.release);
-	nl_json_kstr(&j, "machine", k->u.machine);
-	nl_json_obj_end(&j);
-	nl_json_key(&j, "features");
-	nl_json_obj(&j);
-	nl_json_kbool(&j, "btf", k->btf);
-	nl_json_kbool(&j, "uprobes", k->uprobes);
-	json_probe(&j, "ringbuf", k->ringbuf);
-	json_probe(&j, "attach_cookies", k->cookies);
-	nl_json_kbool(&j, "uprobe_multi", k->uprobe_multi);
-	nl_json_kbool(&j, "uretprobe_seccomp_risk", k->seccomp_risk);
-	nl_json_obj_end(&j);
-	nl_json_end(&j);
-}
-
-static int print_version(const struct nl_opts *o)
-{
-	struct kernel_features k;
-
-	probe_features(&k);
-	if (o->version_json) {
-		print_version_json(&k);
-		return 0;
-	}
-	printf("nanlog-bpf %s (libbpf %d.%d, record schema %d)\n", NANLOG_VERSION,
-	       libbpf_major_version(), libbpf_minor_version(), NL_APP_SCHEMA);
-	printf("kernel %s %s\n", k.u.release, k.u.machine);
-	printf("  btf:            %s\n", k.btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
-	printf("  uprobes:        %s\n", k.uprobes ? "yes" : "no");
-	printf("  ringbuf:        %s\n", k.ringbuf == 1 ? "yes" : k.ringbuf == 0 ? "no" : "unknown (needs root)");
-	printf("  attach cookies: %s\n", k.cookies == 1 ? "yes" : k.cookies == 0 ? "no" : "unknown (needs root)");
-	printf("  uprobe_multi:   %s\n",
-	       k.uprobe_multi ? "yes (one link per library and direction)" :
-				"no or not probed without root (one perf link per symbol)");
-	printf("  uretprobe/seccomp risk: %s\n",
-	       k.seccomp_risk ? "yes (6.11-6.13: seccomp-filtered targets get entry probes only)" : "no");
-	if (o->verbose) {
-		printf("probed API table: %d entry points\n", NL_API_COUNT);
-		for (int i = 0; i < NL_API_COUNT; i++)
-			printf("  %-32s %-12s%s%s\n", nl_api_info[i].name, nl_lib_name(nl_api_info[i].lib),
-			       nl_api_info[i].flags & NL_AF_RET ? " return-probe" : "",
-			       nl_api_info[i].flags & NL_AF_OPT ? " optional" : "");
-		print_placement(o, NL_LIB_HIP, "libamdhip64.so");
-		print_placement(o, NL_LIB_RCCL, "librccl.so");
-	}
-	for (int i = 0; i < o->nlibs; i++)
-		if (print_lib_exports(o->libs[i], o->verbose))
-			return -EINVAL;
-	return 0;
 }
 
 /*
@@ -559,11 +374,15 @@ int main(int argc, char **argv)
 		fputs(nl_usage, stdout);
 		return NL_EXIT_OK;
 	}
-	if (app.o.version)
-		return print_version(&app.o) ? NL_EXIT_FAIL : NL_EXIT_OK;
+	app.diag = diag;
+	if (app.o.version) {
+		struct nl_kernel_features k;
+
+		nl_kernel_features_probe(&k);
+		return nl_app_print_version(&app, &k) ? NL_EXIT_FAIL : NL_EXIT_OK;
+	}
 
 	app.go_fd = -1;
-	app.diag = diag;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

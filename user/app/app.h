@@ -102,6 +102,10 @@ void nl_app_exited(struct nl_app *a, uint32_t pid, uint64_t ts);
 /* --record: open the recording (after nl_app_init). */
 int nl_app_record_start(struct nl_app *a, int argc, char **argv, const char *kernel,
 			const char *version);
+/* --version (and --format json, -v, --lib): print what the options ask for. 0 or -errno. */
+struct nl_kernel_features;
+int nl_app_print_version(struct nl_app *a, const struct nl_kernel_features *k);
+
 /* --replay: run the recording through the app; then nl_app_finish. */
 int nl_app_replay(struct nl_app *a);
 
