@@ -457,6 +457,8 @@ static void test_parse_addr_good(void **state)
 		{ "127.9.9.9:1", "127.9.9.9", "http://127.9.9.9:1/metrics", AF_INET, 1, true },
 		{ "[fe80::0001]:8080", "fe80::1", "http://[fe80::1]:8080/metrics", AF_INET6, 8080, false },
 		{ ":0", "127.0.0.1", "http://127.0.0.1:0/metrics", AF_INET, 0, true },
+		{ "[::ffff:1.2.3.4]:80", "::ffff:1.2.3.4", "http://[::ffff:1.2.3.4]:80/metrics", AF_INET6, 80,
+		  false },
 	};
 	char err[256], url[128];
 
@@ -493,6 +495,8 @@ static void test_parse_addr_bad(void **state)
 		" 127.0.0.1:80", "127.0.0.1:99999999999999999999", ":", "[::1]:",
 		"1234567890123456789012345678901234567890123456789012345678901234567890:1",
 		"http://127.0.0.1:9464",
+		/* what getaddrinfo() alone takes for IPv4, as inet_aton does */
+		"010.0.0.1:80", "0x7f.0.0.1:80", "127.1:80", "1.2.3.4.5:80",
 	};
 	char err[256];
 

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,56 @@ static int bad(char *err, size_t errlen, const char *s, const char *why)
 {
 	snprintf(err, errlen, "--metrics '%s': %s", s, why);
 	return -EINVAL;
+}
+
+/*
+ * The numeric address hbuf of family with port into out, through
+ * getaddrinfo(): AI_NUMERICHOST, so never a name lookup, and AI_NUMERICSERV
+ * for the port, already checked to be decimal (getaddrinfo's own reading of
+ * it takes "+80", " 80" and 65536). No AI_PASSIVE: there is always a host, the
+ * default being the loopback address written out.
+ */
+static int resolve(const char *s, const char *hbuf, int family, uint16_t port,
+		   struct nl_metrics_addr *out, char *err, size_t errlen)
+{
+	const char *not_numeric = family == AF_INET6 ? "not a numeric IPv6 address"
+						     : "ADDR must be a numeric IPv4 address or [IPv6] (no host names)";
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&out->sa;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&out->sa;
+	char serv[8];
+	int ret;
+
+	snprintf(serv, sizeof(serv), "%u", (unsigned)port);
+	ret = getaddrinfo(hbuf, serv, &hints, &res);
+	if (ret == EAI_MEMORY) {
+		snprintf(err, errlen, "--metrics '%s': %s", s, gai_strerror(ret));
+		return -ENOMEM;
+	}
+	if (ret || !res || res->ai_addrlen > sizeof(out->sa)) {
+		if (res)
+			freeaddrinfo(res);
+		return bad(err, errlen, s, not_numeric);
+	}
+	memcpy(&out->sa, res->ai_addr, res->ai_addrlen);
+	out->salen = res->ai_addrlen;
+	freeaddrinfo(res);
+	out->family = family;
+	out->port = port;
+	if (family == AF_INET6) {
+		out->loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
+		inet_ntop(AF_INET6, &a6->sin6_addr, out->host, sizeof(out->host));
+		return 0;
+	}
+	out->loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+	inet_ntop(AF_INET, &a4->sin_addr, out->host, sizeof(out->host));
+	/* getaddrinfo reads IPv4 as inet_aton does: "1.2.3", "010.0.0.1" (octal,
+	 * 8.0.0.1), "0x7f.1". Only the dotted quad itself is taken. */
+	if (strcmp(out->host, hbuf))
+		return bad(err, errlen, s, not_numeric);
+	return 0;
 }
 
 int nl_metrics_parse_addr(const char *s, struct nl_metrics_addr *out, char *err, size_t errlen)
@@ -69,34 +120,9 @@ int nl_metrics_parse_addr(const char *s, struct nl_metrics_addr *out, char *err,
 		return bad(err, errlen, s, "the address is too long");
 	memcpy(hbuf, host, hlen);
 	hbuf[hlen] = '\0';
-	out->port = (uint16_t)port;
-	if (s[0] == '[') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&out->sa;
-
-		if (strchr(hbuf, '%'))
-			return bad(err, errlen, s, "IPv6 scope ids (%IFACE) are not supported");
-		if (inet_pton(AF_INET6, hbuf, &a6->sin6_addr) != 1)
-			return bad(err, errlen, s, "not a numeric IPv6 address");
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons(out->port);
-		out->salen = sizeof(*a6);
-		out->family = AF_INET6;
-		out->loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
-		inet_ntop(AF_INET6, &a6->sin6_addr, out->host, sizeof(out->host));
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)&out->sa;
-
-		if (inet_pton(AF_INET, hbuf, &a4->sin_addr) != 1)
-			return bad(err, errlen, s,
-				   "ADDR must be a numeric IPv4 address or [IPv6] (no host names)");
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons(out->port);
-		out->salen = sizeof(*a4);
-		out->family = AF_INET;
-		out->loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
-		inet_ntop(AF_INET, &a4->sin_addr, out->host, sizeof(out->host));
-	}
-	return 0;
+	if (s[0] == '[' && strchr(hbuf, '%'))
+		return bad(err, errlen, s, "IPv6 scope ids (%IFACE) are not supported");
+	return resolve(s, hbuf, s[0] == '[' ? AF_INET6 : AF_INET, (uint16_t)port, out, err, errlen);
 }
 
 void nl_metrics_url(const struct nl_metrics_addr *a, uint16_t port, char *buf, size_t len)
