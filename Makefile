@@ -2,7 +2,7 @@
 # Targets: all (default), deps, rootfs, test, demo, bench, clean;
 #          image (the container image, with podman: docs/kubernetes.md;
 #          make test and make e2e build it first);
-#          fuzz, fuzz-regress, valgrind (docs/fuzzing.md);
+#          fuzz, fuzz-regress, valgrind, tsan (docs/fuzzing.md);
 #          fuzz-audit (docs/engine.md, "Model-based random testing");
 #          tool, install, uninstall, deb, pkgroot (docs/packaging.md).
 
@@ -125,6 +125,15 @@ VG_CFLAGS    ?= -O1 -g
 CORE_VG_OBJS := $(patsubst user/%.c,$(B)/vg/user/%.o,$(CORE_SRCS))
 VG_LIB       := $(B)/vg/libnanlog-core-vg.a
 VG_BINS      := $(patsubst tests/unit/%.c,$(B)/vg/%,$(filter-out tests/unit/test_audit_random.c,$(CORE_UNIT_SRCS)))
+# --- ThreadSanitizer: the unit tests that run threads (the metrics registry fed
+# while the renderer and the HTTP server's thread read it), built apart in
+# $(B)/tsan, as TSan and ASan exclude each other; a report fails make tsan
+TSAN_CFLAGS  ?= -O1 -g
+TSAN         := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_TESTS   := test_metrics
+CORE_TSAN_OBJS := $(patsubst user/%.c,$(B)/tsan/user/%.o,$(CORE_SRCS))
+TSAN_LIB     := $(B)/tsan/libnanlog-core-tsan.a
+TSAN_BINS    := $(patsubst %,$(B)/tsan/%,$(TSAN_TESTS))
 
 # --- bench (docs/performance.md): built by `make all`, run only by `make bench`
 BENCH_BINS := $(B)/bench/micro $(B)/bench/floor $(B)/bench/bigrec $(B)/bench/enginebench
@@ -172,7 +181,7 @@ PKGROOT  := $(B)/pkgroot/bookworm-minbase
 DEB_SRCS := Makefile VERSION README.md CHANGELOG.md $(DOCS) $(wildcard user/*.[ch] user/*/*.[ch] user/*/README.md bpf/*.[ch] include/*.h vmlinux/* \
 	man/* completions/* deploy/systemd/* scripts/*.sh debian/* debian/source/*)
 
-.PHONY: all deps rootfs image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind \
+.PHONY: all deps rootfs image image-if-podman test unit e2e demo bench clean fuzz fuzz-build fuzz-regress fuzz-seeds valgrind tsan \
 	fuzz-audit tool install uninstall deb pkgroot FORCE
 # The whole tool under ASan and UBSan, for the tests that replay recordings
 # and attach to workloads with it (tests/e2e/test_sanitized.sh).
@@ -214,7 +223,7 @@ $(B)/user/%.o: user/%.c
 	$(Q)$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LOADER_OBJS): $(SKELS) $(B)/version.h
-$(foreach d,user san/user fuzz/user vg/user,$(patsubst user/%.c,$(B)/$(d)/%.o,$(APP_SRCS))): $(B)/version.h
+$(foreach d,user san/user fuzz/user vg/user tsan/user,$(patsubst user/%.c,$(B)/$(d)/%.o,$(APP_SRCS))): $(B)/version.h
 
 $(B)/san/user/%.o: user/%.c
 	$(call msg,CC-SAN,$@)
@@ -435,6 +444,19 @@ $(B)/vg/test_app: tests/unit/test_app.c tests/unit/stub_loader.c tests/unit/stub
 	$(call msg,CC-VG,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(VG_CFLAGS) -o $@ $< tests/unit/stub_loader.c $(B)/vg/skip.o $(VG_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
 
+$(B)/tsan/user/%.o: user/%.c
+	$(call msg,CC-TSAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(TSAN_CFLAGS) $(TSAN) -c $< -o $@
+
+$(TSAN_LIB): $(CORE_TSAN_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/tsan/test_%: tests/unit/test_%.c $(TSAN_LIB) | $(B)/tsan
+	$(call msg,CC-TSAN,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(TSAN_CFLAGS) $(TSAN) -o $@ $< $(TSAN_LIB) -lcmocka -lm -lelf -lz -lmicrohttpd
+
 $(B)/fuzz/gen_seeds: tests/fuzz/gen/gen_seeds.c $(B)/libnanlog-core.a | $(B)/fuzz
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -Itests/fuzz -o $@ $< $(B)/libnanlog-core.a -ldl -lelf -lz -lm
@@ -465,6 +487,12 @@ VG_SKIP ?= test_concurrent_render
 valgrind: $(VG_BINS)
 	$(Q)NL_VG_SKIP='$(VG_SKIP)' ./tests/valgrind/run.sh $(VG_BINS)
 
+# every test of TSAN_TESTS under ThreadSanitizer; its first report ends the
+# run with exit status 66, and make fails
+tsan: $(TSAN_BINS)
+	$(Q)for t in $(TSAN_BINS); do printf '  %-8s %s\n' TSAN "$$t"; \
+		TSAN_OPTIONS='halt_on_error=1 exitcode=66' "$$t" || exit 1; done
+
 # The root filesystems of the real-runtime tests (scripts/rootfs.sh: newer
 # Debian userlands with ROCm 5.7.1 and RCCL 5.4.3, and ROCm 6.4.3), built once
 # and cached under $(B)/rootfs. Where one cannot be built (no mmdebstrap, no
@@ -490,7 +518,7 @@ bench: all
 	$(Q)./bench/bench.sh
 
 $(B) $(B)/audit $(B)/bpf $(B)/bench $(B)/sim $(B)/sim/cf $(B)/simobj/hip $(B)/simobj/cf/hip $(B)/simobj/rccl $(B)/simobj/pipeline $(B)/tests $(B)/tests/progs \
-$(B)/fuzz $(B)/vg:
+$(B)/fuzz $(B)/vg $(B)/tsan:
 	$(Q)mkdir -p $@
 
 clean:

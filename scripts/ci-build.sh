@@ -10,20 +10,22 @@
 #                        builds the container image first (make image)
 #   fuzz-regress  make fuzz-regress   every committed fuzzing input once
 #   valgrind      make valgrind       the core unit tests under valgrind
+#   tsan          make tsan           the unit tests that run threads under
+#                                     ThreadSanitizer (seconds)
 #   fuzz          make fuzz FUZZ_SECONDS=10   each fuzzing harness 10 s
 #   deb    make deb      the Debian package (docs/packaging.md)
 #   pkgroot make pkgroot  the Debian 12 root it is installed into (mmdebstrap,
 #                        made once and kept under build/); both before make
 #                        test, so that tests/e2e/test_package.sh finds them
-# CI runs "deps build deb pkgroot fuzz-regress valgrind fuzz test": the fuzzers and
-# valgrind before make test, so that the last line CI prints is still the
+# CI runs "deps build deb pkgroot fuzz-regress valgrind fuzz tsan test": the fuzzers,
+# valgrind and ThreadSanitizer before make test, so that the last line CI prints is still the
 # test runner's "N passed, N failed, N skipped" (docs/fuzzing.md). The image
 # build runs "deps", then "build unit", as it cannot load BPF programs, and
 # its package stage "deb".
 # tests/e2e/test_deploy.sh checks that the two stay so.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|fuzz|deb|pkgroot..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: scripts/ci-build.sh deps|build|unit|test|fuzz-regress|valgrind|tsan|fuzz|deb|pkgroot..." >&2; exit 2; }
 for step in "$@"; do
 	case "$step" in
 	deps) ./scripts/deps.sh ;;
@@ -32,9 +34,10 @@ for step in "$@"; do
 	test) make test ;;
 	fuzz-regress) make fuzz-regress ;;
 	valgrind) make valgrind ;;
+	tsan) make tsan ;;
 	fuzz) make fuzz FUZZ_SECONDS=10 ;;
 	deb) make deb ;;
 	pkgroot) make pkgroot ;;
-	*) echo "ci-build: unknown step '$step' (deps, build, unit, test, fuzz-regress, valgrind, fuzz, deb, pkgroot)" >&2; exit 2 ;;
+	*) echo "ci-build: unknown step '$step' (deps, build, unit, test, fuzz-regress, valgrind, tsan, fuzz, deb, pkgroot)" >&2; exit 2 ;;
 	esac
 done

@@ -213,8 +213,8 @@ check "Dockerfile: multi-stage, every stage from ARG BASE or the build stage, by
 		test '$base' = localhost/nanlog-bpf-base:bookworm"
 ci_steps=$(sed -n 's|^[[:space:]]*\(exec \)\{0,1\}\./scripts/ci-build\.sh \(.*\)$|\2|p' .ci/run)
 docker_steps=$(sed -n 's|^RUN \./scripts/ci-build\.sh \(.*\)$|\1|p' Dockerfile | tr '\n' ' ')
-check "CI (.ci/run) runs scripts/ci-build.sh deps build deb pkgroot fuzz-regress valgrind fuzz test" \
-	test "$ci_steps" = "deps build deb pkgroot fuzz-regress valgrind fuzz test"
+check "CI (.ci/run) runs scripts/ci-build.sh deps build deb pkgroot fuzz-regress valgrind fuzz tsan test" \
+	test "$ci_steps" = "deps build deb pkgroot fuzz-regress valgrind fuzz tsan test"
 check "Dockerfile runs scripts/ci-build.sh deps, then build unit, then deb" test "$docker_steps" = "deps build unit deb "
 ok=1
 for s in $docker_steps; do

@@ -186,12 +186,11 @@ static void json_numbers_and_escapes(void **state)
 	nl_json_key(&j, "nul");
 	nl_json_strn(&j, "a\0b", 3);
 	assert_int_equal(nl_json_end(&j), 0);
-	nl_json_escape(f, "q\"", 2); /* outside a line, as trace.c may */
 	fclose(f);
 	assert_string_equal(buf, "{\"n\":[0,18446744073709551615,-9223372036854775808,"
 				 "9223372036854775807,\"0x0\",\"0xffffffffffffffff\"],"
 				 "\"plain\":\"abc\",\"ends\":\"x\\ty\\r\\u007f\",\"\":\"\","
-				 "\"nul\":\"a\\u0000b\"}\nq\\\"");
+				 "\"nul\":\"a\\u0000b\"}\n");
 	free(buf);
 }
 

@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -360,40 +363,121 @@ static void test_eviction(void **state)
 	nl_metrics_free(m);
 }
 
-/* The HTTP thread renders while the main thread feeds: no torn state
- * (ASan/UBSan watch the memory; the parser the text). */
+/* The sum of the samples of family name whose labels contain label (any
+ * when NULL). */
+static uint64_t sum_samples(const char *text, const char *name, const char *label)
+{
+	size_t n = strlen(name);
+	uint64_t sum = 0;
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *end = strchr(p, '\n'), *val;
+
+		if (strncmp(p, name, n) || p[n] != '{')
+			continue;
+		val = memrchr(p, ' ', (size_t)((end ? end : p + strlen(p)) - p));
+		assert_non_null(val);
+		if (label) {
+			const char *l = strstr(p, label);
+
+			if (!l || l > val)
+				continue;
+		}
+		sum += strtoull(val + 1, NULL, 10);
+	}
+	return sum;
+}
+
+/* The HTTP thread renders while the main thread feeds: every render is a
+ * consistent state (the parser checks the text, ASan/UBSan and, under
+ * `make tsan`, ThreadSanitizer the memory), no counter goes backwards, and
+ * the render after the feeder stopped has every batch it fed. */
+#define FEED_PIDS 16 /* under NL_METRICS_MAX_TARGETS: nothing is evicted */
+_Static_assert(FEED_PIDS < NL_METRICS_MAX_TARGETS, "the feeder's processes fit the registry");
+
 struct feeder {
 	struct nl_metrics *m;
-	volatile int stop;
+	atomic_bool stop;
+	atomic_uint_fast64_t fed; /* batches fed and counted */
 };
 
 static void *feed(void *arg)
 {
 	struct feeder *f = arg;
+	uint64_t i;
 
-	for (uint64_t i = 0; !f->stop; i++) {
-		struct nl_batch_audit a = audit((uint32_t)(i % 300), i, (int)(i % 3), i % 50);
-		struct nl_metrics_counters c = { .records = i, .targets = (uint32_t)(i % 7) };
+	for (i = 0; !atomic_load(&f->stop); i++) {
+		struct nl_batch_audit a = audit((uint32_t)(i % FEED_PIDS), i, (int)(i % 3), i % 50);
+		struct nl_metrics_counters c = { .records = i + 1, .targets = (uint32_t)(i % 7) };
 
 		nl_metrics_batch(f->m, &a);
 		nl_metrics_set_counters(f->m, &c);
 		if (i % 11 == 0)
-			nl_metrics_target_exit(f->m, (uint32_t)(i % 300));
+			nl_metrics_target_exit(f->m, (uint32_t)(i % FEED_PIDS));
+		atomic_store(&f->fed, i + 1);
 	}
 	return NULL;
+}
+
+/* What a render of the feeder's registry says: batches by verdict, and the
+ * copy stage's latency count, which only the non-skipped batches feed. */
+struct fed_counts {
+	uint64_t records, batches, counted, copy_latencies;
+};
+
+static struct fed_counts fed_counts(struct nl_metrics *m)
+{
+	char *text = render(m);
+	struct fed_counts c = {
+		.records = (uint64_t)expo_get(text, "nanlog_records_processed_total"),
+		.batches = sum_samples(text, "nanlog_batches_total", NULL),
+		.counted = sum_samples(text, "nanlog_batches_total", "verdict=\"trusted\"") +
+			   sum_samples(text, "nanlog_batches_total", "verdict=\"untrusted\""),
+		.copy_latencies = sum_samples(text, HOST "_count", "stage=\"copy\""),
+	};
+
+	free(text);
+	/* one state: the batch and its latency were not split by the render */
+	assert_int_equal(c.counted, c.copy_latencies);
+	return c;
 }
 
 static void test_concurrent_render(void **state)
 {
 	struct feeder f = { .m = nl_metrics_new("x") };
+	struct fed_counts prev = { 0 }, now;
+	uint64_t fed = 0;
 	pthread_t th;
 
 	(void)state;
+	atomic_init(&f.stop, false);
+	atomic_init(&f.fed, 0);
 	assert_int_equal(pthread_create(&th, NULL, feed, &f), 0);
-	for (int i = 0; i < 30; i++)
-		free(render(f.m));
-	f.stop = 1;
-	pthread_join(th, NULL);
+	for (int i = 0; i < 30; i++) {
+		/* at least one more batch before each render: the feeder runs */
+		while (atomic_load(&f.fed) == fed)
+			sched_yield();
+		now = fed_counts(f.m);
+		fed = atomic_load(&f.fed);
+		if (now.records < prev.records || now.batches < prev.batches)
+			fail_msg("render %d went backwards: records %" PRIu64 " -> %" PRIu64
+				 ", batches %" PRIu64 " -> %" PRIu64,
+				 i, prev.records, now.records, prev.batches, now.batches);
+		/* what the render saw was fed before it returned */
+		assert_true(now.batches <= fed);
+		assert_true(now.records <= fed);
+		prev = now;
+	}
+	atomic_store(&f.stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	fed = atomic_load(&f.fed);
+	now = fed_counts(f.m);
+	assert_true(fed > 30);
+	assert_int_equal(now.records, fed);
+	assert_int_equal(now.batches, fed);
+	/* batch i has verdict i % 3: every third one is skipped */
+	_Static_assert(NL_VERDICT_SKIPPED == 2, "the feeder's verdicts");
+	assert_int_equal(now.counted, fed - fed / 3);
 	nl_metrics_free(f.m);
 }
 
@@ -457,6 +541,8 @@ static void test_parse_addr_good(void **state)
 		{ "127.9.9.9:1", "127.9.9.9", "http://127.9.9.9:1/metrics", AF_INET, 1, true },
 		{ "[fe80::0001]:8080", "fe80::1", "http://[fe80::1]:8080/metrics", AF_INET6, 8080, false },
 		{ ":0", "127.0.0.1", "http://127.0.0.1:0/metrics", AF_INET, 0, true },
+		{ "[::ffff:1.2.3.4]:80", "::ffff:1.2.3.4", "http://[::ffff:1.2.3.4]:80/metrics", AF_INET6, 80,
+		  false },
 	};
 	char err[256], url[128];
 
@@ -493,6 +579,8 @@ static void test_parse_addr_bad(void **state)
 		" 127.0.0.1:80", "127.0.0.1:99999999999999999999", ":", "[::1]:",
 		"1234567890123456789012345678901234567890123456789012345678901234567890:1",
 		"http://127.0.0.1:9464",
+		/* what getaddrinfo() alone takes for IPv4, as inet_aton does */
+		"010.0.0.1:80", "0x7f.0.0.1:80", "127.1:80", "1.2.3.4.5:80",
 	};
 	char err[256];
 

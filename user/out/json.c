@@ -159,19 +159,6 @@ static void escape(struct nl_json *j, const char *s, size_t n)
 	put(j, s + n - run, run);
 }
 
-void nl_json_escape(FILE *f, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char u[7];
-		const char *esc = escape_of((unsigned char)s[i], u);
-
-		if (esc)
-			fputs(esc, f);
-		else
-			fputc(s[i], f);
-	}
-}
-
 void nl_json_key(struct nl_json *j, const char *key)
 {
 	value_prefix(j);

@@ -65,8 +65,4 @@ void nl_json_kbool(struct nl_json *j, const char *key, bool v);
 void nl_json_knull(struct nl_json *j, const char *key);
 void nl_json_khex(struct nl_json *j, const char *key, uint64_t v);
 
-/* The body of a JSON string (no quotes) for n bytes of s: ", \, control
- * characters and bytes >= 0x7f escaped, so any input gives valid JSON. */
-void nl_json_escape(FILE *f, const char *s, size_t n);
-
 #endif /* NANLOG_JSON_H */
