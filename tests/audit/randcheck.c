@@ -364,7 +364,7 @@ int rp_write_recording(const struct rp_prog *p, const char *path)
 	char err[256];
 	int rc;
 
-	h.rec_schema = NL_APP_SCHEMA;
+	h.rec_schema = NL_RECORD_SCHEMA;
 	h.tool_version = "randprog";
 	h.kernel_release = "";
 	h.start_mono_ns = p->start_ns;

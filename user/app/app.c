@@ -275,7 +275,7 @@ int nl_app_record_start(struct nl_app *a, int argc, char **argv, const char *ker
 
 	if (!a->o.record_path)
 		return 0;
-	h.rec_schema = NL_APP_SCHEMA;
+	h.rec_schema = NL_RECORD_SCHEMA;
 	h.tool_version = version;
 	h.kernel_release = kernel;
 	h.start_mono_ns = a->start_ns;

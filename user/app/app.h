@@ -19,7 +19,6 @@
 #include "record/recording.h"
 #include "out/trace.h"
 
-#define NL_APP_SCHEMA 1
 /* NL_APP_VERSION: written by the Makefile from scripts/version.sh, so that
  * --version, the man page and the package carry one version */
 #include "version.h"

@@ -37,7 +37,7 @@ void nl_app_attached(struct nl_app *a, const struct nl_attach_report *r)
 
 		nl_json_begin(&j, a->out);
 		nl_json_kstr(&j, "type", "attach");
-		nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+		nl_json_ki64(&j, "schema", NL_OUTPUT_SCHEMA);
 		nl_json_ki64(&j, "pid", r->pid);
 		nl_json_kstr(&j, "lib", nl_lib_name(r->lib));
 		nl_json_kstr(&j, "path", r->path);

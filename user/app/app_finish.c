@@ -130,7 +130,7 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 
 		nl_json_begin(&j, a->out);
 		nl_json_kstr(&j, "type", "summary");
-		nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+		nl_json_ki64(&j, "schema", NL_OUTPUT_SCHEMA);
 		nl_json_ku64(&j, "records", a->records);
 		nl_json_ku64(&j, "bad_records", a->bad_records);
 		nl_json_ku64(&j, "counted_launches", a->counted_launches);
@@ -172,7 +172,7 @@ void nl_app_error(struct nl_app *a, const char *message)
 		return;
 	nl_json_begin(&j, a->out);
 	nl_json_kstr(&j, "type", "error");
-	nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+	nl_json_ki64(&j, "schema", NL_OUTPUT_SCHEMA);
 	nl_json_kstr(&j, "message", message);
 	nl_json_end(&j);
 	nl_app_note_write(a);

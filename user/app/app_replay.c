@@ -57,7 +57,7 @@ int nl_app_replay(struct nl_app *a)
 	if (!it)
 		return -ENOMEM;
 	a->replay = true;
-	rc = nl_recording_open(&r, a->o.replay_path, NL_APP_SCHEMA, err, sizeof(err));
+	rc = nl_recording_open(&r, a->o.replay_path, NL_RECORD_SCHEMA, err, sizeof(err));
 	if (rc) {
 		a->diag(0, "%s", err);
 		goto out;

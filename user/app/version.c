@@ -117,10 +117,10 @@ static void print_version_json(const struct nl_kernel_features *k)
 	snprintf(libbpf, sizeof(libbpf), "%d.%d", k->libbpf_major, k->libbpf_minor);
 	nl_json_begin(&j, stdout);
 	nl_json_kstr(&j, "type", "version");
-	nl_json_ki64(&j, "schema", NL_APP_SCHEMA);
+	nl_json_ki64(&j, "schema", NL_OUTPUT_SCHEMA);
 	nl_json_kstr(&j, "version", NANLOG_VERSION);
 	nl_json_kstr(&j, "libbpf", libbpf);
-	nl_json_ki64(&j, "record_schema", NL_APP_SCHEMA);
+	nl_json_ki64(&j, "record_schema", NL_RECORD_SCHEMA);
 	nl_json_key(&j, "kernel");
 	nl_json_obj(&j);
 	nl_json_kstr(&j, "release", k->u.release);
@@ -148,7 +148,7 @@ int nl_app_print_version(struct nl_app *a, const struct nl_kernel_features *kf)
 		return 0;
 	}
 	printf("nanlog-bpf %s (libbpf %d.%d, record schema %d)\n", NANLOG_VERSION,
-	       k.libbpf_major, k.libbpf_minor, NL_APP_SCHEMA);
+	       k.libbpf_major, k.libbpf_minor, NL_RECORD_SCHEMA);
 	printf("kernel %s %s\n", k.u.release, k.u.machine);
 	printf("  btf:            %s\n", k.btf ? "yes" : "no (/sys/kernel/btf/vmlinux missing)");
 	printf("  uprobes:        %s\n", k.uprobes ? "yes" : "no");

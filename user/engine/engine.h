@@ -21,7 +21,6 @@
 
 #include "record/call.h"
 
-#define NL_AUDIT_SCHEMA 1
 
 enum nl_role { NL_ROLE_OTHER = 0, NL_ROLE_COPY, NL_ROLE_SPARSE, NL_ROLE_COMPUTE };
 enum nl_stage_id { NL_STAGE_COPY = 0, NL_STAGE_SPARSE, NL_STAGE_FORWARD, NL_NSTAGES };

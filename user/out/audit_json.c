@@ -111,7 +111,7 @@ void nl_audit_json_batch(FILE *f, const struct nl_batch_audit *a)
 
 	nl_json_begin(&j, f);
 	nl_json_kstr(&j, "type", "batch");
-	nl_json_ku64(&j, "schema", NL_AUDIT_SCHEMA);
+	nl_json_ku64(&j, "schema", NL_OUTPUT_SCHEMA);
 	nl_json_ku64(&j, "pid", a->pid);
 	if (a->container_id && *a->container_id)
 		nl_json_kstr(&j, "container_id", a->container_id);
@@ -191,7 +191,7 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s)
 
 	nl_json_begin(&j, f);
 	nl_json_kstr(&j, "type", "summary");
-	nl_json_ku64(&j, "schema", NL_AUDIT_SCHEMA);
+	nl_json_ku64(&j, "schema", NL_OUTPUT_SCHEMA);
 	nl_json_kbool(&j, "evidence_valid", s->evidence_valid);
 	name_list(&j, "invalid_reasons", s->invalid_mask, NL_NINVALID, nl_invalid_name);
 	name_list(&j, "missing_stages", s->missing_stages, NL_NSTAGES, nl_stage_name);

@@ -20,6 +20,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The "schema" of every JSON line the tool writes (docs/output.md). */
+#define NL_OUTPUT_SCHEMA 1
+
 #define NL_JSON_MAX_DEPTH 16
 
 #define NL_JSON_BUF 1024

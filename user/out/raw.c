@@ -44,7 +44,7 @@ int nl_raw_write_labeled(FILE *f, const struct nl_call *c, const char *container
 	graph_keys(c, &fn_key, &handle_key);
 	nl_json_begin(&j, f);
 	nl_json_kstr(&j, "type", "call");
-	nl_json_ki64(&j, "schema", NL_SCHEMA);
+	nl_json_ki64(&j, "schema", NL_OUTPUT_SCHEMA);
 	nl_json_kstr(&j, "api", name ? name : "?");
 	nl_json_ku64(&j, "pid", c->pid);
 	if (container_id && *container_id)

@@ -7,7 +7,6 @@
 
 #include "record/call.h"
 
-#define NL_SCHEMA 1
 
 /* Write one "type":"call" line. Returns 0 or -errno (from the stream). */
 int nl_raw_write(FILE *f, const struct nl_call *c);

@@ -29,6 +29,10 @@
 #include "nanlog_apis.h"
 #include "nanlog_rec.h"
 
+/* The record schema: the layout of struct nl_rec_call (include/nanlog_rec.h)
+ * that decode.c reads; a recording carries its writer's. */
+#define NL_RECORD_SCHEMA 1
+
 #define NL_RECORDING_VERSION 1 /* format version this code writes and reads */
 
 /* Limits, enforced by the writer (-E2BIG) and by the reader (malformed file). */
@@ -67,7 +71,7 @@ struct nl_recording_lib {
 struct nl_recording_header {
 	uint32_t format_version; /* reader: NL_RECORDING_VERSION; writer: ignored */
 	uint32_t rec_size;       /* reader: sizeof(struct nl_rec_call); writer: ignored */
-	uint32_t rec_schema;     /* the record schema of the writing tool (NL_APP_SCHEMA) */
+	uint32_t rec_schema;     /* the record schema of the writing tool (NL_RECORD_SCHEMA) */
 	const char *tool_version;
 	const char *kernel_release;
 	uint64_t start_mono_ns;  /* CLOCK_MONOTONIC at start ... */
@@ -176,7 +180,7 @@ struct nl_recording_reader;
 
 /*
  * Open a recording and read its header. rec_schema: the record schema this
- * tool decodes (NL_APP_SCHEMA), 0 to accept any. Errors: -ENOENT and other
+ * tool decodes (NL_RECORD_SCHEMA), 0 to accept any. Errors: -ENOENT and other
  * open(2) errors; -EINVAL not a recording; -EPROTONOSUPPORT another format
  * version or byte order; -EPROTO another record size, schema or API table;
  * -EBADMSG damaged or truncated header.
