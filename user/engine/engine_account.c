@@ -35,14 +35,6 @@ static void stage_tid(struct nl_stage_acc *a, uint32_t tid)
 		a->tids_full = true;
 }
 
-static bool stage_has_up(const struct nl_batch *b, int st)
-{
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].stage == st && b->bs[i].has_up)
-			return true;
-	return false;
-}
-
 /* Every upstream op of the stage is ordered before an op with clock vc. */
 static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *vc)
 {
@@ -143,7 +135,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 	}
 	b->fwd_last = *op;
 	for (int k = NL_STAGE_COPY; k <= NL_STAGE_SPARSE; k++)
-		if (!b->handoff[k].found && stage_has_up(b, k) && stage_up_covered(b, k, s->vc)) {
+		if (!b->handoff[k].found && nl_stage_has(b, k, true) && stage_up_covered(b, k, s->vc)) {
 			b->handoff[k].found = true;
 			b->handoff[k].op = *op;
 			b->handoff[k].exposure = b->fwd_work;

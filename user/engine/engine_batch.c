@@ -89,20 +89,20 @@ void nl_apply_lost(struct nl_engine *e, struct nl_proc *p, uint64_t w0, uint64_t
 
 /* ---- lifecycle -------------------------------------------------------------- */
 
-/* Completion is about work: a stage without kernels, copies or
- * collectives has nothing to complete. */
-static bool stage_has_work(const struct nl_batch *b, int st)
+bool nl_stage_has(const struct nl_batch *b, int st, bool up)
 {
 	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].stage == st && b->bs[i].has_work)
+		if (b->bs[i].stage == st && (up ? b->bs[i].has_up : b->bs[i].has_work))
 			return true;
 	return false;
 }
 
+/* Completion is about work: a stage without kernels, copies or
+ * collectives has nothing to complete. */
 static bool all_done(const struct nl_batch *b)
 {
 	for (int st = 0; st < NL_NSTAGES; st++)
-		if (stage_has_work(b, st) && !b->st[st].c.done_by_ns)
+		if (nl_stage_has(b, st, false) && !b->st[st].c.done_by_ns)
 			return false;
 	return true;
 }
@@ -123,7 +123,7 @@ static void close_batch(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
 	for (int st = 0; st < NL_NSTAGES; st++) {
 		const struct nl_completion *c = &b->st[st].c;
 
-		if (!stage_has_work(b, st))
+		if (!nl_stage_has(b, st, false))
 			continue;
 		if (!c->done_by_ns)
 			b->post_confirmed = false;
@@ -251,7 +251,7 @@ void nl_evidence_done(struct nl_proc *p, const uint32_t *vc, int only_slot, uint
 			struct nl_completion *c = &b->st[st].c;
 			bool ok = true;
 
-			if (!stage_has_work(b, st) || c->done_by_ns)
+			if (!nl_stage_has(b, st, false) || c->done_by_ns)
 				continue;
 			for (int i = 0; i < b->nbs && ok; i++) {
 				const struct nl_batch_stream *bs = &b->bs[i];

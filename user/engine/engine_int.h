@@ -537,6 +537,9 @@ struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
 	for (int q_ = 0; q_ < (p)->npipes; q_++)                            \
 		NL_FOR_PIPE_BATCHES(p, &(p)->pipes[q_], b)
 
+/* Whether a stream of stage st of the batch has upstream ops (up) or
+ * work: kernels, copies or collectives (!up). */
+bool nl_stage_has(const struct nl_batch *b, int st, bool up);
 /* A skip reason (NL_SKIP_*) as a bit of a batch's skip mask. */
 #define NL_SKIP_BIT(r) (1u << (r))
 /* The stage a stream of this role works for; -1 none. */

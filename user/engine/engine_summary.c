@@ -181,28 +181,23 @@ static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
 
 	for (uint32_t i = 0; i < s->nprocs; i++)
 		s->missing_stages |= s->procs[i].missing_stages;
-	if (!s->batches)
-		m |= 1u << NL_INVALID_NO_BATCHES;
-	if (s->untrusted)
-		m |= 1u << NL_INVALID_UNTRUSTED;
-	if (s->skipped)
-		m |= 1u << NL_INVALID_SKIPPED;
-	if (s->missing_stages)
-		m |= 1u << NL_INVALID_MISSING_STAGE;
-	if (s->lost_records || (s->has_run_info && (r->lost_ringbuf || r->lost_stash)))
-		m |= 1u << NL_INVALID_LOST_RECORDS;
-	if (s->has_run_info && r->bad_records)
-		m |= 1u << NL_INVALID_BAD_RECORDS;
-	if (s->untracked_records)
-		m |= 1u << NL_INVALID_UNTRACKED;
-	if (s->evicted_streams || s->evicted_events || s->evicted_batches)
-		m |= 1u << NL_INVALID_EVICTED;
-	if (e->probe_missing)
-		m |= 1u << NL_INVALID_PROBE_MISSING;
-	if (s->late_ops)
-		m |= 1u << NL_INVALID_LATE_OPS;
-	if (s->unplaced_streams)
-		m |= 1u << NL_INVALID_UNPLACED;
+	const bool invalid[NL_NINVALID] = {
+		[NL_INVALID_NO_BATCHES] = !s->batches,
+		[NL_INVALID_UNTRUSTED] = s->untrusted,
+		[NL_INVALID_SKIPPED] = s->skipped,
+		[NL_INVALID_MISSING_STAGE] = s->missing_stages,
+		[NL_INVALID_LOST_RECORDS] = s->lost_records || (s->has_run_info &&
+								(r->lost_ringbuf || r->lost_stash)),
+		[NL_INVALID_BAD_RECORDS] = s->has_run_info && r->bad_records,
+		[NL_INVALID_UNTRACKED] = s->untracked_records,
+		[NL_INVALID_EVICTED] = s->evicted_streams || s->evicted_events || s->evicted_batches,
+		[NL_INVALID_PROBE_MISSING] = e->probe_missing,
+		[NL_INVALID_LATE_OPS] = s->late_ops,
+		[NL_INVALID_UNPLACED] = s->unplaced_streams,
+	};
+
+	for (int k = 0; k < NL_NINVALID; k++)
+		m |= (uint32_t)invalid[k] << k;
 	s->invalid_mask = m;
 	s->evidence_valid = m == 0;
 }
