@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pairing engine's state, shared by engine*.c only (through
+ * engine_int.h). docs/engine.md describes the model; the comments here say
+ * what each field holds.
+ */
+#ifndef NANLOG_ENGINE_TYPES_H
+#define NANLOG_ENGINE_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+#define NL_NO_TOKEN INT64_C(-1)
+#define NL_RING 64           /* recent ops remembered per stream, for reports */
+#define NL_MAX_THREADS 64    /* threads remembered per process (LRU) */
+#define NL_FWD_HISTORY 16    /* forward windows remembered for overlap */
+#define NL_DEPTH_MAX 8       /* depth histogram buckets (last one: >= 7) */
+#define NL_LEARN_EDGE_WORDS 4 /* 64-bit words of a learning edge bitset */
+#define NL_MAX_STREAMS_CAP (NL_LEARN_EDGE_WORDS * 64)
+#define NL_LOST_MARK 0xffffu /* api value of a "records lost" marker in the learning buffer */
+#define NL_MAX_GRAPHS 32     /* graphs and graph execs remembered per process (LRU) */
+#define NL_PIPE_SHIFT 40     /* a token is pipeline << NL_PIPE_SHIFT | batch number */
+#define NL_MAX_COPY_KEYS 4   /* copy streams learning can give the first pipeline */
+
+/* A token's pipeline, and its batch number within it. */
+static inline int nl_tok_pipe(int64_t tok)
+{
+	return (int)(tok >> NL_PIPE_SHIFT);
+}
+
+static inline int64_t nl_tok_seq(int64_t tok)
+{
+	return tok & ((INT64_C(1) << NL_PIPE_SHIFT) - 1);
+}
+
+/* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
+struct nl_skey {
+	uint64_t handle;
+	uint32_t tid;
+};
+
+static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
+{
+	return a->handle == b->handle && a->tid == b->tid;
+}
+
+/* The consumers a batch's watch (nl_batch.watch) looks at: the sparse
+ * stream that reads the copy, and compute. */
+enum nl_consumer {
+	NL_CONSUMER_SPARSE,
+	NL_CONSUMER_COMPUTE,
+	NL_NCONSUMERS
+};
+
+/* One op as the engine remembers it (for hand-offs and reports). */
+struct nl_seen_op {
+	bool valid;
+	int slot;
+	uint32_t clock;
+	uint16_t api;
+	uint32_t tid;
+	uint64_t ts;
+	uint64_t sig;  /* what it ran: api with kernel or copy kind */
+};
+
+struct nl_ring_op {
+	uint32_t clock;
+	uint16_t api;
+	uint32_t tid;
+	int64_t token;
+	uint64_t ts;
+	bool work;
+};
+
+struct nl_stream {
+	bool used, destroyed, blocking, capturing;
+	bool history_known;   /* creation seen, or the null/per-thread stream */
+	bool creation_seen;   /* its creation call was seen (at creation_ts) */
+	uint64_t creation_ts;
+	uint8_t role;
+	int8_t pipe;          /* pipeline of a copy or sparse stream; -1 none */
+	int capture_origin;   /* slot whose hipStreamBeginCapture this stream joined */
+	/* origin of a capture: its id, and whether a launch of the graph can be
+	 * one op of its launch stream (only this stream's ops, no edge across
+	 * the capture's boundary) */
+	uint32_t cap_id;
+	bool cap_ok;
+	struct nl_skey key;
+	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
+	int64_t token;        /* current batch token */
+	int64_t carry;        /* null stream: the newest token its implicit joins brought */
+	/* copy stream: an open segment, its thread and that thread's compute work then */
+	bool seg_open;
+	uint32_t seg_tid;
+	uint64_t seg_mark;
+	/* work ops of the open segment; the size its segments closed by a
+	 * record had, and how many in a row had it (docs/engine.md, "Merged
+	 * segments") */
+	uint32_t seg_work, seg_k, seg_k_n;
+	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
+	 * wait on an event it recorded carrying that token), and no wait on it
+	 * has brought a token since; `adopted`: its token came by that rule,
+	 * not by an edge (docs/engine.md, "Hand-off") */
+	bool handed, adopted;
+	bool handed_in;       /* handed to a sparse stream, not compute: any wait ends it */
+	bool fed_by_copy;     /* waited on a copy stream's event (D, not N) */
+	/* sparse stream fed by the copy stream again after compute took its
+	 * batch, with no newer batch copied: its work until a batch reaches it
+	 * is placed nowhere (late_ops) rather than charged to the batch taken */
+	bool orphan;
+	int64_t handed_tok;
+	uint32_t wait_clock;  /* clock of its last wait */
+	/* a stream with no role that copies host-to-device and whose events
+	 * another stream waited on: a producer the audit cannot place (a
+	 * second pipeline, a second copy stream), counted once */
+	uint64_t h2d;
+	bool feeds, unplaced;
+	uint64_t joins;       /* how often vc took another stream's clock */
+	uint64_t ops, lru, last_join_ts;
+	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
+	uint32_t nring;       /* ops pushed to ring (total) */
+	struct nl_ring_op ring[NL_RING];
+};
+
+struct nl_event {
+	bool used, created, recorded, capture;
+	uint32_t cap_id;      /* capture of the last record (with capture) */
+	bool adopted;         /* the token it captured came by the hand-off rule */
+	uint64_t handle;
+	uint32_t gen;         /* a create of a handle still known starts a new one */
+	int slot;             /* stream of the last record */
+	uint32_t clock;       /* the record op's clock there */
+	uint32_t gate;        /* that stream's gate when it was recorded */
+	int64_t token;        /* token captured by the record */
+	uint64_t rec_ts, lru;
+	uint32_t *vc;         /* vector clock captured by the record */
+};
+
+/* A graph (hipStreamEndCapture) or graph exec (hipGraphInstantiate*). */
+struct nl_graph {
+	bool used, is_exec;
+	bool ok;              /* its capture was seen and a launch is one op */
+	uint32_t cap_id;
+	uint64_t handle, lru;
+};
+
+struct nl_thread {
+	bool used;
+	uint32_t tid;
+	uint64_t lru;
+	uint64_t compute_work; /* work ops this thread put on the compute stream */
+	/* last op RCCL issued on this thread (coll_depth > 0), for the outer
+	 * collective record that arrives after it */
+	bool inner;
+	int inner_slot;
+	uint32_t inner_clock;
+	int64_t inner_token;
+	uint64_t inner_ts;
+};
+
+/* One stream's share of one stage of one batch. */
+struct nl_batch_stream {
+	int slot;
+	uint8_t stage;
+	uint64_t ops;
+	uint32_t last_clock;   /* any op */
+	uint64_t last_ts;
+	struct nl_seen_op first_op;
+	bool has_work;
+	struct nl_seen_op last_work;
+	/* upstream frontier (ops not ordered after any forward op of the batch) */
+	bool has_up, covered, pending;
+	struct nl_seen_op last_up, pending_f;
+	uint32_t pending_seen; /* the consumer's clock of this stream */
+};
+
+struct nl_stage_acc {
+	uint64_t ops, work, bytes, first_ts, last_ts;
+	uint64_t first_sig[2];   /* the stage's first two work ops (valid up to work) */
+	bool first_named[2];     /* ...and whether each named its kernel (a launch the
+				  * kernel counted in a run arrives without it) */
+	uint32_t first_tid;      /* the thread of the first */
+	uint32_t colls, ntids;
+	uint32_t tids[8];
+	bool tids_full;
+	struct nl_completion c;
+};
+
+struct nl_batch {
+	bool used, closed, emitted_early;
+	int64_t token;
+	uint32_t skip;
+	uint64_t first_ts, close_ts;
+	int64_t copy_tick, fwd_tick, linger_until;
+	bool copy_closed, reached_sparse, fwd_started;
+	bool merged;           /* cut from a merged copy segment, not the last part:
+				* it had no record of its own (its edge dropped) */
+	/* a sparse work op of the batch not ordered after its copy ops (only
+	 * possible for ops taken over by the hand-off rule) */
+	struct {
+		bool valid;
+		int bs;              /* index of the copy stream's nl_batch_stream */
+		uint32_t seen;       /* the consumer's clock of that stream */
+		struct nl_seen_op consumer;
+	} cs;
+	uint32_t fwd_first_clock;
+	uint64_t fwd_work;
+	struct nl_seen_op fwd_last;
+	uint32_t *fwd_vc;      /* compute vector clock at the last forward op */
+	bool fwd_vc_valid;
+	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
+	int nbs;
+	struct nl_batch_stream bs[NL_AUDIT_MAX_STREAMS];
+	struct nl_stage_acc st[NL_NSTAGES];
+	struct {
+		bool found;
+		struct nl_seen_op op;
+		uint64_t exposure;
+	} handoff[2];
+	/* first consumer-role op after the producers' last op not ordered after
+	 * them, per consumer (enum nl_consumer). repeat:
+	 * such ops started that stage's work again (its first two work ops, in
+	 * order, same thread) inside an older token's window: the iteration went
+	 * on without this batch's token. */
+	struct nl_watch {
+		bool armed, valid, repeat;
+		bool blind;          /* a consumer op in another pipeline's window went unwatched */
+		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
+		int prog;            /* how much of the restart was seen */
+		int64_t prog_token;  /* in which window */
+		struct nl_seen_op consumer, producer, restart;
+	} watch[NL_NCONSUMERS];
+	bool post_confirmed;
+	uint64_t post_at;
+};
+
+struct nl_lstream {
+	bool used;
+	struct nl_skey key;
+	uint64_t launches, h2d, work, waited;
+	uint64_t switches;    /* waits on it right after a wait on another copying stream */
+	/* its hand-offs (waits on it after it copied again: a second consumer
+	 * waiting on the same copies is the same hand-off), those right after
+	 * another copying stream's, and its h2d count at the last one */
+	uint64_t turns, turn_switches, turn_h2d;
+	uint64_t out[NL_LEARN_EDGE_WORDS], in[NL_LEARN_EDGE_WORDS];
+};
+
+/* Role learning: statistics over the records held back. */
+struct nl_learn {
+	struct nl_lstream *s;
+	uint32_t ns, scap;
+	uint64_t *eh;         /* event handle hash: handle+1, 0 empty */
+	int *es;              /* learning stream index of its last record, -1 none */
+	uint32_t ecap, eused;
+	uint32_t since_check;
+	int last_h2d_src;     /* source of the last wait on a copying stream, -1 none */
+};
+
+/* One pipeline: its batch sequence (tokens pipe << NL_PIPE_SHIFT | n, the
+ * batches in flight at n % bcap) and what the summary counts of it. Its
+ * streams point at it (stream pipe); compute is shared. */
+struct nl_pipe {
+	bool used, has_sparse;
+	bool seen_copy_record;
+	bool had_copy;        /* a stream has been its copy stream */
+	/* the first two kernels its forward windows began with, and how many
+	 * windows in a row began so (a step's signature) */
+	uint64_t step_sig[2];
+	uint32_t step_n;
+	bool step_varied;     /* two windows began differently */
+	struct nl_batch *b;
+	uint32_t *bvc;
+	int64_t next_token, oldest; /* full tokens */
+	int64_t ticks, fwd_max;
+	struct nl_verdict_counts verdicts;
+	uint64_t stage_batches[NL_NSTAGES];
+};
+
+struct nl_proc {
+	uint32_t pid;
+	bool announced, mid_run, exited;
+	uint64_t attach_ts;
+	uint64_t call_ts;      /* entry time of the call being applied */
+	uint32_t skip_all;     /* reasons every batch of the process gets */
+	/* learning: records held back until the roles are known */
+	bool learning;
+	struct nl_call *lbuf;
+	uint32_t nlbuf;
+	uint64_t lfirst_ts;
+	struct nl_learn learn;
+	/* roles by stream key (the first pipeline's, as learning or the options
+	 * gave them); keys_final: learning is over, a stream created from now on
+	 * starts without a role whatever its handle */
+	bool has_copy, has_compute, has_sparse, keys_final;
+	bool discovering;      /* roles learned, not given: pipelines found by edges */
+	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
+	int ncopy_keys;
+	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
+	int nsparse;
+	int compute_slot, null_slot;
+	/* pipelines: [0] the first, learned; later ones found by their edges */
+	struct nl_pipe pipes[NL_ENGINE_MAX_PIPES];
+	int npipes;
+	/* streams: slot = vector clock column */
+	uint32_t w;
+	struct nl_stream *s;
+	uint32_t *svc;
+	int cache_slot, nblocking;
+	/* events: open addressing on handle -> index + 1 */
+	struct nl_event *ev;
+	uint32_t *evc, *eh;
+	uint32_t ecap, hcap, nev;
+	uint32_t *efree, nfree;  /* slots of destroyed events, for reuse */
+	uint32_t ehand;          /* where eviction looks next */
+	/* graphs: captures seen, and what they made */
+	struct nl_graph graphs[NL_MAX_GRAPHS];
+	uint32_t next_cap_id;
+	/* threads */
+	struct nl_thread th[NL_MAX_THREADS];
+	int th_cache;
+	uint32_t bcap;         /* batches in flight per pipeline */
+	/* forward windows, all pipelines */
+	uint64_t first_fwd_ts, last_fwd_ts, nfwd;
+	uint64_t depth_hist[NL_DEPTH_MAX];
+	struct {
+		int64_t token;
+		uint64_t start, end;
+	} fwd_hist[NL_FWD_HISTORY];
+	uint32_t nfwd_hist;
+	uint64_t loss_until;   /* batches starting before this lost records */
+	/* counters */
+	uint64_t lru, last_rec_ts, records, batches;
+	uint64_t edges, implicit_edges, late_ops;
+	uint64_t unplaced_streams;
+	uint64_t evicted_streams, evicted_events, evicted_batches;
+	/* its emitted batches, for the summary: by verdict (per pipeline in
+	 * pipes[]) */
+	struct nl_verdict_counts verdicts;
+	uint32_t *tmp_vc;
+};
+
+struct nl_engine {
+	struct nl_engine_opts o;
+	struct nl_sink sink;    /* what the engine emits to: engine.c's tally, then out */
+	struct nl_sink out;     /* the caller's sink */
+	bool probe_missing;     /* a probe that matters could not attach somewhere */
+	struct nl_proc **procs;
+	int last_proc;
+	uint32_t skip_all_new;  /* probe_missing(pid 0): every process */
+	uint64_t last_rec_ts, loss_until;
+	struct nl_summary sum;  /* totals; arrays below */
+	uint64_t depth_hist[NL_DEPTH_MAX];
+	uint64_t tick_ns_sum, tick_ns_n;
+	struct nl_stream_summary *ss;
+	uint32_t nss, ss_cap;
+	struct nl_proc_summary *ps;
+	uint32_t nps, ps_cap;
+	char **missing_names;
+	bool finished;
+};
+
+static inline uint32_t nl_hash64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static inline uint32_t nl_pow2_at_least(uint32_t n)
+{
+	uint32_t v = 1;
+
+	while (v < n)
+		v <<= 1;
+	return v;
+}
+
+/* A host-to-device copy, or one of default kind (unified addressing decides). */
+static inline bool nl_call_is_h2d(const struct nl_call *c)
+{
+	return (c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_KIND) &&
+	       (c->kindarg == 1 || c->kindarg == 4);
+}
+
+/* The oldest position of a stream's recent-op ring still held. */
+static inline uint32_t nl_ring_start(const struct nl_stream *s)
+{
+	return s->nring > NL_RING ? s->nring - NL_RING : 0;
+}
+
+/* A ring entry as an op reference on stream slot. */
+static inline struct nl_seen_op nl_ring_seen_op(int slot, const struct nl_ring_op *r)
+{
+	return (struct nl_seen_op){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
+}
+
+/* ---- vector clocks -------------------------------------------------------- */
+
+static inline void nl_vc_join(uint32_t *dst, const uint32_t *src, uint32_t w)
+{
+	for (uint32_t i = 0; i < w; i++)
+		if (src[i] > dst[i])
+			dst[i] = src[i];
+}
+
+/* Whether src adds anything to dst. */
+static inline bool nl_vc_news(const uint32_t *dst, const uint32_t *src, uint32_t w)
+{
+	for (uint32_t i = 0; i < w; i++)
+		if (src[i] > dst[i])
+			return true;
+	return false;
+}
+
+#endif /* NANLOG_ENGINE_TYPES_H */
