@@ -101,7 +101,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 	err = nl_elf_resolve_apis(fd, e->lib, offs);
 	if (err < 0) {
 		nl_attach_log(l, 0, "pid %d: %s: cannot read its symbols: %s", (int)t->pid, e->path,
-		      err == -ENOEXEC ? "not an ELF shared object" : strerror(-err));
+			      err == -ENOEXEC ? "not an ELF shared object" : strerror(-err));
 		return err;
 	}
 	err = 0;
@@ -116,7 +116,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 		if (!off) {
 			rep.missing[rep.nmissing++] = api;
 			nl_attach_log(l, 2, "pid %d: %s not in %s%s", (int)t->pid, a->name, e->path,
-			      (a->flags & NL_AF_OPT) ? " (optional)" : "");
+				      (a->flags & NL_AF_OPT) ? " (optional)" : "");
 			continue;
 		}
 		/*
@@ -129,7 +129,7 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 		err = nl_place_fd(fd, off, &pl);
 		if (err) {
 			nl_attach_log(l, 0, "pid %d: %s: cannot read %s: %s", (int)t->pid, e->path, a->name,
-			      strerror(-err));
+				      strerror(-err));
 			return err;
 		}
 		delta = l->o.no_placement ? 0 : pl.delta;
@@ -141,9 +141,9 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 			rc[nr++] = NL_COOKIE(api, t->slot);
 		}
 		nl_attach_log(l, 1, "pid %d: %s at file offset 0x%llx+%u%s (%s: %s)", (int)t->pid, a->name,
-		      (unsigned long long)off, delta,
-		      (a->flags & NL_AF_RET) && t->retprobes ? ", entry and return" : "",
-		      nl_prologue_name(pl.prologue), nl_placement_effect(&pl, !l->o.no_placement));
+			      (unsigned long long)off, delta,
+			      (a->flags & NL_AF_RET) && t->retprobes ? ", entry and return" : "",
+			      nl_prologue_name(pl.prologue), nl_placement_effect(&pl, !l->o.no_placement));
 	}
 	/*
 	 * Return probes first: a call whose entry probe fired must find its
@@ -175,11 +175,11 @@ static int attach_lib(struct nl_loader *l, struct target *t, struct libent *e, i
 		bool perf_denied = !l->multi && (err == -EACCES || err == -EPERM) && !nl_caps_sys_admin();
 
 		nl_attach_log(l, 0, "pid %d: cannot attach probes to %s: %s%s", (int)t->pid, e->path,
-		      strerror(-err),
-		      perf_denied ? ": CAP_SYS_ADMIN missing: without uprobe_multi links (Linux 6.6+) "
-				    "each probe is a perf event, and kernels carrying the fix for "
-				    "CVE-2025-38466 allow uprobe perf events only with CAP_SYS_ADMIN, "
-				    "CAP_PERFMON is not enough (docs/usage.md, \"Privileges\")" : "");
+			      strerror(-err),
+			      perf_denied ? ": CAP_SYS_ADMIN missing: without uprobe_multi links (Linux 6.6+) "
+					    "each probe is a perf event, and kernels carrying the fix for "
+					    "CVE-2025-38466 allow uprobe perf events only with CAP_SYS_ADMIN, "
+					    "CAP_PERFMON is not enough (docs/usage.md, \"Privileges\")" : "");
 		return err;
 	}
 	rep.attached = (int)ne;
@@ -231,7 +231,7 @@ static int add_lib_caps_held(struct nl_loader *l, struct target *t, const char *
 	fd = open_mapped(t->pid, path, map_ino);
 	if (fd < 0) {
 		nl_attach_log(l, 0, "pid %d: cannot open %s in its root: %s", (int)t->pid, path,
-		      strerror(-fd));
+			      strerror(-fd));
 		return fd;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -248,7 +248,7 @@ static int add_lib_caps_held(struct nl_loader *l, struct target *t, const char *
 	if (t->nlibs >= MAX_TARGET_LIBS) {
 		close(fd);
 		nl_attach_log(l, 0, "pid %d: more than %d runtime libraries, %s ignored", (int)t->pid,
-		      MAX_TARGET_LIBS, path);
+			      MAX_TARGET_LIBS, path);
 		return -E2BIG;
 	}
 	e = &t->libs[t->nlibs];

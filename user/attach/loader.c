@@ -84,7 +84,7 @@ static void pid_namespace(struct nl_loader *l)
 
 	if (stat("/proc/self/ns/pid", &st) != 0) {
 		nl_attach_log(l, 1, "cannot tell the PID namespace (%s): taking the kernel's ids",
-		      strerror(errno));
+			      strerror(errno));
 		return;
 	}
 	if (st.st_ino == NL_PID_INIT_INO)
@@ -142,11 +142,11 @@ int nl_loader_open(struct nl_loader **out, const struct nl_loader_conf *o,
 						      NL_BPF_TRACE_UPROBE_MULTI);
 	}
 	nl_attach_log(l, 1, "probes: %s", l->multi ? "uprobe_multi links (one per library and direction)" :
-		    "one perf link per symbol (kernel before 6.6: slower attach and detach)");
+		      "one perf link per symbol (kernel before 6.6: slower attach and detach)");
 	err = nanlog_bpf__load(l->skel);
 	if (err) {
 		nl_attach_log(l, 0, "cannot load the BPF programs: %s%s", strerror(-err),
-		      err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
+			      err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
 		goto fail;
 	}
 	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), on_sample, l, NULL);

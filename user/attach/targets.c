@@ -72,7 +72,7 @@ int nl_loader_add_target(struct nl_loader *l, pid_t pid, const char *const *path
 	slot = take_slot(l);
 	if (slot < 0) {
 		nl_attach_log(l, 0, "pid %d: already tracing %d processes, the most one run can", (int)pid,
-		      l->ntargets);
+			      l->ntargets);
 		return slot;
 	}
 	if (l->ntargets == l->cap_targets) {
@@ -191,7 +191,7 @@ int nl_loader_rescan(struct nl_loader *l)
 
 		if (err && err != -ENOENT && err != -ESRCH && !t->rescan_failed)
 			nl_attach_log(l, 0, "pid %d: looking for new libraries failed: %s", (int)t->pid,
-			      strerror(-err));
+				      strerror(-err));
 		t->rescan_failed = err != 0;
 	}
 	return 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* uprobe_multi links through the raw bpf(2) call (user/loader_umulti.h). */
+/* uprobe_multi links through the raw bpf(2) call (attach/umulti.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
