@@ -336,6 +336,16 @@ static void ms(char *buf, size_t len, bool known, uint64_t ns)
 
 /* Batches per second of t over the last NL_LIVE_RATE_S seconds at now (or
  * since its first batch, at least 1 s, when that is more recent). */
+/* Batches audited, whatever their verdict. */
+static uint64_t batches_of(const uint64_t verdicts[NL_NVERDICTS])
+{
+	uint64_t n = 0;
+
+	for (int v = 0; v < NL_NVERDICTS; v++)
+		n += verdicts[v];
+	return n;
+}
+
 static double rate(const struct ltarget *t, uint64_t now_ns)
 {
 	uint64_t now_slot = now_ns / SLOT_NS, n = 0;
@@ -411,7 +421,7 @@ size_t nl_live_render(struct nl_live *l, uint64_t now_ns, char *buf, size_t len)
 	struct screen s = { .buf = buf, .len = len };
 	struct ltarget *ts[NL_LIVE_MAX_TARGETS];
 	unsigned alive = 0, shown = 0;
-	uint64_t up, total = 0;
+	uint64_t up, total;
 	double total_rate = 0;
 	char tmp[256], tmp2[64];
 
@@ -433,8 +443,7 @@ size_t nl_live_render(struct nl_live *l, uint64_t now_ns, char *buf, size_t len)
 		alive += ts[i]->alive;
 		total_rate += rate(ts[i], now_ns);
 	}
-	for (int v = 0; v < NL_NVERDICTS; v++)
-		total += l->verdicts[v];
+	total = batches_of(l->verdicts);
 
 	put(&s, "nanlog-bpf  up %" PRIu64 ":%02" PRIu64 ":%02" PRIu64
 		"  targets %u alive, %u exited  probes %" PRIu32 ", %" PRIu32 " missing",
@@ -479,8 +488,7 @@ size_t nl_live_render(struct nl_live *l, uint64_t now_ns, char *buf, size_t len)
 		if (s.lines + 1 >= s.max_lines && i + 1 < l->nt)
 			break;
 		snprintf(pid, sizeof(pid), "%" PRIu32, t->pid);
-		snprintf(n, sizeof(n), "%" PRIu64,
-			 t->verdicts[0] + t->verdicts[1] + t->verdicts[2]);
+		snprintf(n, sizeof(n), "%" PRIu64, batches_of(t->verdicts));
 		snprintf(r, sizeof(r), "%.1f", rate(t, now_ns));
 		for (int k = 0; k < NL_NVERDICTS; k++)
 			snprintf(v[k], sizeof(v[k]), "%" PRIu64, t->verdicts[k]);
