@@ -461,19 +461,12 @@ static void compute_waits_covering_next_copy(void **state)
 }
 
 /* A depth-2 loop whose fill phase copies batches 0 and 1 before the copy
- * stream's first record: the two copies are one segment, every later batch
- * number is one ahead of its copy, and at the end the data-dist stream is
- * fed again by the copy stream with nothing newer than the batch compute
- * took from it. That work is not charged to the batch taken (it would be
- * accused sparse->forward): it is placed nowhere, counted in late_ops, and
- * the evidence is not valid. */
-static void merged_fill_not_accused(void **state)
+ * stream's first record: the two copies are one segment. */
+static struct tb *fill_loop(int n)
 {
-	enum { N = 16 };
 	struct tb *t = tb_new(NULL);
 	uint64_t M, D, C;
 
-	(void)state;
 	t->reuse_events = true;
 	M = tb_stream_create(t, 1);
 	D = tb_stream_create(t, 1);
@@ -481,13 +474,13 @@ static void merged_fill_not_accused(void **state)
 	tb_copy(t, M, 1, 4096);
 	tb_copy(t, M, 1, 4096);
 	sparse_fed(t, D, M, true);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < n; i++) {
 		/* TorchRec's order: take i, forward(i), copy(i+2), sparse(i+1),
 		 * then backward(i) */
 		take_forward(t, C, D);
-		if (i + 2 < N)
+		if (i + 2 < n)
 			tb_copy(t, M, 1, 4096);
-		if (i + 1 < N)
+		if (i + 1 < n)
 			sparse_fed(t, D, M, true);
 		tb_kernel(t, C, K_TRITON);
 		tb_memcpy_sync(t, C, 2);
@@ -495,12 +488,105 @@ static void merged_fill_not_accused(void **state)
 	tb_device_sync(t);
 	nl_engine_exit(t->e, t->pid, t->now += 1000);
 	tb_finish(t);
+	return t;
+}
+
+/* Role learning held back the fill and the segments after it, all of one
+ * copy each: the replay cuts the fill's segment in two (docs/engine.md,
+ * "Merged segments"), and every batch is audited and trusted. */
+static void fill_phase_cut(void **state)
+{
+	enum { N = 16 };
+	struct tb *t = fill_loop(N);
+
+	(void)state;
+	assert_int_equal(t->n, N);
+	for (int k = 0; k < t->n; k++)
+		assert_int_equal(t->got[k].verdict, NL_VERDICT_TRUSTED);
+	assert_int_equal(t->sum.late_ops, 0);
+	assert_true(t->sum.evidence_valid);
+	tb_free(t);
+}
+
+/* A run too short for learning to see the segment size: the fill's
+ * segment stays one batch, every later batch number is one ahead of its
+ * copy, and at the end the data-dist stream is fed again by the copy
+ * stream with nothing newer than the batch compute took from it. That
+ * work is not charged to the batch taken (it would be accused
+ * sparse->forward): it is placed nowhere, counted in late_ops, and the
+ * evidence is not valid. */
+static void merged_fill_not_accused(void **state)
+{
+	enum { N = 4 };
+	struct tb *t = fill_loop(N);
+
+	(void)state;
 	assert_int_equal(t->n, N - 1);
 	for (int k = 0; k < t->n; k++)
 		assert_int_not_equal(t->got[k].verdict, NL_VERDICT_UNTRUSTED);
 	assert_true(t->sum.late_ops > 0);
 	assert_false(t->sum.evidence_valid);
 	tb_free(t);
+}
+
+/* A depth-2 loop whose compute stream waits on the data-dist stream twice
+ * per step: first while D still carries batch i+1 (its last wait was on
+ * the copy of i+1), then after D waited on the collective stream's end of
+ * batch i and ran its dist_init: that second wait brings batch i back.
+ * Batch i's all-to-all is not ordered before the first wait, so that wait
+ * cannot take i by cadence; the first one carries i+1. Compute's window
+ * moves at its first work op with a token, not at a wait superseded before
+ * any work, so forward(i) is batch i's and no batch is accused. With
+ * fresh and with reused events. */
+static void compute_wait_superseded_before_work(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, D, X, C, done[N];
+
+		t->reuse_events = reuse;
+		M = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		X = tb_stream_create(t, 1);
+		C = tb_stream_create(t, 1);
+		for (int k = 0; k < N; k++)
+			done[k] = tb_event_create(t);
+		for (int k = 0; k < 2; k++) { /* the fill: sparse(0), sparse(1) begun */
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, D, M);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream(t, X, D);
+			tb_alltoall(t, X, done[k]);
+		}
+		for (int i = 0; i < N; i++) {
+			tb_wait_stream(t, C, D); /* D carries i+1 here */
+			tb_wait(t, D, done[i]);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_wait_stream(t, C, D); /* brings i */
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			if (i + 2 < N) {
+				tb_copy(t, M, 1, 4096);
+				tb_wait_stream(t, D, M);
+				tb_kernel(t, D, K_INPUT_DIST);
+				tb_wait_stream(t, X, D);
+				tb_alltoall(t, X, done[i + 2]);
+			}
+			tb_kernel(t, C, K_TRITON);
+		}
+		tb_device_sync(t);
+		nl_engine_exit(t->e, t->pid, t->now += 1000);
+		tb_finish(t);
+		assert_int_equal(t->n, N);
+		for (int k = 0; k < N; k++) {
+			assert_int_equal(tb_batch(t, (uint64_t)k)->verdict, NL_VERDICT_TRUSTED);
+			assert_true(tb_batch(t, (uint64_t)k)->stage[NL_STAGE_FORWARD].ops >= 3);
+		}
+		tb_free(t);
+	}
 }
 
 static struct tr_opts order_opts(int ord, int reuse, int batches)
@@ -580,7 +666,9 @@ int main(void)
 		cmocka_unit_test(one_fault_one_accusation),
 		cmocka_unit_test(waits_covering_next_copy),
 		cmocka_unit_test(compute_waits_covering_next_copy),
+		cmocka_unit_test(fill_phase_cut),
 		cmocka_unit_test(merged_fill_not_accused),
+		cmocka_unit_test(compute_wait_superseded_before_work),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,7 +144,7 @@ static void tally_batch(void *ctx, const struct nl_batch_audit *a)
 		count_verdict(&p->verdicts, a->verdict);
 		count_verdict(&q->verdicts, a->verdict);
 		for (int st = 0; st < NL_NSTAGES; st++)
-			if (a->stage[st].ops)
+			if (a->stage[st].ops && !(st == NL_STAGE_FORWARD && a->forward_adopted))
 				q->stage_batches[st]++;
 	}
 	if (e->out.batch)
@@ -241,6 +241,49 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 		nl_apply(e, p, c);
 }
 
+/* A fill phase seen in what learning held back: the copy stream's first
+ * segment (its work ops up to its first record) is n times the size K that
+ * the next NL_SEG_SURE segments all have, n > 1. A depth-n loop copied n
+ * batches before its first record; the replay cuts that segment into n
+ * batches (segment_end), none of them merged (their record was not
+ * dropped: the one record covers them all). One copy stream only. */
+static void learn_fill(struct nl_engine *e, struct nl_proc *p)
+{
+	uint32_t size[NL_SEG_SURE + 1], nseg = 0, work = 0;
+
+	p->fill_k = p->fill_n = 0;
+	if (p->ncopy_keys != 1 || e->o.no_copy_split)
+		return;
+	for (uint32_t i = 0; i < p->nlbuf && nseg <= NL_SEG_SURE; i++) {
+		const struct nl_call *c = &p->lbuf[i];
+		struct nl_skey k;
+
+		if (c->api == NL_LOST_MARK)
+			return; /* records lost: the sizes are not known */
+		if ((c->fields & NL_F_RC) && c->rc != 0)
+			continue;
+		k = nl_call_skey(c);
+		if (!nl_skey_eq(&k, &p->copy_keys[0]))
+			continue;
+		if (c->kind == NL_K_EVENT_RECORD) {
+			if (work)
+				size[nseg++] = work;
+			work = 0;
+		} else if (nl_kind_is_work(c->kind)) {
+			work++;
+		}
+	}
+	if (nseg <= NL_SEG_SURE)
+		return;
+	for (uint32_t i = 2; i <= NL_SEG_SURE; i++)
+		if (size[i] != size[1])
+			return;
+	if (size[0] > size[1] && size[0] % size[1] == 0) {
+		p->fill_k = size[1];
+		p->fill_n = size[0] / size[1];
+	}
+}
+
 /* Decide the roles and replay what was held back. Without a copy stream
  * yet (and not final) the records are applied anyway and learning goes on
  * with an empty buffer: the state stays continuous. */
@@ -254,6 +297,8 @@ static void end_learning(struct nl_engine *e, struct nl_proc *p, bool final)
 	/* a second pipeline that ran while the roles were learned is found in
 	 * the replay, by the same edges as later */
 	p->discovering = decided && !e->o.has_copy_stream && !e->o.has_sparse_streams;
+	if (decided)
+		learn_fill(e, p);
 	p->nlbuf = 0;
 	for (uint32_t i = 0; i < n; i++)
 		replay(e, p, &p->lbuf[i]);

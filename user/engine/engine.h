@@ -143,6 +143,7 @@ struct nl_batch_audit {
 	int verdict;             /* enum nl_verdict */
 	uint32_t skip_mask;      /* 1u << enum nl_skip_reason */
 	uint32_t missing_mask;   /* 1u << enum nl_edge */
+	bool forward_adopted;    /* compute took the batch without an edge: forward not shown by one */
 	int64_t tick;            /* tick in which forward ran; -1 unknown */
 	int depth;               /* ticks between copy and forward; -1 unknown */
 	struct nl_stage_audit stage[NL_NSTAGES];

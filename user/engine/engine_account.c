@@ -157,6 +157,22 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 	b->fwd_work++;
 }
 
+/* Compute put a work op on its stream after `ts`. */
+static bool compute_worked_since(const struct nl_proc *p, uint64_t ts)
+{
+	const struct nl_stream *c;
+
+	if (p->compute_slot < 0)
+		return !p->has_compute; /* known but its stream not seen yet: no work */
+	c = &p->s[p->compute_slot];
+	if (c->nring > NL_RING && c->ring[nl_ring_start(c) % NL_RING].ts > ts)
+		return true; /* the ring no longer reaches back that far */
+	for (uint32_t k = nl_ring_start(c); k < c->nring; k++)
+		if (c->ring[k % NL_RING].work && c->ring[k % NL_RING].ts > ts)
+			return true;
+	return false;
+}
+
 static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
 			struct nl_batch_stream *bs, const struct nl_seen_op *op, int st, bool work)
 {
@@ -210,7 +226,9 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	}
 	b->handoff[st].found = false;
 	cw->armed = true;
-	cw->armed_ts = p->call_ts;
+	/* an op given to the batch after the fact (a cut segment): the watch
+	 * stands from the op itself when compute did no work since */
+	cw->armed_ts = op->ts < p->call_ts && !compute_worked_since(p, op->ts) ? op->ts : p->call_ts;
 	cw->valid = cw->repeat = cw->blind = false;
 	cw->prog = 0;
 }

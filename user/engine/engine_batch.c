@@ -178,14 +178,17 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	s->seg_work = 0;
 }
 
-void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)
+/* A wait of compute that brings token `to`: one more forward window ticks.
+ * The batches before it close only when compute works with it
+ * (nl_compute_advance). */
+void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, to);
-	struct nl_batch *b;
 
-	if (!q || to <= q->fwd_max)
+	if (!q || to <= q->tick_max)
 		return;
-	q->fwd_max = to;
+	q->tick_max = to;
+	q->tick_ts = ts;
 	/* Ticks count forward windows, including tokens that never got one. */
 	if (nl_tok_seq(to) + 1 > q->ticks)
 		q->ticks = nl_tok_seq(to) + 1;
@@ -193,6 +196,23 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 		p->first_fwd_ts = ts;
 	p->last_fwd_ts = ts;
 	p->nfwd++;
+}
+
+/* Compute's first work op with token `to`: forward(to) begins and closes
+ * every earlier batch of its pipeline. */
+void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, to);
+	struct nl_batch *b;
+
+	if (!q || to <= q->fwd_max)
+		return;
+	nl_compute_tick(p, to, ts);
+	/* the window before ends at the first op that carried `to`, the wait
+	 * that brought it when one did */
+	if (to == q->tick_max)
+		ts = q->tick_ts;
+	q->fwd_max = to;
 	/* Only this pipeline's: another one's batches wait for their own. */
 	NL_FOR_PIPE_BATCHES(p, q, b)
 		if (b->token < to && !b->closed)

@@ -128,3 +128,23 @@ void nl_take_first(struct nl_proc *p, struct nl_stream *s)
 		}
 	}
 }
+
+/* Work on the compute stream before any batch reached it, in a process
+ * traced from its start whose one pipeline has copied a batch whose forward
+ * did not begin: that work is the oldest such batch's forward, begun
+ * without its edge (a loop whose first wait is missing), as a sparse stream
+ * takes the first batch (nl_take_first). */
+void nl_take_first_compute(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s)
+{
+	const struct nl_pipe *q = &p->pipes[0];
+	struct nl_batch *b;
+
+	if (p->mid_run || p->npipes != 1 || !q->used || q->fwd_max != NL_NO_TOKEN ||
+	    q->tick_max != NL_NO_TOKEN)
+		return;
+	b = nl_batch_of(p, q->oldest);
+	if (!b || b->closed || b->fwd_started)
+		return;
+	b->fwd_adopted = true;
+	nl_set_token(e, p, (int)(s - p->s), b->token, p->call_ts);
+}

@@ -120,6 +120,7 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 /* Work on sparse stream s that no batch ever reached. */
 void nl_take_first(struct nl_proc *p, struct nl_stream *s);
+void nl_take_first_compute(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 
 /* ---- engine_batch.c -------------------------------------------------------- */
 
@@ -147,6 +148,7 @@ struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s);
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
+void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost between w0 (last record processed) and ts. */

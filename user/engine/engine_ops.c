@@ -9,16 +9,20 @@
  */
 #include "engine/engine_int.h"
 
-/* A stream's token; on the compute stream a later token closes batches.
- * The copy stream's tokens are only minted, never taken from others. */
+/* A stream's token. The copy stream's tokens are only minted, never taken
+ * from others. On the compute stream a later token ticks a forward window
+ * here, and closes the batches before it at compute's first work op with it
+ * (op_work): a wait that brings a newer batch, followed by another wait
+ * that brings back the one due before any work, does not close that one. */
 void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts)
 {
 	struct nl_stream *s = &p->s[slot];
 
 	if (s->role == NL_ROLE_COPY || tok == NL_NO_TOKEN)
 		return;
+	(void)e;
 	if (slot == p->compute_slot)
-		nl_compute_advance(e, p, tok, ts); /* only a later token of its pipeline */
+		nl_compute_tick(p, tok, ts);
 	s->token = tok;
 }
 
@@ -99,7 +103,6 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
-#define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
 
 /* A record ends the copy stream's segment. Segments of a steady size K
  * teach it; one of exactly n * K work ops (n > 1) is n batches whose
@@ -114,10 +117,18 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	struct nl_batch *b = nl_batch_of(p, tok);
 	uint64_t moved = 0;
 	uint32_t held = 0;
+	bool fill;
 
 	if (!s->seg_open || !n)
 		return;
-	if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
+	/* the fill phase learning saw: the stream's first segment */
+	fill = !s->seg_ends++ && p->fill_k && n == p->fill_k * p->fill_n && s->role == NL_ROLE_COPY &&
+	       s->pipe == 0 && b;
+	if (fill) {
+		k = p->fill_k;
+		s->seg_k = k;
+		s->seg_k_n = 0;
+	} else if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
 		if (n == k) {
 			s->seg_k_n++;
 		} else {
@@ -139,7 +150,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 			struct nl_batch *part = nl_batch_of(p, cur);
 
 			if (part)
-				part->merged = true;
+				part->merged = !fill;
 			nl_close_segment(p, s);
 			nl_mint(e, p, s, r->ts);
 			cur = s->token;
@@ -457,7 +468,11 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(p, s);
+	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
+		nl_take_first_compute(e, p, s);
 	nl_step_begins(e, p, slot, c);
+	if (slot == p->compute_slot && s->token != NL_NO_TOKEN && !s->orphan)
+		nl_compute_advance(e, p, s->token, c->ts_ns); /* only a later token of its pipeline */
 	clock = ++s->vc[slot];
 	s->gate = clock;
 	if (slot == p->compute_slot)
@@ -520,13 +535,6 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 	switch (c->kind) {
 	case NL_K_EVENT_RECORD:
 	case NL_K_STREAM_WAIT:
-	case NL_K_COPY:
-	case NL_K_COPY_SYNC:
-	case NL_K_MEMSET:
-	case NL_K_LAUNCH:
-	case NL_K_GRAPH:
-	case NL_K_COLL:
-	case NL_K_P2P:
 		break;
 	case NL_K_EVENT_SYNC:
 	case NL_K_EVENT_ELAPSED:
@@ -535,8 +543,10 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 		nl_apply_sync(e, p, c);
 		return;
 	default:
-		nl_apply_lifecycle(e, p, c);
-		return;
+		if (!nl_kind_is_work(c->kind)) {
+			nl_apply_lifecycle(e, p, c);
+			return;
+		}
 	}
 	key = nl_call_skey(c);
 	slot = nl_stream_slot(e, p, &key, true);

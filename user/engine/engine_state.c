@@ -28,7 +28,7 @@ static int pipe_init(struct nl_proc *p, int i)
 		q->b[k].fwd_vc = q->bvc + (size_t)k * p->w;
 	q->used = true;
 	q->next_token = q->oldest = (int64_t)i << NL_PIPE_SHIFT;
-	q->fwd_max = NL_NO_TOKEN;
+	q->fwd_max = q->tick_max = NL_NO_TOKEN;
 	if (i >= p->npipes)
 		p->npipes = i + 1;
 	return 0;

@@ -37,6 +37,8 @@ static inline int64_t nl_tok_seq(int64_t tok)
 }
 
 /* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
+#define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
+
 struct nl_skey {
 	uint64_t handle;
 	uint32_t tid;
@@ -99,7 +101,7 @@ struct nl_stream {
 	/* work ops of the open segment; the size its segments closed by a
 	 * record had, and how many in a row had it (docs/engine.md, "Merged
 	 * segments") */
-	uint32_t seg_work, seg_k, seg_k_n;
+	uint32_t seg_work, seg_k, seg_k_n, seg_ends;
 	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
 	 * wait on an event it recorded carrying that token), and no wait on it
 	 * has brought a token since; `adopted`: its token came by that rule,
@@ -196,6 +198,7 @@ struct nl_batch {
 	uint64_t first_ts, close_ts;
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
+	bool fwd_adopted;      /* compute took it without an edge (nl_take_first_compute) */
 	bool merged;           /* cut from a merged copy segment, not the last part:
 				* it had no record of its own (its edge dropped) */
 	/* a sparse work op of the batch not ordered after its copy ops (only
@@ -276,6 +279,8 @@ struct nl_pipe {
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
 	int64_t ticks, fwd_max;
+	int64_t tick_max;  /* the newest token a wait brought compute */
+	uint64_t tick_ts;  /* and when */
 	struct nl_verdict_counts verdicts;
 	uint64_t stage_batches[NL_NSTAGES];
 };
@@ -299,6 +304,7 @@ struct nl_proc {
 	bool discovering;      /* roles learned, not given: pipelines found by edges */
 	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
 	int ncopy_keys;
+	uint32_t fill_k, fill_n; /* the fill phase learning saw (learn_fill) */
 	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
 	int nsparse;
 	int compute_slot, null_slot;

@@ -166,6 +166,7 @@ void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 	a->pipeline = (uint32_t)nl_tok_pipe(b->token);
 	a->batch = (uint64_t)nl_tok_seq(b->token);
 	a->skip_mask = b->skip;
+	a->forward_adopted = b->fwd_adopted;
 	a->tick = b->fwd_started ? b->fwd_tick : -1;
 	a->depth = b->fwd_started ? (int)(b->fwd_tick - b->copy_tick) : -1;
 	for (int st = 0; st < NL_NSTAGES; st++) {

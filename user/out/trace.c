@@ -128,22 +128,10 @@ static struct evrec *ev_slot(struct nl_trace *t, uint32_t pid, uint64_t handle, 
 	return e;
 }
 
+/* An op on a stream: work, a record or a wait. */
 static bool is_op(int kind)
 {
-	switch (kind) {
-	case NL_K_COPY:
-	case NL_K_COPY_SYNC:
-	case NL_K_MEMSET:
-	case NL_K_LAUNCH:
-	case NL_K_GRAPH:
-	case NL_K_EVENT_RECORD:
-	case NL_K_STREAM_WAIT:
-	case NL_K_COLL:
-	case NL_K_P2P:
-		return true;
-	default:
-		return false;
-	}
+	return nl_kind_is_work(kind) || kind == NL_K_EVENT_RECORD || kind == NL_K_STREAM_WAIT;
 }
 
 void nl_trace_call(struct nl_trace *t, const struct nl_call *c)

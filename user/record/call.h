@@ -84,4 +84,21 @@ int nl_api_by_name(const char *name);
 /* Human name of a library index ("libamdhip64", "librccl"). */
 const char *nl_lib_name(int lib);
 
+/* A call of this kind enqueues work on its stream (not a record or a wait). */
+static inline bool nl_kind_is_work(int kind)
+{
+	switch (kind) {
+	case NL_K_COPY:
+	case NL_K_COPY_SYNC:
+	case NL_K_MEMSET:
+	case NL_K_LAUNCH:
+	case NL_K_GRAPH:
+	case NL_K_COLL:
+	case NL_K_P2P:
+		return true;
+	default:
+		return false;
+	}
+}
+
 #endif /* NANLOG_CALL_H */
