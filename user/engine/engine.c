@@ -243,18 +243,21 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 
 /* A fill phase seen in what learning held back: the copy stream's first
  * segment (its work ops up to its first record) is n times the size K that
- * the next NL_SEG_SURE segments all have, n > 1. A depth-n loop copied n
- * batches before its first record; the replay cuts that segment into n
- * batches (segment_end), none of them merged (their record was not
- * dropped: the one record covers them all). One copy stream only. */
+ * the NL_FILL_SURE segments after it have, n > 1, and every later segment
+ * there (up to NL_FILL_MAX) is a multiple of K. A depth-n loop copied n batches before its first
+ * record; the replay cuts that segment into n batches (segment_end), none
+ * of them merged (their record was not dropped: the one record covers them
+ * all). One copy stream only. */
+#define NL_FILL_SURE 2
+#define NL_FILL_MAX 8
 static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 {
-	uint32_t size[NL_SEG_SURE + 1], nseg = 0, work = 0;
+	uint32_t size[NL_FILL_MAX + 1], nseg = 0, work = 0;
 
 	p->fill_k = p->fill_n = 0;
 	if (p->ncopy_keys != 1 || e->o.no_copy_split)
 		return;
-	for (uint32_t i = 0; i < p->nlbuf && nseg <= NL_SEG_SURE; i++) {
+	for (uint32_t i = 0; i < p->nlbuf && nseg <= NL_FILL_MAX; i++) {
 		const struct nl_call *c = &p->lbuf[i];
 		struct nl_skey k;
 
@@ -273,10 +276,12 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 			work++;
 		}
 	}
-	if (nseg <= NL_SEG_SURE)
+	if (nseg <= NL_FILL_SURE)
 		return;
-	for (uint32_t i = 2; i <= NL_SEG_SURE; i++)
-		if (size[i] != size[1])
+	/* the first NL_FILL_SURE after it of one size; later ones may be
+	 * merged (a multiple of it), never another size */
+	for (uint32_t i = 2; i < nseg; i++)
+		if (i <= NL_FILL_SURE ? size[i] != size[1] : size[i] % size[1])
 			return;
 	if (size[0] > size[1] && size[0] % size[1] == 0) {
 		p->fill_k = size[1];

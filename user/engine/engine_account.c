@@ -237,6 +237,13 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
  * while every window began with them. */
 static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
 {
+	if (q && acc->first_named[0] && !acc->first_named[1]) {
+		/* launches counted in runs: the run's first kernel only */
+		q->run_varied |= q->run_n > 0 && q->run_sig != acc->first_sig[0];
+		q->run_sig = acc->first_sig[0];
+		q->run_n++;
+		return;
+	}
 	if (!q || !acc->first_named[0] || !acc->first_named[1])
 		return;
 	if (q->step_n && q->step_sig[0] == acc->first_sig[0] && q->step_sig[1] == acc->first_sig[1]) {

@@ -114,6 +114,11 @@ static void close_batch(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
 	b->linger_until = nl_pipe_of_token(p, b->token)->ticks + e->o.linger_ticks;
 	if (b->fwd_started) {
 		uint32_t i = p->nfwd_hist++ % NL_FWD_HISTORY;
+		struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+		if (b->st[NL_STAGE_FORWARD].work &&
+		    (!q->run_min_work || b->st[NL_STAGE_FORWARD].work < q->run_min_work))
+			q->run_min_work = b->st[NL_STAGE_FORWARD].work;
 
 		p->fwd_hist[i].token = b->token;
 		p->fwd_hist[i].start = b->st[NL_STAGE_FORWARD].first_ts;

@@ -114,9 +114,13 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
+		/* the lag every recent take had: the wait for batch t made after
+		 * batch t + lag's producer work, as every step so far */
+		bool by_lag = q->lag > 0 && q->lag_n >= NL_LAG_SURE && t == tok - q->lag;
+
 		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
-		    !b->merged && b->copy_closed &&
-		    (!q->has_sparse || b->reached_sparse) && batch_covered(p, b, s, mine))
+		    !b->merged && b->copy_closed && (!q->has_sparse || b->reached_sparse) &&
+		    (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s))))
 			return t;
 	}
 	return tok;
@@ -238,6 +242,28 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
  * a run carries no kernel address). */
 #define NL_STEP_SURE 2 /* steps that began alike before a restart is trusted */
 
+/* A named launch with signature `sig` begins compute's step again inside
+ * the window `w`: every step so far began with it. With launches named,
+ * the step's two first kernels (different) are known and `w` began with
+ * them. With launches counted in runs, a kernel is named only as its run's
+ * first: a window that began with the step's kernel and went on in the
+ * same run, and a named launch of that kernel, begins a run again (a call
+ * came between, as a dropped take's copy or loss.item() do), once the
+ * window has had as many work ops as the shortest whole window had: a
+ * model that launches that kernel again inside its step, after a call
+ * broke the run, does so before its step is done. */
+static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, uint64_t sig)
+{
+	if (w->work < 2 || !w->first_named[0])
+		return false;
+	if (w->first_named[1])
+		return q->step_n >= NL_STEP_SURE && !q->step_varied &&
+		       q->step_sig[0] != q->step_sig[1] && sig == q->step_sig[0] &&
+		       w->first_sig[0] == q->step_sig[0] && w->first_sig[1] == q->step_sig[1];
+	return q->run_n >= NL_STEP_SURE && !q->run_varied && sig == q->run_sig &&
+	       w->first_sig[0] == q->run_sig && q->run_min_work && w->work >= q->run_min_work;
+}
+
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -250,16 +276,34 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		return;
 	q = nl_pipe_of_token(p, s->token);
 	x = nl_batch_of(p, s->token);
-	if (!q || !x || q->step_n < NL_STEP_SURE || q->step_varied || q->step_sig[0] == q->step_sig[1] ||
-	    ((uint64_t)c->api << 48 ^ c->fn) != q->step_sig[0])
+	if (!q || !x)
 		return;
 	w = &x->st[NL_STAGE_FORWARD];
-	if (w->work < 2 || !w->first_named[0] || !w->first_named[1] ||
-	    w->first_sig[0] != q->step_sig[0] || w->first_sig[1] != q->step_sig[1])
+	if (!step_again(q, w, (uint64_t)c->api << 48 ^ c->fn))
 		return;
 	b = nl_batch_of(p, s->token + 1);
 	if (!b || b->closed || b->fwd_started || b->merged || !b->copy_closed ||
 	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
 		return;
 	nl_set_token(e, p, slot, b->token, c->ts_ns);
+}
+
+/* A wait of compute that moved it to batch `got` brought batch `due`: the
+ * lag of that take, learned while takes in a row share it. A loop whose
+ * waits are made after the next batch's producer work (a depth-2 loop
+ * whose take of i follows copy(i+1)) has lag 1 at every step; a dropped
+ * take shows as a lag one larger, so the lag learned is never the one a
+ * dropped edge makes. */
+void nl_note_lag(struct nl_proc *p, int64_t due, int64_t got)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, got);
+
+	if (!q || due == NL_NO_TOKEN || nl_tok_pipe(due) != nl_tok_pipe(got) || due < got)
+		return;
+	if (due - got == q->lag) {
+		q->lag_n++;
+	} else {
+		q->lag = due - got;
+		q->lag_n = 1;
+	}
 }

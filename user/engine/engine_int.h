@@ -149,6 +149,7 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
 void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts);
+void nl_note_lag(struct nl_proc *p, int64_t due, int64_t got);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost between w0 (last record processed) and ts. */

@@ -373,10 +373,14 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 		}
-		if (!nl_over_copy(p, slot, from, ev))
-			nl_set_token(e, p, slot,
-				     nl_cadence(p, slot, nl_sparse_due(p, slot, from, ev->token)),
-				     c->ts_ns);
+		if (!nl_over_copy(p, slot, from, ev)) {
+			int64_t due = nl_sparse_due(p, slot, from, ev->token);
+			int64_t got = nl_cadence(p, slot, due);
+
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token)
+				nl_note_lag(p, due, got);
+			nl_set_token(e, p, slot, got, c->ts_ns);
+		}
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&
 		    from->pipe == s->pipe && ev->token != NL_NO_TOKEN)
 			/* fed again with nothing newer than the batch compute took:

@@ -38,6 +38,7 @@ static inline int64_t nl_tok_seq(int64_t tok)
 
 /* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
 #define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
+#define NL_LAG_SURE 2 /* takes in a row with one lag before the cadence trusts it */
 
 struct nl_skey {
 	uint64_t handle;
@@ -275,10 +276,20 @@ struct nl_pipe {
 	uint64_t step_sig[2];
 	uint32_t step_n;
 	bool step_varied;     /* two windows began differently */
+	/* the same with launches counted in runs: windows whose first kernel
+	 * is named (a run's first) and whose second is not */
+	uint64_t run_sig;
+	uint32_t run_n;
+	bool run_varied;
+	uint64_t run_min_work; /* the fewest work ops a closed forward window had */
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
 	int64_t ticks, fwd_max;
+	/* how many batches newer than the one taken compute's last waits
+	 * brought, and how many in a row brought that many (nl_note_lag) */
+	int64_t lag;
+	uint32_t lag_n;
 	int64_t tick_max;  /* the newest token a wait brought compute */
 	uint64_t tick_ts;  /* and when */
 	struct nl_verdict_counts verdicts;
