@@ -589,6 +589,80 @@ static void compute_wait_superseded_before_work(void **state)
 	}
 }
 
+/* A depth-3 loop: the fill copies batches 0-2 and begins their sparse
+ * stage, and each step finishes batch i's (dist_init after the all-to-all),
+ * hands it to compute, then copies batch i+3 and begins its sparse stage.
+ * With the data-dist stream's wait on the copy of batch k dropped, its
+ * input_dist after compute took batch k-3 is batch k's (the oldest batch
+ * it has no op of), not k-2's, which reached it two steps before: one
+ * untrusted batch, copy->sparse on k. Fresh and reused events. */
+static struct tb *depth3_loop(int n, int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D, X, C, done[16];
+
+	assert_true(n <= 16);
+	t->reuse_events = reuse;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	X = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	for (int k = 0; k < n; k++)
+		done[k] = tb_event_create(t);
+	for (int k = 0; k < n + 3; k++) {
+		if (k >= 3) { /* step k - 3 */
+			int i = k - 3;
+
+			tb_wait(t, D, done[i]);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_wait_stream(t, C, D);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+		}
+		if (k < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, k != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream(t, X, D);
+			tb_alltoall(t, X, done[k]);
+		}
+		if (k >= 3)
+			tb_kernel(t, C, K_TRITON);
+	}
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+	return t;
+}
+
+static void depth3_dropped_sparse_wait(void **state)
+{
+	enum { N = 12 };
+
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++)
+		for (int k = 2; k < N; k++) {
+			/* clean first; then the steady state's drops (a fill's
+			 * dropped wait_stream merges its segments: "Merged segments") */
+			int drop = k == 2 ? -1 : k;
+			struct tb *t = depth3_loop(N, drop, reuse);
+
+			if (t->n != N)
+				fail_msg("reuse %d drop %d: %d batches", reuse, drop, t->n);
+			for (int i = 0; i < N; i++) {
+				const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
+				uint32_t m = i == drop ? EDGE(COPY_SPARSE) : 0;
+				int v = m ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
+
+				if (a->verdict != v || a->missing_mask != m || a->skip_mask)
+					fail_msg("reuse %d drop %d: batch %d %s 0x%x skip 0x%x", reuse,
+						 drop, i, nl_verdict_name(a->verdict), a->missing_mask,
+						 a->skip_mask);
+			}
+			tb_free(t);
+		}
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -669,6 +743,7 @@ int main(void)
 		cmocka_unit_test(fill_phase_cut),
 		cmocka_unit_test(merged_fill_not_accused),
 		cmocka_unit_test(compute_wait_superseded_before_work),
+		cmocka_unit_test(depth3_dropped_sparse_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,6 +41,32 @@ void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upt
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
 
+/* Stream slot `slot` has an op of batch b. */
+static bool touched(const struct nl_batch *b, int slot)
+{
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].slot == slot && b->bs[i].ops)
+			return true;
+	return false;
+}
+
+/* The batch a producer's work after its batch `tok` was taken is: the
+ * oldest newer batch that this stream has no op of yet (at depth 2 and
+ * more the next ones may have reached it already), else tok + 1. */
+static int64_t next_batch(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	int slot = (int)(s - p->s);
+
+	for (int64_t t = tok + 1; q && t < q->next_token; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (b && !b->closed && !touched(b, slot))
+			return t;
+	}
+	return tok + 1;
+}
+
 /* The hand-off rule, for work the producer enqueued between the record
  * compute now takes and this take, with no wait on it since: if a newer
  * batch had been copied by then, that work (and the events recorded after
@@ -95,12 +121,13 @@ static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
 
 /* The hand-off rule: once compute took batch T from a sparse stream, work
  * that stream enqueues before a newer batch reaches it is not T's. If a
- * newer batch was copied it is that batch's, taken without the edge that
+ * newer batch was copied it is the oldest newer one's that the stream has
+ * no op of (next_batch), taken without the edge that
  * should have brought it (judged copy->sparse); otherwise it stays T's (a
  * late op). The newer batch's copy segment ends here: its consumer began. */
 void nl_take_over(struct nl_proc *p, struct nl_stream *s)
 {
-	int64_t next = s->handed_tok + 1;
+	int64_t next = next_batch(p, s, s->handed_tok);
 
 	if (s->token != s->handed_tok || !nl_batch_of(p, next))
 		return;
