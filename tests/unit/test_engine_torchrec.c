@@ -376,9 +376,7 @@ static struct tb *covering_waits(int n, const bool *drop, bool counted)
 		tb_kernel(t, C, K_TRITON);
 		tb_memcpy_sync(t, C, 2); /* loss.item() */
 	}
-	tb_device_sync(t);
-	nl_engine_exit(t->e, t->pid, t->now += 1000);
-	tb_finish(t);
+	tb_end(t);
 	return t;
 }
 
@@ -443,9 +441,7 @@ static struct tb *covering_compute_waits(int n, const bool *drop, bool counted)
 			tb_copy(t, M, 1, 4096);
 		tb_memcpy_sync(t, C, 2); /* loss.item() */
 	}
-	tb_device_sync(t);
-	nl_engine_exit(t->e, t->pid, t->now += 1000);
-	tb_finish(t);
+	tb_end(t);
 	return t;
 }
 
@@ -485,9 +481,7 @@ static struct tb *fill_loop(int n)
 		tb_kernel(t, C, K_TRITON);
 		tb_memcpy_sync(t, C, 2);
 	}
-	tb_device_sync(t);
-	nl_engine_exit(t->e, t->pid, t->now += 1000);
-	tb_finish(t);
+	tb_end(t);
 	return t;
 }
 
@@ -577,9 +571,7 @@ static void compute_wait_superseded_before_work(void **state)
 			}
 			tb_kernel(t, C, K_TRITON);
 		}
-		tb_device_sync(t);
-		nl_engine_exit(t->e, t->pid, t->now += 1000);
-		tb_finish(t);
+		tb_end(t);
 		assert_int_equal(t->n, N);
 		for (int k = 0; k < N; k++) {
 			assert_int_equal(tb_batch(t, (uint64_t)k)->verdict, NL_VERDICT_TRUSTED);
@@ -629,9 +621,7 @@ static struct tb *depth3_loop(int n, int drop, bool reuse)
 		if (k >= 3)
 			tb_kernel(t, C, K_TRITON);
 	}
-	tb_device_sync(t);
-	nl_engine_exit(t->e, t->pid, t->now += 1000);
-	tb_finish(t);
+	tb_end(t);
 	return t;
 }
 
@@ -646,19 +636,10 @@ static void depth3_dropped_sparse_wait(void **state)
 			 * dropped wait_stream merges its segments: "Merged segments") */
 			int drop = k == 2 ? -1 : k;
 			struct tb *t = depth3_loop(N, drop, reuse);
+			char what[64];
 
-			if (t->n != N)
-				fail_msg("reuse %d drop %d: %d batches", reuse, drop, t->n);
-			for (int i = 0; i < N; i++) {
-				const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
-				uint32_t m = i == drop ? EDGE(COPY_SPARSE) : 0;
-				int v = m ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
-
-				if (a->verdict != v || a->missing_mask != m || a->skip_mask)
-					fail_msg("reuse %d drop %d: batch %d %s 0x%x skip 0x%x", reuse,
-						 drop, i, nl_verdict_name(a->verdict), a->missing_mask,
-						 a->skip_mask);
-			}
+			snprintf(what, sizeof(what), "reuse %d drop %d", reuse, drop);
+			assert_one_fault(t, N, drop, EDGE(COPY_SPARSE), what);
 			tb_free(t);
 		}
 }
@@ -701,21 +682,12 @@ static void one_fault_one_accusation(void **state)
 				for (int k = 0; k < B; k++) {
 					o = order_opts(ord, reuse, B);
 					*(drop == DROP_A ? &o.drop_a : drop == DROP_B ? &o.drop_b : &o.drop_d) = k;
-					t = tr_bench(NULL, &o, &r);
-					if (t->n != B)
-						fail_msg("order %d reuse %d drop %d at %d: %d batches", ord, reuse,
-							 drop, k, t->n);
-					for (int i = 0; i < B; i++) {
-						const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
-						uint32_t m = i == k ? want[drop] : 0;
-						int v = m ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
+					char what[64];
 
-						if (a->verdict != v || a->missing_mask != m || a->skip_mask)
-							fail_msg("order %d reuse %d drop %d at %d: batch %d %s 0x%x "
-								 "skip 0x%x", ord, reuse, drop, k, i,
-								 nl_verdict_name(a->verdict), a->missing_mask,
-								 a->skip_mask);
-					}
+					t = tr_bench(NULL, &o, &r);
+					snprintf(what, sizeof(what), "order %d reuse %d drop %d at %d", ord,
+						 reuse, drop, k);
+					assert_one_fault(t, B, want[drop] ? k : -1, want[drop], what);
 					tb_free(t);
 				}
 		}

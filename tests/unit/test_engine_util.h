@@ -702,6 +702,31 @@ static inline void assert_verdict(struct tb *t, uint64_t k, int verdict, uint32_
 			 a->skip_mask, nl_verdict_name(verdict), missing, skip);
 }
 
+/* n batches, every one trusted but batch k (-1: none), untrusted with
+ * exactly `missing`; `what` names the run in a failure. */
+static inline void assert_one_fault(struct tb *t, int n, int k, uint32_t missing, const char *what)
+{
+	if (t->n != n)
+		fail_msg("%s: %d batches, expected %d", what, t->n, n);
+	for (int i = 0; i < n; i++) {
+		const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
+		uint32_t m = i == k ? missing : 0;
+		int v = m ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED;
+
+		if (a->verdict != v || a->missing_mask != m || a->skip_mask)
+			fail_msg("%s: batch %d %s 0x%x skip 0x%x", what, i, nl_verdict_name(a->verdict),
+				 a->missing_mask, a->skip_mask);
+	}
+}
+
+/* The job's end as the tests make it: a device sync, the exit, the tool stopped. */
+static inline void tb_end(struct tb *t)
+{
+	tb_device_sync(t);
+	nl_engine_exit(t->e, t->pid, t->now += 1000);
+	tb_finish(t);
+}
+
 #define EDGE(e) (1u << NL_EDGE_##e)
 #define SKIPR(r) (1u << NL_SKIP_##r)
 
