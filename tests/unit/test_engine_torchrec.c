@@ -523,6 +523,40 @@ static void merged_fill_not_accused(void **state)
 	tb_free(t);
 }
 
+/* A bench with the copy, data-dist, collective and compute streams, and
+ * n events for the collective's ends. */
+struct four {
+	uint64_t M, D, X, C, done[16];
+};
+
+static struct tb *four_streams(struct four *q, int n, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+
+	assert_true(n <= 16);
+	t->reuse_events = reuse;
+	q->M = tb_stream_create(t, 1);
+	q->D = tb_stream_create(t, 1);
+	q->X = tb_stream_create(t, 1);
+	q->C = tb_stream_create(t, 1);
+	for (int k = 0; k < n; k++)
+		q->done[k] = tb_event_create(t);
+	return t;
+}
+
+/* A batch copied on M and its sparse stage begun: D.wait_stream(M) (or
+ * not), input_dist on D, the collective stream X after D, its all-to-all
+ * recording `done`. */
+static void copy_and_dist(struct tb *t, uint64_t M, uint64_t D, uint64_t X, uint64_t done,
+			  bool wait)
+{
+	tb_copy(t, M, 1, 4096);
+	tb_wait_stream_or_drop(t, D, M, wait);
+	tb_kernel(t, D, K_INPUT_DIST);
+	tb_wait_stream(t, X, D);
+	tb_alltoall(t, X, done);
+}
+
 /* A depth-2 loop whose compute stream waits on the data-dist stream twice
  * per step: first while D still carries batch i+1 (its last wait was on
  * the copy of i+1), then after D waited on the collective stream's end of
@@ -538,22 +572,12 @@ static void compute_wait_superseded_before_work(void **state)
 
 	(void)state;
 	for (int reuse = 0; reuse < 2; reuse++) {
-		struct tb *t = tb_new(NULL);
-		uint64_t M, D, X, C, done[N];
+		struct four q;
+		struct tb *t = four_streams(&q, N, reuse);
+		uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
 
-		t->reuse_events = reuse;
-		M = tb_stream_create(t, 1);
-		D = tb_stream_create(t, 1);
-		X = tb_stream_create(t, 1);
-		C = tb_stream_create(t, 1);
-		for (int k = 0; k < N; k++)
-			done[k] = tb_event_create(t);
 		for (int k = 0; k < 2; k++) { /* the fill: sparse(0), sparse(1) begun */
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, D, M);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_wait_stream(t, X, D);
-			tb_alltoall(t, X, done[k]);
+			copy_and_dist(t, M, D, X, done[k], true);
 		}
 		for (int i = 0; i < N; i++) {
 			tb_wait_stream(t, C, D); /* D carries i+1 here */
@@ -563,11 +587,7 @@ static void compute_wait_superseded_before_work(void **state)
 			tb_kernel(t, C, K_LOOKUP);
 			tb_kernel(t, C, K_GEMM);
 			if (i + 2 < N) {
-				tb_copy(t, M, 1, 4096);
-				tb_wait_stream(t, D, M);
-				tb_kernel(t, D, K_INPUT_DIST);
-				tb_wait_stream(t, X, D);
-				tb_alltoall(t, X, done[i + 2]);
+				copy_and_dist(t, M, D, X, done[i + 2], true);
 			}
 			tb_kernel(t, C, K_TRITON);
 		}
@@ -590,17 +610,10 @@ static void compute_wait_superseded_before_work(void **state)
  * untrusted batch, copy->sparse on k. Fresh and reused events. */
 static struct tb *depth3_loop(int n, int drop, bool reuse)
 {
-	struct tb *t = tb_new(NULL);
-	uint64_t M, D, X, C, done[16];
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
 
-	assert_true(n <= 16);
-	t->reuse_events = reuse;
-	M = tb_stream_create(t, 1);
-	D = tb_stream_create(t, 1);
-	X = tb_stream_create(t, 1);
-	C = tb_stream_create(t, 1);
-	for (int k = 0; k < n; k++)
-		done[k] = tb_event_create(t);
 	for (int k = 0; k < n + 3; k++) {
 		if (k >= 3) { /* step k - 3 */
 			int i = k - 3;
@@ -611,13 +624,8 @@ static struct tb *depth3_loop(int n, int drop, bool reuse)
 			tb_kernel(t, C, K_LOOKUP);
 			tb_kernel(t, C, K_GEMM);
 		}
-		if (k < n) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream_or_drop(t, D, M, k != drop);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_wait_stream(t, X, D);
-			tb_alltoall(t, X, done[k]);
-		}
+		if (k < n)
+			copy_and_dist(t, M, D, X, done[k], k != drop);
 		if (k >= 3)
 			tb_kernel(t, C, K_TRITON);
 	}
@@ -625,23 +633,70 @@ static struct tb *depth3_loop(int n, int drop, bool reuse)
 	return t;
 }
 
-static void depth3_dropped_sparse_wait(void **state)
+/* loop(n, -1, reuse) clean, then loop(n, k, reuse) for every k from
+ * `first` on, with fresh and reused events: batch k alone untrusted, with
+ * `missing`. */
+static void each_drop(struct tb *(*loop)(int, int, bool), int n, int first, uint32_t missing)
 {
-	enum { N = 12 };
-
-	(void)state;
 	for (int reuse = 0; reuse < 2; reuse++)
-		for (int k = 2; k < N; k++) {
-			/* clean first; then the steady state's drops (a fill's
-			 * dropped wait_stream merges its segments: "Merged segments") */
-			int drop = k == 2 ? -1 : k;
-			struct tb *t = depth3_loop(N, drop, reuse);
+		for (int k = first - 1; k < n; k++) {
+			int drop = k == first - 1 ? -1 : k;
+			struct tb *t = loop(n, drop, reuse);
 			char what[64];
 
 			snprintf(what, sizeof(what), "reuse %d drop %d", reuse, drop);
-			assert_one_fault(t, N, drop, EDGE(COPY_SPARSE), what);
+			assert_one_fault(t, n, drop, missing, what);
 			tb_free(t);
 		}
+}
+
+/* the steady state's drops: a fill's dropped wait_stream merges its
+ * segments ("Merged segments") */
+static void depth3_dropped_sparse_wait(void **state)
+{
+	(void)state;
+	each_drop(depth3_loop, 12, 3, EDGE(COPY_SPARSE));
+}
+
+/* A depth-2 loop whose data-dist stream finishes batch i+1's sparse stage
+ * (input_dist, the collective stream's all-to-all, dist_init after it)
+ * before compute takes batch i, on an event D recorded right after
+ * dist_init(i). With D's wait on the copy of batch k dropped, D's work for
+ * k rides batch k-1's token through the collective stream and back; once
+ * compute takes k-1, that work (on D and on the collective stream) is
+ * batch k's: one untrusted batch, copy->sparse on k, and k-1 is not
+ * accused sparse->forward. */
+static struct tb *late_take_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done, take[16];
+
+	for (int k = 0; k < n; k++)
+		take[k] = tb_event_create(t);
+	for (int k = 0; k <= n; k++) {
+		if (k < n) { /* batch k's sparse stage, whole */
+			copy_and_dist(t, M, D, X, done[k], k != drop);
+			tb_wait(t, D, done[k]);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_record(t, take[k], D);
+		}
+		if (k >= 1) { /* step k - 1: take it, forward */
+			tb_wait(t, C, take[k - 1]);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			tb_kernel(t, C, K_TRITON);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+/* from batch 1: the first has no batch before it to take */
+static void late_take_dropped_sparse_wait(void **state)
+{
+	(void)state;
+	each_drop(late_take_loop, 10, 1, EDGE(COPY_SPARSE));
 }
 
 static struct tr_opts order_opts(int ord, int reuse, int batches)
@@ -716,6 +771,7 @@ int main(void)
 		cmocka_unit_test(merged_fill_not_accused),
 		cmocka_unit_test(compute_wait_superseded_before_work),
 		cmocka_unit_test(depth3_dropped_sparse_wait),
+		cmocka_unit_test(late_take_dropped_sparse_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,20 +71,81 @@ static int64_t next_batch(struct nl_proc *p, const struct nl_stream *s, int64_t 
  * compute now takes and this take, with no wait on it since: if a newer
  * batch had been copied by then, that work (and the events recorded after
  * it) is the newer batch's, as it would be had it come after the take. */
+/* The streams whose work after compute's take of `tok` from stream `from`
+ * (after its record at `after`) is that batch's stage carried on without
+ * a batch reaching them: `from` after the record, and every sparse stream
+ * of its pipeline from a wait on such a stream's later record, as long as
+ * every wait they made since brought `tok` again from such a record (the
+ * data-dist stream's work going through the collective stream and back).
+ * taint[slot]: the clock after which a stream's ops are that work
+ * (UINT32_MAX: none). False when one of them was reached by anything else
+ * since (a newer batch, or `tok` from elsewhere). */
+static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t tok,
+			    uint32_t *taint)
+{
+	bool grew = true;
+
+	for (uint32_t i = 0; i < p->w; i++)
+		taint[i] = UINT32_MAX;
+	taint[from] = after;
+	while (grew) {
+		grew = false;
+		for (uint32_t i = 0; i < p->w; i++) {
+			const struct nl_stream *x = &p->s[i];
+
+			if (taint[i] != UINT32_MAX || !x->used || x->role != NL_ROLE_SPARSE ||
+			    x->pipe != p->s[from].pipe)
+				continue;
+			for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+				const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+				if (r->api == NL_API_STREAM_WAIT_EVENT && r->token == tok && r->ev_slot >= 0 &&
+				    taint[r->ev_slot] != UINT32_MAX && r->ev_clock > taint[r->ev_slot]) {
+					taint[i] = r->clock - 1;
+					grew = true;
+					break;
+				}
+			}
+		}
+	}
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+		uint32_t start = nl_ring_start(x);
+
+		if (taint[i] == UINT32_MAX)
+			continue;
+		if (start > 0 && x->ring[start % NL_RING].clock > taint[i] + 1)
+			return false; /* no longer remembered */
+		for (uint32_t k = start; k < x->nring; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (r->clock <= taint[i] || r->api != NL_API_STREAM_WAIT_EVENT)
+				continue;
+			if (r->token != tok || r->ev_slot < 0 || taint[r->ev_slot] == UINT32_MAX ||
+			    r->ev_clock <= taint[r->ev_slot])
+				return false;
+		}
+	}
+	return true;
+}
+
+/* The hand-off rule, for work the producer enqueued between the record
+ * compute now takes and this take: if a newer batch had been copied by
+ * then, that work (and the events recorded after it) is the newer
+ * batch's, as it would be had it come after the take; so is the work of
+ * the streams it went through and came back from (tainted_streams). */
 void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev)
 {
 	int slot = ev->slot;
 	struct nl_stream *s = &p->s[slot];
 	int64_t tok = ev->token, next = tok + 1;
 	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
-	uint32_t start = nl_ring_start(s);
-	uint64_t moved = 0;
+	uint32_t taint[NL_MAX_STREAMS_CAP];
 	bool any = false;
 
-	if (!bt || !bn || s->wait_clock > ev->clock || s->vc[slot] <= ev->clock ||
-	    (start > 0 && s->ring[start % NL_RING].clock > ev->clock + 1))
+	if (!bt || !bn || s->vc[slot] <= ev->clock || !tainted_streams(p, slot, ev->clock, tok, taint))
 		return;
-	for (uint32_t k = start; k < s->nring; k++) {
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
 
 		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
@@ -92,17 +153,25 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 	}
 	if (!any)
 		return;
-	take_token(p, s, next);
-	for (uint32_t k = start; k < s->nring; k++) {
-		struct nl_ring_op *r = &s->ring[k % NL_RING];
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *x = &p->s[i];
+		uint64_t moved = 0;
 
-		if (r->clock <= ev->clock || r->token != tok)
+		if (taint[i] == UINT32_MAX)
 			continue;
-		nl_account_ring(e, p, slot, r, next);
-		moved++;
+		if (x->token == tok)
+			take_token(p, x, next);
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+			struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (r->clock <= taint[i] || r->token != tok)
+				continue;
+			nl_account_ring(e, p, (int)i, r, next);
+			moved++;
+		}
+		nl_batch_cut(p, bt, (int)i, taint[i], moved);
+		nl_retoken_events(p, (int)i, taint[i], UINT32_MAX, tok, next, true);
 	}
-	nl_batch_cut(p, bt, slot, ev->clock, moved);
-	nl_retoken_events(p, slot, ev->clock, UINT32_MAX, tok, next, true);
 }
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)

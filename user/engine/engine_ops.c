@@ -421,6 +421,12 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	s->wait_clock = clock;
 	s->gate = clock;
 	nl_ring_push(s, clock, c, s->token, false);
+	if (ev && ev->recorded && ev->slot >= 0) {
+		struct nl_ring_op *r = &s->ring[(s->nring - 1) % NL_RING];
+
+		r->ev_slot = (int16_t)ev->slot;
+		r->ev_clock = ev->clock;
+	}
 	nl_account(e, p, slot, c, clock, s->token, false, false);
 }
 
