@@ -264,7 +264,7 @@ static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, ui
 	       w->first_sig[0] == q->run_sig && q->run_min_work && w->work >= q->run_min_work;
 }
 
-void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
 	const struct nl_stage_acc *w;
@@ -285,15 +285,15 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	if (!b || b->closed || b->fwd_started || b->merged || !b->copy_closed ||
 	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
 		return;
-	nl_set_token(e, p, slot, b->token, c->ts_ns);
+	nl_set_token(p, slot, b->token, c->ts_ns);
 }
 
 /* A wait of compute that moved it to batch `got` brought batch `due`: the
  * lag of that take, learned while takes in a row share it. A loop whose
  * waits are made after the next batch's producer work (a depth-2 loop
  * whose take of i follows copy(i+1)) has lag 1 at every step; a dropped
- * take shows as a lag one larger, so the lag learned is never the one a
- * dropped edge makes. */
+ * take shows as a lag one larger than the one learned, and a lag is
+ * trusted only once NL_LAG_SURE takes in a row had it. */
 void nl_note_lag(struct nl_proc *p, int64_t due, int64_t got)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, got);

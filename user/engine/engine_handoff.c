@@ -67,10 +67,6 @@ static int64_t next_batch(struct nl_proc *p, const struct nl_stream *s, int64_t 
 	return tok + 1;
 }
 
-/* The hand-off rule, for work the producer enqueued between the record
- * compute now takes and this take, with no wait on it since: if a newer
- * batch had been copied by then, that work (and the events recorded after
- * it) is the newer batch's, as it would be had it come after the take. */
 /* The streams whose work after compute's take of `tok` from stream `from`
  * (after its record at `after`) is that batch's stage carried on without
  * a batch reaching them: `from` after the record, and every sparse stream
@@ -230,7 +226,7 @@ void nl_take_first(struct nl_proc *p, struct nl_stream *s)
  * did not begin: that work is the oldest such batch's forward, begun
  * without its edge (a loop whose first wait is missing), as a sparse stream
  * takes the first batch (nl_take_first). */
-void nl_take_first_compute(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s)
+void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s)
 {
 	const struct nl_pipe *q = &p->pipes[0];
 	struct nl_batch *b;
@@ -242,5 +238,5 @@ void nl_take_first_compute(struct nl_engine *e, struct nl_proc *p, struct nl_str
 	if (!b || b->closed || b->fwd_started)
 		return;
 	b->fwd_adopted = true;
-	nl_set_token(e, p, (int)(s - p->s), b->token, p->call_ts);
+	nl_set_token(p, (int)(s - p->s), b->token, p->call_ts);
 }

@@ -46,7 +46,7 @@ int nl_pipe_open(struct nl_proc *p);
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 /* A stream's token; on the compute stream a later token closes batches.
  * The copy stream's tokens are only minted, never taken from others. */
-void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
+void nl_set_token(struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
 /* The copy stream's open segment ends. */
 void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 
@@ -78,7 +78,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
 		  const struct nl_event *ev);
 /* A launch on compute that begins a new step may take the next batch. */
-void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c);
+void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c);
 /* Every copy op of batch b is ordered before stream s's clock. */
 bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
 
@@ -120,7 +120,7 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 /* Work on sparse stream s that no batch ever reached. */
 void nl_take_first(struct nl_proc *p, struct nl_stream *s);
-void nl_take_first_compute(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
+void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s);
 
 /* ---- engine_batch.c -------------------------------------------------------- */
 

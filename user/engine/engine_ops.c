@@ -14,13 +14,12 @@
  * here, and closes the batches before it at compute's first work op with it
  * (op_work): a wait that brings a newer batch, followed by another wait
  * that brings back the one due before any work, does not close that one. */
-void nl_set_token(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint64_t ts)
+void nl_set_token(struct nl_proc *p, int slot, int64_t tok, uint64_t ts)
 {
 	struct nl_stream *s = &p->s[slot];
 
 	if (s->role == NL_ROLE_COPY || tok == NL_NO_TOKEN)
 		return;
-	(void)e;
 	if (slot == p->compute_slot)
 		nl_compute_tick(p, tok, ts);
 	s->token = tok;
@@ -38,7 +37,7 @@ static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
  * it takes the newest token among them. */
-static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint64_t ts)
+static void implicit_sync(struct nl_proc *p, int slot, uint64_t ts)
 {
 	struct nl_stream *s = &p->s[slot];
 
@@ -62,7 +61,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 		if (tok > s->carry)
 			s->carry = tok;
 		if (tok > s->token)
-			nl_set_token(e, p, slot, nl_cadence(p, slot, tok), ts);
+			nl_set_token(p, slot, nl_cadence(p, slot, tok), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];
@@ -74,13 +73,13 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot, uint
 			return;
 		join_implicit(p, slot, n, ts);
 		if (tok > s->token)
-			nl_set_token(e, p, slot, tok, ts);
+			nl_set_token(p, slot, tok, ts);
 	}
 }
 
 /* Before an op: a capturing stream takes it into its graph (false);
  * implicit syncs apply. */
-static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
+static bool op_prepare(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
 
@@ -88,7 +87,7 @@ static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const s
 		nl_capture_note(p, slot);
 		return false;
 	}
-	implicit_sync(e, p, slot, c->ts_ns);
+	implicit_sync(p, slot, c->ts_ns);
 	return true;
 }
 
@@ -102,7 +101,6 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 		b->watch[NL_CONSUMER_SPARSE].armed = true;
 	}
 }
-
 
 /* A record ends the copy stream's segment. Segments of a steady size K
  * teach it; one of exactly n * K work ops (n > 1) is n batches whose
@@ -174,7 +172,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	uint32_t clock;
 
 	ev->slot = slot;
-	if (!op_prepare(e, p, slot, c)) {
+	if (!op_prepare(p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
 		const struct nl_stream *o = nl_capture_origin(p, s);
 
@@ -333,7 +331,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (o && (!ev->capture || ev->cap_id != o->cap_id || ev->slot != slot))
 			o->cap_ok = false;
 	}
-	if (!op_prepare(e, p, slot, c))
+	if (!op_prepare(p, slot, c))
 		return;
 	if (!ev || (!ev->recorded && !ev->created)) {
 		/* Recorded before tracing began, or forgotten: the edge is unknown.
@@ -379,7 +377,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token)
 				nl_note_lag(p, due, got);
-			nl_set_token(e, p, slot, got, c->ts_ns);
+			nl_set_token(p, slot, got, c->ts_ns);
 		}
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&
 		    from->pipe == s->pipe && ev->token != NL_NO_TOKEN)
@@ -453,7 +451,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	bool coll = (c->kind == NL_K_COLL || c->kind == NL_K_P2P) && c->coll_depth == 0;
 	uint32_t clock;
 
-	if (!op_prepare(e, p, slot, c))
+	if (!op_prepare(p, slot, c))
 		return;
 	if (coll && th->inner && th->inner_slot == slot && th->inner_ts >= c->ts_ns &&
 	    (!(c->fields & NL_F_RC) || !c->ret_ns || th->inner_ts <= c->ret_ns)) {
@@ -479,8 +477,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(p, s);
 	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
-		nl_take_first_compute(e, p, s);
-	nl_step_begins(e, p, slot, c);
+		nl_take_first_compute(p, s);
+	nl_step_begins(p, slot, c);
 	if (slot == p->compute_slot && s->token != NL_NO_TOKEN && !s->orphan)
 		nl_compute_advance(e, p, s->token, c->ts_ns); /* only a later token of its pipeline */
 	clock = ++s->vc[slot];
