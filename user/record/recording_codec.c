@@ -254,6 +254,16 @@ void nl_rec_frame_head(unsigned char *h, uint32_t tag, uint32_t seq, uint32_t ni
 }
 
 /* Decode the item at c into it; a problem is left in c->bad. */
+/* Records lost and target exited begin alike (write_pid_event): u64 ts,
+ * u32 pid, u32 reserved. */
+static void get_pid_event(struct cur *c, uint64_t *ts_ns, uint32_t *pid)
+{
+	*ts_ns = get_u64(c);
+	*pid = get_u32(c);
+	if (get_u32(c))
+		cur_fail(c, "reserved field not zero");
+}
+
 void nl_rec_get_item(struct cur *c, struct nl_recording_item *it, char *str)
 {
 	uint32_t kind = get_u32(c), len = get_u32(c);
@@ -286,17 +296,11 @@ void nl_rec_get_item(struct cur *c, struct nl_recording_item *it, char *str)
 		nl_rec_get_target(&in, &it->target, str);
 		break;
 	case NL_RI_LOST:
-		it->lost.ts_ns = get_u64(&in);
-		it->lost.pid = get_u32(&in);
-		if (get_u32(&in))
-			cur_fail(&in, "reserved field not zero");
+		get_pid_event(&in, &it->lost.ts_ns, &it->lost.pid);
 		it->lost.count = get_u64(&in);
 		break;
 	case NL_RI_EXIT:
-		it->exit.ts_ns = get_u64(&in);
-		it->exit.pid = get_u32(&in);
-		if (get_u32(&in))
-			cur_fail(&in, "reserved field not zero");
+		get_pid_event(&in, &it->exit.ts_ns, &it->exit.pid);
 		break;
 	default:
 		cur_fail(c, "unknown item kind");
