@@ -167,10 +167,7 @@ static bool compute_worked_since(const struct nl_proc *p, uint64_t ts)
 	c = &p->s[p->compute_slot];
 	if (c->nring > NL_RING && c->ring[nl_ring_start(c) % NL_RING].ts > ts)
 		return true; /* the ring no longer reaches back that far */
-	for (uint32_t k = nl_ring_start(c); k < c->nring; k++)
-		if (c->ring[k % NL_RING].work && c->ring[k % NL_RING].ts > ts)
-			return true;
-	return false;
+	return nl_ring_last_work_ts(c) > ts;
 }
 
 static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,

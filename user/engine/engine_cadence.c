@@ -102,14 +102,12 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	const struct nl_stream *s = &p->s[slot];
-	uint64_t mine = 0; /* compute's last work */
+	uint64_t mine; /* compute's last work */
 	int64_t t;
 
 	if (slot != p->compute_slot || !q)
 		return tok;
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
-		if (s->ring[k % NL_RING].work)
-			mine = s->ring[k % NL_RING].ts;
+	mine = nl_ring_last_work_ts(s);
 	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);

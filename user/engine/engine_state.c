@@ -295,6 +295,15 @@ void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, 
 	s->nring++;
 }
 
+/* The time of the last work op the stream's ring remembers. */
+uint64_t nl_ring_last_work_ts(const struct nl_stream *s)
+{
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--)
+		if (s->ring[(k - 1) % NL_RING].work)
+			return s->ring[(k - 1) % NL_RING].ts;
+	return 0;
+}
+
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
 					     int64_t token, bool work)
 {
