@@ -523,6 +523,46 @@ static void merged_fill_not_accused(void **state)
 	tb_free(t);
 }
 
+/* A depth-3 loop without a sparse stage whose fill phase copies batches 0
+ * to 3 before compute's first take, with an allocator's record (recorded
+ * and queried, never waited on) after each of the first two copies: the
+ * copy stream's segments before the first hand-off are 1, 1 and 2 copies.
+ * The last is the fill's two batches (one record covers both), cut in two
+ * and neither of them merged: compute takes each at its own wait, and
+ * every batch is trusted. Before, only the first segment could be the fill,
+ * and batch 2 was passed over and accused copy->forward. */
+static void fill_cut_by_allocator_records(void **state)
+{
+	enum { N = 12, DEPTH = 3 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M, C, pool[2];
+
+	(void)state;
+	M = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	for (int k = 0; k < 2; k++) {
+		pool[k] = tb_event_create(t);
+		tb_copy(t, M, 1, 4096);
+		tb_record(t, pool[k], M);
+		tb_query(t, pool[k], 0);
+	}
+	tb_copy(t, M, 1, 4096);
+	for (int i = 0; i < N; i++) {
+		if (i + DEPTH < N)
+			tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, C, M);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_TRITON);
+		tb_memcpy_sync(t, C, 2);
+	}
+	tb_end(t);
+	assert_int_equal(t->n, N);
+	for (int k = 0; k < t->n; k++)
+		assert_int_equal(t->got[k].verdict, NL_VERDICT_TRUSTED);
+	assert_true(t->sum.evidence_valid);
+	tb_free(t);
+}
+
 /* A bench with the copy, data-dist, collective and compute streams, and
  * n events for the collective's ends. */
 struct four {
@@ -769,6 +809,7 @@ int main(void)
 		cmocka_unit_test(compute_waits_covering_next_copy),
 		cmocka_unit_test(fill_phase_cut),
 		cmocka_unit_test(merged_fill_not_accused),
+		cmocka_unit_test(fill_cut_by_allocator_records),
 		cmocka_unit_test(compute_wait_superseded_before_work),
 		cmocka_unit_test(depth3_dropped_sparse_wait),
 		cmocka_unit_test(late_take_dropped_sparse_wait),

@@ -241,52 +241,82 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 		nl_apply(e, p, c);
 }
 
-/* A fill phase seen in what learning held back: the copy stream's first
- * segment (its work ops up to its first record) is n times the size K that
- * the NL_FILL_SURE segments after it have, n > 1, and every later segment
- * there (up to NL_FILL_MAX) is a multiple of K. A depth-n loop copied n batches before its first
- * record; the replay cuts that segment into n batches (segment_end), none
- * of them merged (their record was not dropped: the one record covers them
- * all). One copy stream only. */
+/* A fill phase seen in what learning held back: the copy stream's
+ * segments (its work ops up to each record) that end before any stream
+ * waited on one of its records are the fill; the NL_FILL_SURE segments
+ * after the first such wait have one size K, and every later one there (up
+ * to NL_FILL_MAX) is a multiple of K. A depth-n loop copied n batches
+ * before its first hand-off, in one segment or in several cut by records
+ * nothing waited on (an allocator's); the replay cuts a fill segment of
+ * n * K work ops into n batches (segment_end), none of them merged (their
+ * record was not dropped: the one record covers them all). One copy stream
+ * only. */
 #define NL_FILL_SURE 2
 #define NL_FILL_MAX 8
+#define NL_FILL_EVENTS 16
+static uint32_t size_at(const uint32_t *pre, uint32_t npre, const uint32_t *post, uint32_t i)
+{
+	return i < npre ? pre[i] : post[i - npre];
+}
+
 static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 {
-	uint32_t size[NL_FILL_MAX + 1], nseg = 0, work = 0;
+	uint32_t pre[NL_FILL_MAX], post[NL_FILL_MAX], npre = 0, npost = 0, work = 0, nev = 0, k = 0;
+	uint64_t rec[NL_FILL_EVENTS]; /* events the copy stream recorded, newest last */
+	bool handed = false, cut = false;
 
-	p->fill_k = p->fill_n = 0;
+	p->fill_k = 0;
 	if (p->ncopy_keys != 1 || e->o.no_copy_split)
 		return;
-	for (uint32_t i = 0; i < p->nlbuf && nseg <= NL_FILL_MAX; i++) {
+	for (uint32_t i = 0; i < p->nlbuf && npost < NL_FILL_MAX; i++) {
 		const struct nl_call *c = &p->lbuf[i];
 		struct nl_skey k;
+		bool mine;
 
 		if (c->api == NL_LOST_MARK)
 			return; /* records lost: the sizes are not known */
 		if ((c->fields & NL_F_RC) && c->rc != 0)
 			continue;
 		k = nl_call_skey(c);
-		if (!nl_skey_eq(&k, &p->copy_keys[0]))
-			continue;
-		if (c->kind == NL_K_EVENT_RECORD) {
-			if (work)
-				size[nseg++] = work;
+		mine = nl_skey_eq(&k, &p->copy_keys[0]);
+		if (c->kind == NL_K_STREAM_WAIT && !mine && !handed)
+			for (uint32_t j = 0; j < nev && !handed; j++)
+				handed = rec[j] == c->event;
+		if (c->kind == NL_K_EVENT_RECORD && mine) {
+			if (work && handed)
+				post[npost++] = work;
+			else if (work && npre < NL_FILL_MAX)
+				pre[npre++] = work;
+			else if (work)
+				return;
 			work = 0;
-		} else if (nl_kind_is_work(c->kind)) {
+			if (nev == NL_FILL_EVENTS)
+				memmove(rec, rec + 1, --nev * sizeof(rec[0]));
+			rec[nev++] = c->event;
+		} else if (mine && nl_kind_is_work(c->kind)) {
 			work++;
 		}
 	}
-	if (nseg <= NL_FILL_SURE)
+	if (!npre)
 		return;
-	/* the first NL_FILL_SURE after it of one size; later ones may be
-	 * merged (a multiple of it), never another size */
-	for (uint32_t i = 2; i < nseg; i++)
-		if (i <= NL_FILL_SURE ? size[i] != size[1] : size[i] % size[1])
-			return;
-	if (size[0] > size[1] && size[0] % size[1] == 0) {
-		p->fill_k = size[1];
-		p->fill_n = size[0] / size[1];
+	/* K: the first size NL_FILL_SURE segments in a row have; every
+	 * segment there a multiple of it */
+	for (uint32_t i = 0; i + NL_FILL_SURE <= npre + npost && !k; i++) {
+		uint32_t n = 1;
+
+		while (n < NL_FILL_SURE && size_at(pre, npre, post, i + n) ==
+						   size_at(pre, npre, post, i))
+			n++;
+		if (n == NL_FILL_SURE)
+			k = size_at(pre, npre, post, i);
 	}
+	for (uint32_t i = 0; k && i < npre + npost; i++)
+		if (size_at(pre, npre, post, i) % k)
+			return;
+	for (uint32_t i = 0; k && i < npre; i++)
+		cut |= pre[i] > k;
+	if (cut)
+		p->fill_k = k;
 }
 
 /* Decide the roles and replay what was held back. Without a copy stream

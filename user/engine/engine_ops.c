@@ -119,9 +119,9 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 
 	if (!s->seg_open || !n)
 		return;
-	/* the fill phase learning saw: the stream's first segment */
-	fill = !s->seg_ends++ && p->fill_k && n == p->fill_k * p->fill_n && s->role == NL_ROLE_COPY &&
-	       s->pipe == 0 && b;
+	/* the fill phase learning saw: a segment before any hand-off */
+	fill = !s->copy_waited && p->fill_k && n > p->fill_k && n % p->fill_k == 0 &&
+	       s->role == NL_ROLE_COPY && s->pipe == 0 && b;
 	if (fill) {
 		k = p->fill_k;
 		s->seg_k = k;
@@ -353,8 +353,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		s->last_join_ts = c->ts_ns;
 		if (ev->slot != slot) {
 			p->edges++;
-			if (from && from->role == NL_ROLE_COPY)
+			if (from && from->role == NL_ROLE_COPY) {
 				s->fed_by_copy = true;
+				p->s[ev->slot].copy_waited = true;
+			}
 			if (from)
 				discover(e, p, slot, ev);
 			if (from && from->role == NL_ROLE_OTHER) {

@@ -105,7 +105,8 @@ struct nl_stream {
 	/* work ops of the open segment; the size its segments closed by a
 	 * record had, and how many in a row had it (docs/engine.md, "Merged
 	 * segments") */
-	uint32_t seg_work, seg_k, seg_k_n, seg_ends;
+	uint32_t seg_work, seg_k, seg_k_n;
+	bool copy_waited;     /* a stream waited on one of its records */
 	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
 	 * wait on an event it recorded carrying that token), and no wait on it
 	 * has brought a token since; `adopted`: its token came by that rule,
@@ -318,7 +319,7 @@ struct nl_proc {
 	bool discovering;      /* roles learned, not given: pipelines found by edges */
 	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
 	int ncopy_keys;
-	uint32_t fill_k, fill_n; /* the fill phase learning saw (learn_fill) */
+	uint32_t fill_k; /* the fill phase's batch size, learning saw (learn_fill) */
 	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
 	int nsparse;
 	int compute_slot, null_slot;
