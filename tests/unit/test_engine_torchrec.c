@@ -563,6 +563,86 @@ static void fill_cut_by_allocator_records(void **state)
 	tb_free(t);
 }
 
+/* A depth-1 loop whose C.wait_stream(M) makes a fresh event per take (or
+ * none: take `drop` dropped whole, its record too), whose loader thread
+ * copies batch i + 1 while forward(i) runs, and whose autograd thread
+ * runs backward(i) on the compute stream. At `ahead` the loader ran ahead
+ * once: copy(ahead + 1) was made before take(ahead)'s record too, and the
+ * next take's record covers no copy. */
+static struct tb *loader_loop(int n, int ahead, int drop, bool counted)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, C;
+
+	t->counted = counted;
+	M = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	tb_copy(t, M, 1, 4096);
+	for (int i = 0; i < n; i++) {
+		int copies = (i + 1 < n) - (i == ahead) + (i + 1 == ahead);
+
+		tb_wait_stream_or_drop(t, C, M, i != drop);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		t->tid = TB_LOADER;
+		for (int k = 0; k < copies; k++)
+			tb_copy(t, M, 1, 4096);
+		t->tid = TB_MAIN;
+		tb_kernel(t, C, K_TRITON);
+		tb_memcpy_sync(t, C, 2);
+		t->tid = TB_AUTOGRAD;
+		tb_kernel(t, C, K_BWD_GEMM);
+		tb_kernel(t, C, K_OPTIMIZER);
+		t->tid = TB_MAIN;
+	}
+	tb_end(t);
+	return t;
+}
+
+/* The loader ran ahead at J: one segment holds batches J and J + 1. It is
+ * cut in two (two steady segments taught its size) and each batch is
+ * taken by the wait that covers it: every batch trusted. Before, batch J,
+ * cut from a merged segment, was taken as having lost its wait: passed
+ * over and accused copy->forward. Launches named only: counted in runs,
+ * forward(J - 1)'s work after the copies could be forward(J) begun again
+ * without a call between, which no launch would name, and J is still
+ * passed over (docs/engine.md, "Known limits"). */
+static void loader_ahead_cut_trusted(void **state)
+{
+	enum { N = 10 };
+
+	(void)state;
+	for (int j = 3; j < N - 2; j++) {
+		struct tb *t = loader_loop(N, j, -1, false);
+		char what[32];
+
+		snprintf(what, sizeof(what), "ahead at %d", j);
+		assert_one_fault(t, N, -1, 0, what);
+		assert_true(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
+/* Take J dropped whole: batches J and J + 1 are one segment, cut in two
+ * at take(J + 1)'s record; forward(J) began before the cut, in batch
+ * J - 1's window, where it shows as the step begun again. That restart is
+ * batch J's, seen before its watch was armed: J is not taken by
+ * take(J + 1) (unwatched_restart), and it alone is accused copy->forward. */
+static void dropped_take_in_cut_segment(void **state)
+{
+	enum { N = 10 };
+
+	(void)state;
+	for (int j = 2; j < N - 1; j++) {
+		struct tb *t = loader_loop(N, -1, j, false);
+		char what[32];
+
+		snprintf(what, sizeof(what), "take %d dropped", j);
+		assert_one_fault(t, N, j, EDGE(COPY_FORWARD), what);
+		tb_free(t);
+	}
+}
+
 /* A bench with the copy, data-dist, collective and compute streams, and
  * n events for the collective's ends. */
 struct four {
@@ -810,6 +890,8 @@ int main(void)
 		cmocka_unit_test(fill_phase_cut),
 		cmocka_unit_test(merged_fill_not_accused),
 		cmocka_unit_test(fill_cut_by_allocator_records),
+		cmocka_unit_test(loader_ahead_cut_trusted),
+		cmocka_unit_test(dropped_take_in_cut_segment),
 		cmocka_unit_test(compute_wait_superseded_before_work),
 		cmocka_unit_test(depth3_dropped_sparse_wait),
 		cmocka_unit_test(late_take_dropped_sparse_wait),

@@ -243,14 +243,13 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 
 /* A fill phase seen in what learning held back: the copy stream's
  * segments (its work ops up to each record) that end before any stream
- * waited on one of its records are the fill; the NL_FILL_SURE segments
- * after the first such wait have one size K, and every later one there (up
- * to NL_FILL_MAX) is a multiple of K. A depth-n loop copied n batches
- * before its first hand-off, in one segment or in several cut by records
- * nothing waited on (an allocator's); the replay cuts a fill segment of
- * n * K work ops into n batches (segment_end), none of them merged (their
- * record was not dropped: the one record covers them all). One copy stream
- * only. */
+ * waited on one of its records are the fill. K is the first size
+ * NL_FILL_SURE segments in a row have there, and every segment (up to
+ * NL_FILL_MAX after the fill) is a multiple of K. A depth-n loop copied n
+ * batches before its first hand-off, in one segment or in several cut by
+ * records nothing waited on (an allocator's); the replay cuts a fill
+ * segment of n * K work ops into n batches (segment_end) before the copy
+ * stream itself has seen a steady size. One copy stream only. */
 #define NL_FILL_SURE 2
 #define NL_FILL_MAX 8
 #define NL_FILL_EVENTS 16

@@ -107,10 +107,8 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 				b->watch[k].restart = *op;
 		}
 		if (b->watch[k].prog == 2) {
-			/* a batch cut from a merged copy segment lost its record
-			 * with its wait: it does not stand for the restart */
 			b->watch[k].repeat = true;
-			marked = !b->merged;
+			marked = true;
 			b->watch[k].consumer = b->watch[k].restart;
 		}
 	}
@@ -230,6 +228,25 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	cw->prog = 0;
 }
 
+/* A work op past a stage's first two: whether it completes those two
+ * again in a row (a restart of the stage inside its window). */
+static void note_again(struct nl_stage_acc *acc, const struct nl_seen_op *op, const struct nl_call *c)
+{
+	bool named = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
+
+	if (!acc->first_named[0] || !acc->first_named[1] || acc->first_sig[0] == acc->first_sig[1] ||
+	    c->tid != acc->first_tid || !named) {
+		acc->again_prog = 0;
+		return;
+	}
+	if (op->sig == acc->first_sig[acc->again_prog] && ++acc->again_prog == 2) {
+		acc->again_ts = c->ts_ns;
+		acc->again_prog = 0;
+	} else if (acc->again_prog != 1 || op->sig != acc->first_sig[0]) {
+		acc->again_prog = op->sig == acc->first_sig[0];
+	}
+}
+
 /* A forward window's first two kernels: the pipeline's step signature
  * while every window began with them. */
 static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
@@ -290,6 +307,8 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		acc->first_sig[acc->work] = op.sig;
 		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
 	}
+	else if (work)
+		note_again(acc, &op, c);
 	if (work && ++acc->work == 2 && st == NL_STAGE_FORWARD)
 		note_step(nl_pipe_of_token(p, token), acc);
 	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))

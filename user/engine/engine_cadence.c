@@ -24,9 +24,23 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
 	return q->has_sparse && ev->token > q->fwd_max;
 }
 
+/* Batch b's consumer watch was armed after its last producer op (at
+ * `last`: a batch cut from a segment after the fact) and may have missed
+ * its forward begun without the edge: compute's window (of batch `own`)
+ * restarted its forward between `last` and the arming. */
+static bool unwatched_restart(const struct nl_batch *own, const struct nl_batch *b, uint64_t last)
+{
+	uint64_t armed = b->watch[NL_CONSUMER_COMPUTE].armed_ts;
+	const struct nl_stage_acc *w = &own->st[NL_STAGE_FORWARD];
+
+	return armed > last && w->again_ts > last && w->again_ts < armed;
+}
+
 /* The consumer watch could have seen batch b's forward begin in compute's
- * current window. */
-static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
+ * current window: it watched every compute op after the batch's last
+ * producer op (at `last`). */
+static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b,
+			    uint64_t last)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
 	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
@@ -40,7 +54,8 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
 	       w->first_sig[0] != w->first_sig[1] && b->watch[NL_CONSUMER_COMPUTE].armed &&
 	       !q->step_varied &&
-	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
+	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1] &&
+	       !unwatched_restart(own, b, last);
 }
 
 /* Every producer work op of batch b is ordered before stream s's clock: the
@@ -87,7 +102,7 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 	 * same pipeline whose forward shows its first two kernels (same
 	 * thread): a forward begun again without the edge would have repeated
 	 * them there (watch[NL_CONSUMER_COMPUTE].repeat, "end of a run"). */
-	return last && (mine < last || watched(b, last) || restart_watched(p, s, b));
+	return last && (mine < last || watched(b, last) || restart_watched(p, s, b, last));
 }
 
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
@@ -95,9 +110,12 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
  * after a newer batch's producer work: a fill phase whose data-dist record
  * covers two batches) takes that older batch first; the next wait moves on.
  * Not a batch whose forward already restarted without it (the dropped-edge
- * signature of "end of a run"), one cut from a merged copy segment (its
- * record went with a dropped wait), nor one whose sparse stage it never
- * reached: those were passed over. */
+ * signature of "end of a run"), nor one whose sparse stage it never
+ * reached: those were passed over. A batch cut from a merged copy segment
+ * is taken like any other: the wait that covers it is its own, and its
+ * forward begun before the cut (a whole wait_stream dropped) shows as a
+ * restart of compute's window that its watch, armed at the cut, did not
+ * see (unwatched_restart). */
 int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
@@ -117,7 +135,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 		bool by_lag = q->lag > 0 && q->lag_n >= NL_LAG_SURE && t == tok - q->lag;
 
 		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
-		    !b->merged && b->copy_closed && (!q->has_sparse || b->reached_sparse) &&
+		    b->copy_closed && (!q->has_sparse || b->reached_sparse) &&
 		    (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s))))
 			return t;
 	}
@@ -215,7 +233,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
-		if (!b || b->closed || b->merged || !b->copy_closed || b->st[NL_STAGE_SPARSE].work ||
+		if (!b || b->closed || !b->copy_closed || b->st[NL_STAGE_SPARSE].work ||
 		    !nl_copy_covered(b, s))
 			continue;
 		/* work the stream did after this batch's copy began could be its
@@ -280,7 +298,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!step_again(q, w, (uint64_t)c->api << 48 ^ c->fn))
 		return;
 	b = nl_batch_of(p, s->token + 1);
-	if (!b || b->closed || b->fwd_started || b->merged || !b->copy_closed ||
+	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
 	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
 		return;
 	nl_set_token(p, slot, b->token, c->ts_ns);

@@ -145,10 +145,6 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		if (r->token != tok)
 			continue;
 		if (r->work && idx && idx % k == 0) {
-			struct nl_batch *part = nl_batch_of(p, cur);
-
-			if (part)
-				part->merged = !fill;
 			nl_close_segment(p, s);
 			nl_mint(e, p, s, r->ts);
 			cur = s->token;

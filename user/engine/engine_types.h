@@ -37,7 +37,7 @@ static inline int64_t nl_tok_seq(int64_t tok)
 }
 
 /* Streams are keyed by handle; per-thread default streams by (0x2, tid). */
-#define NL_SEG_SURE 4 /* segments of one size in a row before merged ones are split */
+#define NL_SEG_SURE 2 /* segments of one size in a row before merged ones are cut */
 #define NL_LAG_SURE 2 /* takes in a row with one lag before the cadence trusts it */
 
 struct nl_skey {
@@ -190,6 +190,10 @@ struct nl_stage_acc {
 	bool first_named[2];     /* ...and whether each named its kernel (a launch the
 				  * kernel counted in a run arrives without it) */
 	uint32_t first_tid;      /* the thread of the first */
+	/* when its work, past the opening, last showed those two again in a
+	 * row (the first's thread, both named): a restart seen */
+	uint64_t again_ts;
+	uint32_t again_prog;
 	uint32_t colls, ntids;
 	uint32_t tids[8];
 	bool tids_full;
@@ -204,8 +208,6 @@ struct nl_batch {
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
 	bool fwd_adopted;      /* compute took it without an edge (nl_take_first_compute) */
-	bool merged;           /* cut from a merged copy segment, not the last part:
-				* it had no record of its own (its edge dropped) */
 	/* a sparse work op of the batch not ordered after its copy ops (only
 	 * possible for ops taken over by the hand-off rule) */
 	struct {
