@@ -102,43 +102,22 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
-/* A record ends the copy stream's segment. Segments of a steady size K
- * teach it; one of exactly n * K work ops (n > 1) is n batches whose
- * records went with dropped waits (a fresh event per wait_stream: the
- * record is made only when the wait is), so it is cut into n, the ops past
- * each K-th handed to a new batch (docs/engine.md, "Merged segments"). */
-static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
+/* Cut copy stream `slot`'s work ops of token tok, all still in its ring,
+ * into batches of k: the ops past each k-th handed to a new batch. False
+ * when part of them is no longer remembered. */
+static bool cut_segment(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint32_t k,
+			uint32_t n)
 {
 	struct nl_stream *s = &p->s[slot];
-	uint32_t k = s->seg_k, n = s->seg_work, idx = 0, cut = 0, start = nl_ring_start(s);
-	int64_t tok = s->token, cur = tok;
+	uint32_t idx = 0, cut = 0, start = nl_ring_start(s), held = 0;
 	struct nl_batch *b = nl_batch_of(p, tok);
+	int64_t cur = tok;
 	uint64_t moved = 0;
-	uint32_t held = 0;
-	bool fill;
 
-	if (!s->seg_open || !n)
-		return;
-	/* the fill phase learning saw: a segment before any hand-off */
-	fill = !s->copy_waited && p->fill_k && n > p->fill_k && n % p->fill_k == 0 &&
-	       s->role == NL_ROLE_COPY && s->pipe == 0 && b;
-	if (fill) {
-		k = p->fill_k;
-		s->seg_k = k;
-		s->seg_k_n = 0;
-	} else if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
-		if (n == k) {
-			s->seg_k_n++;
-		} else {
-			s->seg_k = n;
-			s->seg_k_n = 1;
-		}
-		return;
-	}
 	for (uint32_t i = start; i < s->nring; i++)
 		held += s->ring[i % NL_RING].work && s->ring[i % NL_RING].token == tok;
-	if (held != n)
-		return; /* part of it is no longer remembered */
+	if (held != n || !b)
+		return false;
 	for (uint32_t i = start; i < s->nring; i++) {
 		struct nl_ring_op *r = &s->ring[i % NL_RING];
 
@@ -158,6 +137,58 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		}
 	}
 	nl_batch_cut(p, b, slot, cut, moved);
+	return true;
+}
+
+/* The smallest batch size a copy stream of the process is sure of (its
+ * steady segments, or the fill learning saw) that divides n into more
+ * than one batch; 0 when none does. */
+static uint32_t known_k(const struct nl_proc *p, uint32_t n)
+{
+	uint32_t best = p->fill_k && n % p->fill_k == 0 && n > p->fill_k ? p->fill_k : 0;
+
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *c = &p->s[i];
+
+		if (c->used && c->role == NL_ROLE_COPY && c->seg_k && c->seg_k_n >= NL_SEG_SURE &&
+		    n % c->seg_k == 0 && n > c->seg_k && (!best || c->seg_k < best))
+			best = c->seg_k;
+	}
+	return best;
+}
+
+/* A record ends the copy stream's segment. Segments of a steady size K
+ * teach it; one of exactly n * K work ops (n > 1) is n batches whose
+ * copies one record covers (a whole wait_stream dropped with its record, a
+ * loader that ran ahead, a fill phase), so it is cut into n
+ * (docs/engine.md, "Merged segments"). */
+static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *s = &p->s[slot];
+	uint32_t k = s->seg_k, n = s->seg_work, fk = 0;
+	struct nl_batch *b = nl_batch_of(p, s->token);
+
+	if (!s->seg_open || !n)
+		return;
+	/* a fill phase: a segment before any hand-off, of the size learning
+	 * saw (the first pipeline) or one another copy stream is sure of */
+	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split)
+		fk = s->pipe == 0 ? p->fill_k : known_k(p, n);
+	if (fk && n > fk && n % fk == 0) {
+		/* a size two segments in a row had, here or elsewhere */
+		k = fk;
+		s->seg_k = k;
+		s->seg_k_n = NL_SEG_SURE;
+	} else if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
+		if (n == k) {
+			s->seg_k_n++;
+		} else {
+			s->seg_k = n;
+			s->seg_k_n = 1;
+		}
+		return;
+	}
+	cut_segment(e, p, slot, s->token, k, n);
 }
 
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
@@ -249,6 +280,14 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 		if (rec) {
 			cut = true;
 			nl_pipe_of_stream(p, m)->seen_copy_record = true;
+			if (m->seg_open) { /* nothing waited on it yet: a fill */
+				int64_t was = m->token;
+
+				segment_end(e, p, slot);
+				if (m->token != was)
+					nl_retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
+							  m->token, false);
+			}
 			if (m->seg_open)
 				nl_close_segment(p, m);
 		}
