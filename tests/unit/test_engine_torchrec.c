@@ -563,6 +563,38 @@ static void fill_cut_by_allocator_records(void **state)
 	tb_free(t);
 }
 
+/* A depth-2 loop whose fill copies batches 0 and 1 before its first
+ * record, and whose loader then ran ahead once: copy(3) made with copy(2),
+ * before take(1)'s record. Segments of 2, 2, then 1 copy: the fill's size
+ * is the smallest two segments in a row have (1), not the first (2), so
+ * both merged segments are cut and every batch is trusted. */
+static void fill_size_smallest_pair(void **state)
+{
+	enum { N = 10 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M, C;
+
+	(void)state;
+	M = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	tb_copy(t, M, 1, 4096);
+	tb_copy(t, M, 1, 4096);
+	for (int i = 0; i < N; i++) {
+		tb_wait_stream(t, C, M);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		if (i + 2 < N && i != 1)
+			tb_copy(t, M, 1, 4096);
+		if (i == 0)
+			tb_copy(t, M, 1, 4096);
+		tb_kernel(t, C, K_TRITON);
+		tb_memcpy_sync(t, C, 2);
+	}
+	tb_end(t);
+	assert_one_fault(t, N, -1, 0, "ahead at 3");
+	tb_free(t);
+}
+
 /* A depth-1 loop whose C.wait_stream(M) makes a fresh event per take (or
  * none: take `drop` dropped whole, its record too), whose loader thread
  * copies batch i + 1 while forward(i) runs, and whose autograd thread
@@ -890,6 +922,7 @@ int main(void)
 		cmocka_unit_test(fill_phase_cut),
 		cmocka_unit_test(merged_fill_not_accused),
 		cmocka_unit_test(fill_cut_by_allocator_records),
+		cmocka_unit_test(fill_size_smallest_pair),
 		cmocka_unit_test(loader_ahead_cut_trusted),
 		cmocka_unit_test(dropped_take_in_cut_segment),
 		cmocka_unit_test(compute_wait_superseded_before_work),

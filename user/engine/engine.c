@@ -243,7 +243,7 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 
 /* A fill phase seen in what learning held back: the copy stream's
  * segments (its work ops up to each record) that end before any stream
- * waited on one of its records are the fill. K is the first size
+ * waited on one of its records are the fill. K is the smallest size
  * NL_FILL_SURE segments in a row have there, and every segment (up to
  * NL_FILL_MAX after the fill) is a multiple of K. A depth-n loop copied n
  * batches before its first hand-off, in one segment or in several cut by
@@ -298,16 +298,15 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	}
 	if (!npre)
 		return;
-	/* K: the first size NL_FILL_SURE segments in a row have; every
+	/* K: the smallest size NL_FILL_SURE segments in a row have; every
 	 * segment there a multiple of it */
-	for (uint32_t i = 0; i + NL_FILL_SURE <= npre + npost && !k; i++) {
-		uint32_t n = 1;
+	for (uint32_t i = 0; i + NL_FILL_SURE <= npre + npost; i++) {
+		uint32_t n = 1, c = size_at(pre, npre, post, i);
 
-		while (n < NL_FILL_SURE && size_at(pre, npre, post, i + n) ==
-						   size_at(pre, npre, post, i))
+		while (n < NL_FILL_SURE && size_at(pre, npre, post, i + n) == c)
 			n++;
-		if (n == NL_FILL_SURE)
-			k = size_at(pre, npre, post, i);
+		if (n == NL_FILL_SURE && (!k || c < k))
+			k = c;
 	}
 	for (uint32_t i = 0; k && i < npre + npost; i++)
 		if (size_at(pre, npre, post, i) % k)
