@@ -563,36 +563,67 @@ static void fill_cut_by_allocator_records(void **state)
 	tb_free(t);
 }
 
-/* A depth-2 loop whose fill copies batches 0 and 1 before its first
- * record, and whose loader then ran ahead once: copy(3) made with copy(2),
- * before take(1)'s record. Segments of 2, 2, then 1 copy: the fill's size
- * is the smallest two segments in a row have (1), not the first (2), so
- * both merged segments are cut and every batch is trusted. */
-static void fill_size_smallest_pair(void **state)
+/* A depth-2 loop without a sparse stage: copies of batches 0 and 1, then
+ * per step take(i) (C.wait_stream(M), a fresh event; dropped whole at
+ * `drop`), forward(i) with copy(i + 2) made after its first two kernels,
+ * loss.item(). With `ahead`, copy(ahead) was made one step early, with
+ * copy(ahead - 1). */
+static struct tb *depth2_loop(int n, int drop, int ahead)
 {
-	enum { N = 10 };
 	struct tb *t = tb_new(NULL);
 	uint64_t M, C;
 
-	(void)state;
 	M = tb_stream_create(t, 1);
 	C = tb_stream_create(t, 1);
 	tb_copy(t, M, 1, 4096);
 	tb_copy(t, M, 1, 4096);
-	for (int i = 0; i < N; i++) {
-		tb_wait_stream(t, C, M);
+	for (int i = 0; i < n; i++) {
+		int copies = (i + 2 < n && i + 2 != ahead) + (i + 3 == ahead);
+
+		tb_wait_stream_or_drop(t, C, M, i != drop);
 		tb_kernel(t, C, K_LOOKUP);
 		tb_kernel(t, C, K_GEMM);
-		if (i + 2 < N && i != 1)
-			tb_copy(t, M, 1, 4096);
-		if (i == 0)
+		for (int k = 0; k < copies; k++)
 			tb_copy(t, M, 1, 4096);
 		tb_kernel(t, C, K_TRITON);
 		tb_memcpy_sync(t, C, 2);
 	}
 	tb_end(t);
-	assert_one_fault(t, N, -1, 0, "ahead at 3");
+	return t;
+}
+
+/* The loader ran ahead right after the fill: copy(3) made with copy(2),
+ * before take(1)'s record. Segments of 2, 2, then 1 copy: the fill's size
+ * is the smallest two segments in a row have (1), not the first (2), so
+ * both merged segments are cut and every batch is trusted. */
+static void fill_size_smallest_pair(void **state)
+{
+	struct tb *t = depth2_loop(10, -1, 3);
+
+	(void)state;
+	assert_one_fault(t, 10, -1, 0, "ahead at 3");
 	tb_free(t);
+}
+
+/* Each take's record also covers the next batch's copy, so any one take
+ * dropped is redundant. Dropped at batch 1, forward(1) begins inside batch
+ * 0's window while only one step has been seen; that first step's two
+ * kernels are enough to see the restart, and compute takes batch 1 there
+ * (its copy ordered already). Before, the restart was charged to batch 2,
+ * which was passed over and accused copy->forward. */
+static void restart_after_first_step(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int j = 1; j < N - 1; j++) {
+		struct tb *t = depth2_loop(N, j, -1);
+		char what[32];
+
+		snprintf(what, sizeof(what), "take %d dropped", j);
+		assert_one_fault(t, N, -1, 0, what);
+		tb_free(t);
+	}
 }
 
 /* A depth-1 loop whose C.wait_stream(M) makes a fresh event per take (or
@@ -923,6 +954,7 @@ int main(void)
 		cmocka_unit_test(merged_fill_not_accused),
 		cmocka_unit_test(fill_cut_by_allocator_records),
 		cmocka_unit_test(fill_size_smallest_pair),
+		cmocka_unit_test(restart_after_first_step),
 		cmocka_unit_test(loader_ahead_cut_trusted),
 		cmocka_unit_test(dropped_take_in_cut_segment),
 		cmocka_unit_test(compute_wait_superseded_before_work),

@@ -255,8 +255,9 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
  * made after that batch's producers covered it), compute takes it here
  * rather than running its forward in X's window. Only while every step so
  * far began with the same two different kernels, named (a launch counted in
- * a run carries no kernel address). */
-#define NL_STEP_SURE 2 /* steps that began alike before a restart is trusted */
+ * a run carries no kernel address); the first step is enough, as the next
+ * batch must be ordered already. */
+#define NL_STEP_SURE 2 /* counted: steps that began alike before a restart is trusted */
 
 /* A named launch with signature `sig` begins compute's step again inside
  * the window `w`: every step so far began with it. With launches named,
@@ -273,7 +274,7 @@ static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, ui
 	if (w->work < 2 || !w->first_named[0])
 		return false;
 	if (w->first_named[1])
-		return q->step_n >= NL_STEP_SURE && !q->step_varied &&
+		return q->step_n && !q->step_varied &&
 		       q->step_sig[0] != q->step_sig[1] && sig == q->step_sig[0] &&
 		       w->first_sig[0] == q->step_sig[0] && w->first_sig[1] == q->step_sig[1];
 	return q->run_n >= NL_STEP_SURE && !q->run_varied && sig == q->run_sig &&
