@@ -362,7 +362,7 @@ int main(int argc, char **argv)
 			/* verdicts are not compared; any verdict but skipped is a guess */
 			undecided[p.undecidable]++;
 			for (int T = 0; T < p.spec.nb; T++)
-				if (r.have[T] && r.got[T].verdict != NL_VERDICT_SKIPPED) {
+				if (p.unsure[T] && r.have[T] && r.got[T].verdict != NL_VERDICT_SKIPPED) {
 					guessed++;
 					wrong_guess += r.got[T].verdict != p.truth[T].verdict;
 				}

@@ -227,15 +227,6 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 {
 	char what[64], a[40], b[40];
 
-	if (p->undecidable == RP_U_PRETRACE_NULL) {
-		/* the engine must skip, not guess: a verdict here is a disagreement */
-		for (int T = 0; T < p->spec.nb; T++)
-			if (r->have[T] && r->got[T].verdict != NL_VERDICT_SKIPPED) {
-				add_diff(p, r, -1, "guessed(pretrace_stream)");
-				break;
-			}
-		return;
-	}
 	if (r->naudits == 0 && p->handoffs < 4) {
 		/* roles cannot be learned from so few hand-offs: nothing audited is right */
 		((struct rp_prog *)p)->undecidable = RP_U_FEW_HANDOFFS;
@@ -257,7 +248,11 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 		int v = r->got[T].verdict;
 		uint32_t m = r->got[T].missing_mask;
 
-		if (v == NL_VERDICT_SKIPPED) {
+		if (p->unsure[T]) {
+			/* the engine must skip, not guess: a verdict here is a disagreement */
+			if (v != NL_VERDICT_SKIPPED)
+				add_diff(p, r, T, "guessed(pretrace_stream)");
+		} else if (v == NL_VERDICT_SKIPPED) {
 			size_t o = 0;
 
 			o += (size_t)snprintf(what + o, sizeof(what) - o, "skipped(");

@@ -328,6 +328,7 @@ struct rp_event {
 };
 
 struct gen {
+	bool flip_untraced; /* streams created before tracing: the other blocking flag */
 	struct rp_prog *p;
 	const struct rp_spec *s;     /* the spec of the pipeline bound (bind_batch()) */
 	struct rp_spec spec1;        /* pipeline 1's: its depth, no collective */
@@ -890,7 +891,10 @@ static int created_stream(struct gen *g, uint64_t handle, bool blocking, bool tr
 			set_arg(c, a->slot_prio, (uint64_t)(int64_t)-1);
 		}
 	}
-	return add_stream(g, handle, 0, blocking, false, name);
+	/* the other world of an undecidable program: a stream created before
+	 * tracing made the other way (unsure_batches) */
+	return add_stream(g, handle, 0, traced ? blocking : blocking != g->flip_untraced, false,
+			  name);
 }
 
 /* ---- pipelines and ticks ---------------------------------------------------------- */
@@ -1044,7 +1048,49 @@ void rp_free(struct rp_prog *p)
 	}
 }
 
+static int build(struct rp_prog *p, const struct rp_spec *s, bool flip_untraced);
+
+/* The same calls with the pretrace streams created the other way: a batch
+ * whose truth differs there is one the calls cannot decide. Calls that
+ * differ (they should not) leave every batch unsure. */
+static int unsure_batches(struct rp_prog *p)
+{
+	struct rp_prog q;
+	bool same;
+	int err;
+
+	err = build(&q, &p->spec, true);
+	if (err)
+		return err;
+	same = q.n == p->n;
+	for (int i = 0; i < p->n && same; i++)
+		same = !memcmp(&q.calls[i].rec, &p->calls[i].rec, sizeof(p->calls[i].rec));
+	p->undecidable = RP_U_NONE;
+	for (int T = 0; T < p->spec.nb; T++) {
+		const struct rp_truth *a = &p->truth[T], *b = &q.truth[T];
+
+		p->unsure[T] = !same || a->verdict != b->verdict || a->first != b->first ||
+			       a->all_mask != b->all_mask;
+		if (p->unsure[T])
+			p->undecidable = RP_U_PRETRACE_NULL;
+	}
+	rp_free(&q);
+	return 0;
+}
+
 int rp_build(struct rp_prog *p, const struct rp_spec *s)
+{
+	int err = build(p, s, false);
+
+	if (!err && p->undecidable == RP_U_PRETRACE_NULL) {
+		err = unsure_batches(p);
+		if (err)
+			rp_free(p);
+	}
+	return err;
+}
+
+static int build(struct rp_prog *p, const struct rp_spec *s, bool flip_untraced)
 {
 	struct gen *g = calloc(1, sizeof(*g));
 	uint64_t base = 0x55d000001000ull;
@@ -1055,6 +1101,7 @@ int rp_build(struct rp_prog *p, const struct rp_spec *s)
 	memset(p, 0, sizeof(*p));
 	p->spec = *s;
 	p->pid = 31000 + (uint32_t)(s->seed % 1000);
+	g->flip_untraced = flip_untraced;
 	g->p = p;
 	g->s = &p->spec;
 	g->r = s->seed;

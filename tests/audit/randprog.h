@@ -107,7 +107,8 @@ enum rp_undecidable {
 	RP_U_NONE = 0,
 	RP_U_PRETRACE_NULL,     /* a producer stream created before tracing, compute on the
 				 * null stream: whether the null stream orders it (a
-				 * blocking stream) is not in the calls */
+				 * blocking stream) is not in the calls, and some batch's
+				 * truth depends on it (rp_prog.unsure) */
 	RP_U_FEW_HANDOFFS,      /* fewer copy-stream hand-offs than role learning needs */
 };
 
@@ -144,6 +145,10 @@ struct rp_prog {
 	int handoffs;      /* waits on copy-stream events that were kept */
 	int undecidable;   /* enum rp_undecidable */
 	struct rp_truth truth[RP_MAX_BATCHES];
+	/* RP_U_PRETRACE_NULL: the batches whose truth is another had the
+	 * pretrace streams been created the other way (blocking or not), the
+	 * calls being the same; the others are decided by the calls */
+	bool unsure[RP_MAX_BATCHES];
 	/* batch T (compute order) is batch local[T] of pipeline pipe[T] */
 	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
 };
