@@ -306,9 +306,9 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 			acc->first_tid = c->tid;
 		acc->first_sig[acc->work] = op.sig;
 		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
-	}
-	else if (work)
+	} else if (work) {
 		note_again(acc, &op, c);
+	}
 	if (work && ++acc->work == 2 && st == NL_STAGE_FORWARD)
 		note_step(nl_pipe_of_token(p, token), acc);
 	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))
