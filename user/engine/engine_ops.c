@@ -271,6 +271,10 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 			last = r;
 			m->seg_work++;
 		}
+		/* as op_record ends the segment before its record: nothing waited
+		 * on it yet, so it may be a fill */
+		if (rec && m->seg_open)
+			segment_end(e, p, slot);
 		if (m->token != NL_NO_TOKEN) {
 			nl_account_ring(e, p, slot, r, m->token);
 			if (rec) /* whatever token it carried (compute's, by a buffer-reuse wait) */
@@ -280,14 +284,6 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 		if (rec) {
 			cut = true;
 			nl_pipe_of_stream(p, m)->seen_copy_record = true;
-			if (m->seg_open) { /* nothing waited on it yet: a fill */
-				int64_t was = m->token;
-
-				segment_end(e, p, slot);
-				if (m->token != was)
-					nl_retoken_events(p, slot, r->clock - 1, r->clock, NL_ANY_TOKEN,
-							  m->token, false);
-			}
 			if (m->seg_open)
 				nl_close_segment(p, m);
 		}
