@@ -47,6 +47,13 @@ static bool stage_up_covered(const struct nl_batch *b, int st, const uint32_t *v
 	return true;
 }
 
+/* How far work op `sig` takes a match of a stage's first two work ops
+ * (`first`, different) in a row: `prog` of them were matched before it. */
+static int pair_progress(const uint64_t first[2], int prog, uint64_t sig)
+{
+	return sig == first[prog] ? prog + 1 : sig == first[0];
+}
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
@@ -98,14 +105,9 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		if (b->watch[k].prog_token != token)
 			b->watch[k].prog = 0;
 		b->watch[k].prog_token = token;
-		if (op->sig == w->first_sig[b->watch[k].prog]) {
-			if (b->watch[k].prog++ == 0)
-				b->watch[k].restart = *op;
-		} else {
-			b->watch[k].prog = op->sig == w->first_sig[0];
-			if (b->watch[k].prog)
-				b->watch[k].restart = *op;
-		}
+		b->watch[k].prog = pair_progress(w->first_sig, b->watch[k].prog, op->sig);
+		if (b->watch[k].prog == 1)
+			b->watch[k].restart = *op;
 		if (b->watch[k].prog == 2) {
 			b->watch[k].repeat = true;
 			marked = true;
@@ -239,11 +241,10 @@ static void note_again(struct nl_stage_acc *acc, const struct nl_seen_op *op, co
 		acc->again_prog = 0;
 		return;
 	}
-	if (op->sig == acc->first_sig[acc->again_prog] && ++acc->again_prog == 2) {
+	acc->again_prog = pair_progress(acc->first_sig, acc->again_prog, op->sig);
+	if (acc->again_prog == 2) {
 		acc->again_ts = c->ts_ns;
 		acc->again_prog = 0;
-	} else if (acc->again_prog != 1 || op->sig != acc->first_sig[0]) {
-		acc->again_prog = op->sig == acc->first_sig[0];
 	}
 }
 

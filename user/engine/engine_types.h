@@ -193,7 +193,7 @@ struct nl_stage_acc {
 	/* when its work, past the opening, last showed those two again in a
 	 * row (the first's thread, both named): a restart seen */
 	uint64_t again_ts;
-	uint32_t again_prog;
+	int again_prog;
 	uint32_t colls, ntids;
 	uint32_t tids[8];
 	bool tids_full;
