@@ -30,8 +30,9 @@ void nl_event_forget(struct nl_proc *p, struct nl_event *ev);
 struct nl_thread *nl_thread_get(struct nl_proc *p, uint32_t tid);
 void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, int64_t token,
 		  bool work);
+/* The time of the stream's last remembered work op (0: none remembered). */
+uint64_t nl_ring_last_work_ts(const struct nl_stream *s);
 /* The first op of token `token` on the stream with clock > after (NULL: not remembered). */
-uint64_t nl_ring_last_work_ts(const struct nl_stream *s); /* 0: none remembered */
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
 					     int64_t token, bool work);
 int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k);

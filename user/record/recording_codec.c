@@ -253,7 +253,6 @@ void nl_rec_frame_head(unsigned char *h, uint32_t tag, uint32_t seq, uint32_t ni
 	le_set(h + 20, nl_rec_crc(h, 20), 4);
 }
 
-/* Decode the item at c into it; a problem is left in c->bad. */
 /* Records lost and target exited begin alike (write_pid_event): u64 ts,
  * u32 pid, u32 reserved. */
 static void get_pid_event(struct cur *c, uint64_t *ts_ns, uint32_t *pid)
@@ -264,6 +263,7 @@ static void get_pid_event(struct cur *c, uint64_t *ts_ns, uint32_t *pid)
 		cur_fail(c, "reserved field not zero");
 }
 
+/* Decode the item at c into it; a problem is left in c->bad. */
 void nl_rec_get_item(struct cur *c, struct nl_recording_item *it, char *str)
 {
 	uint32_t kind = get_u32(c), len = get_u32(c);
