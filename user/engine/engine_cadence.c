@@ -24,6 +24,18 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
 	return q->has_sparse && ev->token > q->fwd_max;
 }
 
+/* Compute's window `w` began with the step's two first kernels: different,
+ * both named (one kernel launched twice could be a forward after another's,
+ * and launches counted in a run carry no kernel address), and every step so
+ * far began with them (a forward whose first kernels vary would not show
+ * its restart). */
+static bool opens_step(const struct nl_pipe *q, const struct nl_stage_acc *w)
+{
+	return w->work >= 2 && w->first_named[0] && w->first_named[1] &&
+	       w->first_sig[0] != w->first_sig[1] && q->step_n && !q->step_varied &&
+	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
+}
+
 /* Batch b's consumer watch was armed after its last producer op (at
  * `last`: a batch cut from a segment after the fact) and may have missed
  * its forward begun without the edge: compute's window (of batch `own`)
@@ -46,15 +58,8 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 
-	/* Two different kernels, both named (one kernel launched twice could
-	 * be this batch's forward after the other's, and launches counted in a
-	 * run carry no kernel address), and every step so far began with them
-	 * (a forward whose first kernels vary would not show its restart). */
 	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
-	       own->token < b->token && w->work >= 2 && w->first_named[0] && w->first_named[1] &&
-	       w->first_sig[0] != w->first_sig[1] && b->watch[NL_CONSUMER_COMPUTE].armed &&
-	       !q->step_varied &&
-	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1] &&
+	       own->token < b->token && opens_step(q, w) && b->watch[NL_CONSUMER_COMPUTE].armed &&
 	       !unwatched_restart(own, b, last);
 }
 
@@ -274,9 +279,7 @@ static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, ui
 	if (w->work < 2 || !w->first_named[0])
 		return false;
 	if (w->first_named[1])
-		return q->step_n && !q->step_varied &&
-		       q->step_sig[0] != q->step_sig[1] && sig == q->step_sig[0] &&
-		       w->first_sig[0] == q->step_sig[0] && w->first_sig[1] == q->step_sig[1];
+		return opens_step(q, w) && sig == q->step_sig[0];
 	return q->run_n >= NL_STEP_SURE && !q->run_varied && sig == q->run_sig &&
 	       w->first_sig[0] == q->run_sig && q->run_min_work && w->work >= q->run_min_work;
 }
