@@ -882,6 +882,62 @@ static void late_take_dropped_sparse_wait(void **state)
 	each_drop(late_take_loop, 10, 1, EDGE(COPY_SPARSE));
 }
 
+/* A depth-3 loop whose data-dist stream runs batch k's sparse stage right
+ * after copy(k) and records the event compute takes batch k on at once,
+ * three steps before that take (one event per pipeline slot reused, or a
+ * fresh one per batch). With D's wait on the copy of batch k dropped, D's
+ * work for k rides batch k-1's token after the record compute will take
+ * k-1 on, and D's next wait (on copy k+1) comes before that take: the work
+ * is still k's (copy->sparse on k), and k-1, whose sparse ops all precede
+ * its record, is not accused sparse->forward. */
+static struct tb *early_record_loop(int n, int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t C = tb_stream_create(t, 1), em[4], ed[16];
+
+	assert_true(n <= 16);
+	for (int k = 0; k < 4; k++)
+		em[k] = tb_event_create(t);
+	for (int k = 0; k < n; k++)
+		ed[k] = !reuse ? 0 : k < 4 ? tb_event_create(t) : ed[k - 4];
+	for (int k = 0; k < n + 3; k++) {
+		int i = k - 3;
+
+		if (i >= 0)
+			tb_wait(t, C, ed[i]);
+		if (k < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em[k % 4], M);
+		}
+		if (i >= 0) {
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+		}
+		if (k < n) {
+			if (k != drop)
+				tb_wait(t, D, em[k % 4]);
+			tb_kernel(t, D, K_INPUT_DIST);
+			if (!reuse)
+				ed[k] = tb_event_create(t);
+			tb_record(t, ed[k], D);
+		}
+		if (i >= 0) {
+			tb_kernel(t, C, K_TRITON);
+			if (!reuse)
+				tb_event_destroy(t, ed[i]);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+static void take_after_newer_wait(void **state)
+{
+	(void)state;
+	each_drop(early_record_loop, 10, 1, EDGE(COPY_SPARSE));
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -960,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(compute_wait_superseded_before_work),
 		cmocka_unit_test(depth3_dropped_sparse_wait),
 		cmocka_unit_test(late_take_dropped_sparse_wait),
+		cmocka_unit_test(take_after_newer_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

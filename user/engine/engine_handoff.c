@@ -70,19 +70,20 @@ static int64_t next_batch(struct nl_proc *p, const struct nl_stream *s, int64_t 
 /* The streams whose work after compute's take of `tok` from stream `from`
  * (after its record at `after`) is that batch's stage carried on without
  * a batch reaching them: `from` after the record, and every sparse stream
- * of its pipeline from a wait on such a stream's later record, as long as
- * every wait they made since brought `tok` again from such a record (the
+ * of its pipeline from a wait on such a stream's later record (the
  * data-dist stream's work going through the collective stream and back).
  * taint[slot]: the clock after which a stream's ops are that work
- * (UINT32_MAX: none). False when one of them was reached by anything else
- * since (a newer batch, or `tok` from elsewhere). */
+ * (UINT32_MAX: none); until[slot]: the clock of the first wait since that
+ * reached it with anything else (a newer batch, or `tok` from elsewhere),
+ * where that work ends (UINT32_MAX: none). False when the work is no
+ * longer remembered. */
 static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t tok,
-			    uint32_t *taint)
+			    uint32_t *taint, uint32_t *until)
 {
 	bool grew = true;
 
 	for (uint32_t i = 0; i < p->w; i++)
-		taint[i] = UINT32_MAX;
+		taint[i] = until[i] = UINT32_MAX;
 	taint[from] = after;
 	while (grew) {
 		grew = false;
@@ -96,8 +97,27 @@ static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t
 				const struct nl_ring_op *r = &x->ring[k % NL_RING];
 
 				if (r->api == NL_API_STREAM_WAIT_EVENT && r->token == tok && r->ev_slot >= 0 &&
-				    taint[r->ev_slot] != UINT32_MAX && r->ev_clock > taint[r->ev_slot]) {
+				    taint[r->ev_slot] != UINT32_MAX && r->ev_clock > taint[r->ev_slot] &&
+				    r->ev_clock <= until[r->ev_slot]) {
 					taint[i] = r->clock - 1;
+					grew = true;
+					break;
+				}
+			}
+		}
+		for (uint32_t i = 0; i < p->w; i++) {
+			const struct nl_stream *x = &p->s[i];
+
+			if (taint[i] == UINT32_MAX || until[i] != UINT32_MAX)
+				continue;
+			for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+				const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+				if (r->clock <= taint[i] || r->api != NL_API_STREAM_WAIT_EVENT)
+					continue;
+				if (r->token != tok || r->ev_slot < 0 || taint[r->ev_slot] == UINT32_MAX ||
+				    r->ev_clock <= taint[r->ev_slot] || r->ev_clock > until[r->ev_slot]) {
+					until[i] = r->clock;
 					grew = true;
 					break;
 				}
@@ -112,17 +132,30 @@ static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t
 			continue;
 		if (start > 0 && x->ring[start % NL_RING].clock > taint[i] + 1)
 			return false; /* no longer remembered */
-		for (uint32_t k = start; k < x->nring; k++) {
-			const struct nl_ring_op *r = &x->ring[k % NL_RING];
-
-			if (r->clock <= taint[i] || r->api != NL_API_STREAM_WAIT_EVENT)
-				continue;
-			if (r->token != tok || r->ev_slot < 0 || taint[r->ev_slot] == UINT32_MAX ||
-			    r->ev_clock <= taint[r->ev_slot])
+		/* tok again past the end: the cut would not be a clean one */
+		for (uint32_t k = start; k < x->nring && until[i] != UINT32_MAX; k++)
+			if (x->ring[k % NL_RING].clock > until[i] && x->ring[k % NL_RING].token == tok)
 				return false;
-		}
 	}
 	return true;
+}
+
+/* Work moved from before a wait that has since reached stream x is judged
+ * with x's clock as it stood then: the record's (the stream that recorded
+ * it did not wait between), or for a stream it went through, no more than
+ * the record knew of the others; and as taken, not reached. The current
+ * clock and flag are kept in keep/adopted for the caller to put back. */
+static void judge_as_then(struct nl_proc *p, struct nl_stream *x, const struct nl_event *ev,
+			  bool recorder, uint32_t *keep, bool *adopted)
+{
+	int own = (int)(x - p->s);
+
+	memcpy(keep, x->vc, p->w * sizeof(*keep));
+	*adopted = x->adopted;
+	x->adopted = true;
+	for (uint32_t k = 0; k < p->w; k++)
+		if ((int)k != own && (recorder || ev->vc[k] < x->vc[k]))
+			x->vc[k] = ev->vc[k];
 }
 
 /* The hand-off rule, for work the producer enqueued between the record
@@ -136,15 +169,17 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 	struct nl_stream *s = &p->s[slot];
 	int64_t tok = ev->token, next = tok + 1;
 	struct nl_batch *bt = nl_batch_of(p, tok), *bn = nl_batch_of(p, next);
-	uint32_t taint[NL_MAX_STREAMS_CAP];
-	bool any = false;
+	uint32_t taint[NL_MAX_STREAMS_CAP], until[NL_MAX_STREAMS_CAP], keep[NL_MAX_STREAMS_CAP];
+	bool any = false, adopted = false;
 
-	if (!bt || !bn || s->vc[slot] <= ev->clock || !tainted_streams(p, slot, ev->clock, tok, taint))
+	if (!bt || !bn || s->vc[slot] <= ev->clock ||
+	    !tainted_streams(p, slot, ev->clock, tok, taint, until))
 		return;
 	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
 
-		if (r->clock > ev->clock && r->work && r->token == tok && r->ts >= bn->first_ts)
+		if (r->clock > ev->clock && r->clock < until[slot] && r->work && r->token == tok &&
+		    r->ts >= bn->first_ts)
 			any = true;
 	}
 	if (!any)
@@ -155,18 +190,24 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 
 		if (taint[i] == UINT32_MAX)
 			continue;
-		if (x->token == tok)
+		if (x->token == tok && until[i] == UINT32_MAX)
 			take_token(p, x, next);
+		if (until[i] != UINT32_MAX)
+			judge_as_then(p, x, ev, (int)i == slot, keep, &adopted);
 		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 			struct nl_ring_op *r = &x->ring[k % NL_RING];
 
-			if (r->clock <= taint[i] || r->token != tok)
+			if (r->clock <= taint[i] || r->clock >= until[i] || r->token != tok)
 				continue;
 			nl_account_ring(e, p, (int)i, r, next);
 			moved++;
 		}
+		if (until[i] != UINT32_MAX) {
+			memcpy(x->vc, keep, p->w * sizeof(*keep));
+			x->adopted = adopted;
+		}
 		nl_batch_cut(p, bt, (int)i, taint[i], moved);
-		nl_retoken_events(p, (int)i, taint[i], UINT32_MAX, tok, next, true);
+		nl_retoken_events(p, (int)i, taint[i], until[i], tok, next, true);
 	}
 }
 
