@@ -938,6 +938,66 @@ static void take_after_newer_wait(void **state)
 	each_drop(early_record_loop, 10, 1, EDGE(COPY_SPARSE));
 }
 
+/* A depth-2 loop whose loader thread copies two batches, each recorded,
+ * before the data-dist stream's first work; one event per edge kind,
+ * re-recorded. drop1 / drop2: batches whose D.wait_stream(M) is dropped.
+ * With batch 0's dropped, D's first work is batch 0's (the oldest batch),
+ * and the next wait, which covers the copies of batches 1 and 2, gives D
+ * batch 1 by cadence: that first work began after batch 1's copy, yet it
+ * was batch 0's, given it with no wait of its own. */
+static struct tb *loader_fill_loop(int n, int drop1, int drop2)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t C = tb_stream_create(t, 1), em = tb_event_create(t), ed = tb_event_create(t);
+
+	for (int k = 0; k < n + 2; k++) {
+		if (k >= 2) {
+			int i = k - 2;
+
+			if (i != drop1 && i != drop2)
+				tb_wait(t, D, em);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, ed, D);
+			tb_wait(t, C, ed);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+		}
+		if (k < n) {
+			t->tid = TB_LOADER;
+			tb_copy(t, M, 1, 4096);
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em, M);
+			t->tid = TB_MAIN;
+		}
+		if (k >= 2)
+			tb_kernel(t, C, K_TRITON);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void first_sparse_work_after_fill(void **state)
+{
+	enum { N = 7 };
+	struct tb *t;
+
+	(void)state;
+	t = loader_fill_loop(N, -1, -1);
+	assert_one_fault(t, N, -1, 0, "clean");
+	tb_free(t);
+	t = loader_fill_loop(N, 0, -1);
+	assert_one_fault(t, N, 0, EDGE(COPY_SPARSE), "drop 0");
+	tb_free(t);
+	/* the first work goes on after batch 1's copy began: batch 1's too */
+	t = loader_fill_loop(N, 0, 1);
+	for (int k = 0; k < N; k++)
+		assert_verdict(t, (uint64_t)k, k < 2 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
+			       k < 2 ? EDGE(COPY_SPARSE) : 0, 0);
+	tb_free(t);
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -1017,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(depth3_dropped_sparse_wait),
 		cmocka_unit_test(late_take_dropped_sparse_wait),
 		cmocka_unit_test(take_after_newer_wait),
+		cmocka_unit_test(first_sparse_work_after_fill),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -184,7 +184,9 @@ static bool worked_on(const struct nl_stream *s, int64_t tok)
  * with no wait between): that work could be a batch's sparse stage begun
  * without its edge, merged into the segment before. Not work the hand-off
  * rule gave a batch of its own (a token other than the wait's or the work's
- * before it, that no earlier work carried). */
+ * before it, that no earlier work carried), nor the stream's first work
+ * when nl_take_first gave it the oldest batch and it began after ts (it
+ * began after the newer batch's copy, yet was the older batch's). */
 static bool unfed_work_since(const struct nl_stream *s, uint64_t ts)
 {
 	uint32_t k = nl_ring_start(s);
@@ -201,7 +203,8 @@ static bool unfed_work_since(const struct nl_stream *s, uint64_t ts)
 		} else if (kind == NL_K_EVENT_RECORD) {
 			fed = false;
 		} else if (r->work) {
-			if (!fed && r->token != NL_NO_TOKEN && last != NL_NO_TOKEN && r->token != last &&
+			if (!fed && r->token != NL_NO_TOKEN && r->token != last &&
+			    (last != NL_NO_TOKEN || (r->token == s->first_taken && r->ts > ts)) &&
 			    !worked_before(s, k, r->token))
 				fed = true;
 			if (r->ts > ts && !fed)

@@ -242,24 +242,36 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s)
 
 /* Work on a sparse stream that no batch ever reached, while the copy stream
  * holds an open segment: the first batch's sparse stage began without its
- * edge (a fill_pipeline whose D.wait_stream(M) is missing). */
+ * edge (a fill_pipeline whose D.wait_stream(M) is missing). So is such work
+ * after the oldest batch's copy segment closed, in a process of one
+ * pipeline whose compute took nothing yet and whose oldest batch no sparse
+ * work reached (a loader thread that copied two batches first). */
 void nl_take_first(struct nl_proc *p, struct nl_stream *s)
 {
 	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
+	const struct nl_batch *b;
+	int64_t tok = NL_NO_TOKEN;
 
 	/* After an attach in the middle of a run the stream's token may come
 	 * from an edge made before we looked. */
 	if (p->mid_run || !q)
 		return;
-	for (uint32_t i = 0; i < p->w; i++) {
+	for (uint32_t i = 0; i < p->w && tok == NL_NO_TOKEN; i++) {
 		const struct nl_stream *m = &p->s[i];
 
 		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe && m->seg_open &&
-		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token)) {
-			take_token(p, s, m->token);
-			return;
-		}
+		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token))
+			tok = m->token;
 	}
+	b = nl_batch_of(p, q->oldest);
+	if (tok == NL_NO_TOKEN && p->npipes == 1 && q->fwd_max == NL_NO_TOKEN &&
+	    q->tick_max == NL_NO_TOKEN && b && !b->closed && !b->reached_sparse &&
+	    !touched(b, (int)(s - p->s)))
+		tok = q->oldest;
+	if (tok == NL_NO_TOKEN)
+		return;
+	take_token(p, s, tok);
+	s->first_taken = tok;
 }
 
 /* Work on the compute stream before any batch reached it, in a process

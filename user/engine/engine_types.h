@@ -83,6 +83,8 @@ struct nl_ring_op {
 
 struct nl_stream {
 	bool used, destroyed, blocking, capturing;
+	/* its first work was given the oldest batch (nl_take_first): this one */
+	int64_t first_taken;
 	bool history_known;   /* creation seen, or the null/per-thread stream */
 	bool creation_seen;   /* its creation call was seen (at creation_ts) */
 	uint64_t creation_ts;
