@@ -833,12 +833,14 @@ static void each_drop(struct tb *(*loop)(int, int, bool), int n, int first, uint
 		}
 }
 
-/* the steady state's drops: a fill's dropped wait_stream merges its
- * segments ("Merged segments") */
+/* from batch 1: a drop right after the fill merges two batches' copies
+ * before the copy stream is sure of its batch size by two steady segments;
+ * the size every segment learning held back shares cuts them
+ * ("Merged segments") */
 static void depth3_dropped_sparse_wait(void **state)
 {
 	(void)state;
-	each_drop(depth3_loop, 12, 3, EDGE(COPY_SPARSE));
+	each_drop(depth3_loop, 12, 1, EDGE(COPY_SPARSE));
 }
 
 /* A depth-2 loop whose data-dist stream finishes batch i+1's sparse stage

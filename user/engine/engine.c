@@ -249,7 +249,10 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
  * batches before its first hand-off, in one segment or in several cut by
  * records nothing waited on (an allocator's); the replay cuts a fill
  * segment of n * K work ops into n batches (segment_end) before the copy
- * stream itself has seen a steady size. One copy stream only. */
+ * stream itself has seen a steady size. K holds for the later segments of
+ * the replay too (window_k): a wait_stream dropped with its record right
+ * after the fill merges two batches before the stream has two steady
+ * segments. One copy stream only. */
 #define NL_FILL_SURE 2
 #define NL_FILL_MAX 8
 #define NL_FILL_EVENTS 16
@@ -264,7 +267,7 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	uint64_t rec[NL_FILL_EVENTS]; /* events the copy stream recorded, newest last */
 	bool handed = false, cut = false;
 
-	p->fill_k = 0;
+	p->fill_k = p->window_k = 0;
 	if (p->ncopy_keys != 1 || e->o.no_copy_split)
 		return;
 	for (uint32_t i = 0; i < p->nlbuf && npost < NL_FILL_MAX; i++) {
@@ -311,6 +314,7 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	for (uint32_t i = 0; k && i < npre + npost; i++)
 		if (size_at(pre, npre, post, i) % k)
 			return;
+	p->window_k = k;
 	for (uint32_t i = 0; k && i < npre; i++)
 		cut |= pre[i] > k;
 	if (cut)
@@ -335,6 +339,7 @@ static void end_learning(struct nl_engine *e, struct nl_proc *p, bool final)
 	p->nlbuf = 0;
 	for (uint32_t i = 0; i < n; i++)
 		replay(e, p, &p->lbuf[i]);
+	p->window_k = 0;
 	if (decided) {
 		free(p->lbuf);
 		p->lbuf = NULL;

@@ -174,6 +174,9 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	 * saw (the first pipeline) or one another copy stream is sure of */
 	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split)
 		fk = s->pipe == 0 ? p->fill_k : known_k(p, n);
+	/* after it, in the window learning saw, the size all its segments share */
+	if (!fk && s->pipe == 0 && s->role == NL_ROLE_COPY && b)
+		fk = p->window_k;
 	if (fk && n > fk && n % fk == 0) {
 		/* a size two segments in a row had, here or elsewhere */
 		k = fk;

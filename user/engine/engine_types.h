@@ -324,6 +324,9 @@ struct nl_proc {
 	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
 	int ncopy_keys;
 	uint32_t fill_k; /* the fill phase's batch size, learning saw (learn_fill) */
+	/* the batch size every segment learning held back is a multiple of:
+	 * sure while those records are replayed (learn_fill) */
+	uint32_t window_k;
 	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
 	int nsparse;
 	int compute_slot, null_slot;
