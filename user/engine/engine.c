@@ -261,11 +261,28 @@ static uint32_t size_at(const uint32_t *pre, uint32_t npre, const uint32_t *post
 	return i < npre ? pre[i] : post[i - npre];
 }
 
+/* A segment of `work` ops ended: the fill's (pre) until a stream waited on
+ * one of the copy stream's records (handed), after it the window's (post).
+ * False when the fill has more segments than are kept. */
+static bool end_segment(uint32_t *pre, uint32_t *npre, uint32_t *post, uint32_t *npost,
+			uint32_t *work, bool handed)
+{
+	if (*work && handed)
+		post[(*npost)++] = *work;
+	else if (*work && *npre < NL_FILL_MAX)
+		pre[(*npre)++] = *work;
+	else if (*work)
+		return false;
+	*work = 0;
+	return true;
+}
+
 static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 {
 	uint32_t pre[NL_FILL_MAX], post[NL_FILL_MAX], npre = 0, npost = 0, work = 0, nev = 0, k = 0;
 	uint64_t rec[NL_FILL_EVENTS]; /* events the copy stream recorded, newest last */
-	bool handed = false, cut = false;
+	uint32_t copy_tid = 0;
+	bool handed = false, cut = false, computed = false;
 
 	p->fill_k = p->window_k = 0;
 	if (p->ncopy_keys != 1 || e->o.no_copy_split)
@@ -284,19 +301,24 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		if (c->kind == NL_K_STREAM_WAIT && !mine && !handed)
 			for (uint32_t j = 0; j < nev && !handed; j++)
 				handed = rec[j] == c->event;
+		/* the thread that copies put work on compute since its last copy:
+		 * the segment ends there too, as it does live (copy_segment) */
+		if (mine && nl_kind_is_work(c->kind) && work && computed && c->tid == copy_tid &&
+		    !end_segment(pre, &npre, post, &npost, &work, handed))
+			return;
 		if (c->kind == NL_K_EVENT_RECORD && mine) {
-			if (work && handed)
-				post[npost++] = work;
-			else if (work && npre < NL_FILL_MAX)
-				pre[npre++] = work;
-			else if (work)
+			if (!end_segment(pre, &npre, post, &npost, &work, handed))
 				return;
-			work = 0;
 			if (nev == NL_FILL_EVENTS)
 				memmove(rec, rec + 1, --nev * sizeof(rec[0]));
 			rec[nev++] = c->event;
 		} else if (mine && nl_kind_is_work(c->kind)) {
 			work++;
+			copy_tid = c->tid;
+			computed = false;
+		} else if (nl_kind_is_work(c->kind) && c->tid == copy_tid &&
+			   nl_skey_eq(&k, &p->compute_key)) {
+			computed = true;
 		}
 	}
 	if (!npre)
