@@ -1040,6 +1040,59 @@ static void thread_split_learns_fill(void **state)
 	}
 }
 
+/* A depth-2 loop whose loader thread copies a batch, recorded, one step
+ * ahead of the data-dist stream's wait on it, so each D.wait on the copy
+ * stream (one event re-recorded) also covers the next batch's copy, and
+ * compute takes batch i on D's event re-recorded after sparse(i+1). The
+ * data-dist stream's wait for batch k dropped is redundant: sparse(k),
+ * after D's record and no wait, is batch k's (its copy already ordered),
+ * not more of k-1's, and no batch is accused. */
+static void sparse_segment_after_record(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int drop = -1; drop < N; drop++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+		uint64_t C = tb_stream_create(t, 1), em = tb_event_create(t), ed = tb_event_create(t);
+		char what[32];
+
+		for (int k = -2; k < N; k++) {
+			if (k >= 2) {
+				tb_wait(t, C, ed);
+				tb_kernel(t, C, K_LOOKUP);
+				tb_kernel(t, C, K_GEMM);
+			}
+			if (k >= 0) {
+				if (k != drop || k == 0)
+					tb_wait(t, D, em);
+				tb_kernel(t, D, K_INPUT_DIST);
+				tb_record(t, ed, D);
+			}
+			if (k >= 2)
+				tb_kernel(t, C, K_TRITON);
+			if (k + 2 < N) {
+				t->tid = TB_LOADER;
+				tb_copy(t, M, 1, 4096);
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, em, M);
+				t->tid = TB_MAIN;
+			}
+		}
+		for (int i = N - 2; i < N; i++) {
+			tb_wait(t, C, ed);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			tb_kernel(t, C, K_TRITON);
+		}
+		tb_end(t);
+		snprintf(what, sizeof(what), "drop %d", drop);
+		assert_one_fault(t, N, -1, 0, what);
+		tb_free(t);
+	}
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -1121,6 +1174,7 @@ int main(void)
 		cmocka_unit_test(take_after_newer_wait),
 		cmocka_unit_test(first_sparse_work_after_fill),
 		cmocka_unit_test(thread_split_learns_fill),
+		cmocka_unit_test(sparse_segment_after_record),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

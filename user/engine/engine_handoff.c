@@ -240,6 +240,32 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s)
 	take_token(p, s, next);
 }
 
+/* A data-dist stream's work after one of its records, with no wait since:
+ * when the next batch's copy is already ordered before it (the wait that
+ * brought the stream its batch covered the next one's copy too) and no
+ * sparse work reached that batch yet, the work is that batch's: one
+ * sparse segment per batch, ended by the record compute takes. Not after
+ * a record another sparse stream waited on (the data-dist stream handing
+ * its input_dist to the collective stream: the batch goes on after it). */
+void nl_take_at_record(struct nl_proc *p, struct nl_stream *s)
+{
+	const struct nl_ring_op *last;
+	const struct nl_batch *n;
+	int64_t next;
+
+	if (!s->nring || !s->fed_by_copy || s->rec_fed || s->token == NL_NO_TOKEN ||
+	    !nl_batch_of(p, s->token))
+		return;
+	last = &s->ring[(s->nring - 1) % NL_RING];
+	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token)
+		return;
+	next = next_batch(p, s, s->token);
+	n = nl_batch_of(p, next);
+	if (!n || !n->copy_closed || n->st[NL_STAGE_SPARSE].work || !nl_copy_covered(n, s))
+		return;
+	take_token(p, s, next);
+}
+
 /* Work on a sparse stream that no batch ever reached, while the copy stream
  * holds an open segment: the first batch's sparse stage began without its
  * edge (a fill_pipeline whose D.wait_stream(M) is missing). So is such work

@@ -224,6 +224,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	nl_ring_push(s, clock, c, s->token, false);
 	nl_account(e, p, slot, c, clock, s->token, false, false);
+	s->rec_fed = false;
 	if (s->role == NL_ROLE_COPY) {
 		nl_pipe_of_stream(p, s)->seen_copy_record = true;
 		if (s->seg_open)
@@ -387,6 +388,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		s->last_join_ts = c->ts_ns;
 		if (ev->slot != slot) {
 			p->edges++;
+			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE &&
+			    ev->clock == from->vc[ev->slot])
+				p->s[ev->slot].rec_fed = true;
 			if (from && from->role == NL_ROLE_COPY) {
 				s->fed_by_copy = true;
 				p->s[ev->slot].copy_waited = true;
@@ -513,6 +517,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(p, s);
+	else if (s->role == NL_ROLE_SPARSE)
+		nl_take_at_record(p, s);
 	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
 		nl_take_first_compute(p, s);
 	nl_step_begins(p, slot, c);

@@ -116,6 +116,8 @@ struct nl_stream {
 	bool handed, adopted;
 	bool handed_in;       /* handed to a sparse stream, not compute: any wait ends it */
 	bool fed_by_copy;     /* waited on a copy stream's event (D, not N) */
+	/* a sparse stream waited on its last record (D handing its work to N) */
+	bool rec_fed;
 	/* sparse stream fed by the copy stream again after compute took its
 	 * batch, with no newer batch copied: its work until a batch reaches it
 	 * is placed nowhere (late_ops) rather than charged to the batch taken */
