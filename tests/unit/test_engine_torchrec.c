@@ -1093,6 +1093,50 @@ static void sparse_segment_after_record(void **state)
 	}
 }
 
+/* A depth-1 loop with TorchRec's two waits of compute on the data-dist
+ * stream per step: step a's C.wait_stream(D) before D waits on batch i's
+ * all-to-all and runs its dist_init, step d's after, when D has also begun
+ * batch i+1's input_dist. Compute did no work between them: the second
+ * wait, which brings batch i+1 but covers all of batch i, is batch i's
+ * take again, not a move to i+1. Step d's wait dropped for batch k (fresh
+ * events: with its record) leaves forward(k) unordered after dist_init(k):
+ * sparse->forward on k alone. */
+static bool step_a_counted;
+
+static struct tb *step_a_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
+
+	t->counted = step_a_counted;
+	copy_and_dist(t, M, D, X, done[0], true);
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream(t, C, D);
+		tb_wait(t, D, done[i]);
+		tb_kernel(t, D, K_DIST_INIT);
+		if (i + 1 < n)
+			copy_and_dist(t, M, D, X, done[i + 1], true);
+		tb_wait_stream_or_drop(t, C, D, i != drop);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		tb_kernel(t, C, K_TRITON);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void step_a_wait_before_dist_init(void **state)
+{
+	(void)state;
+	/* launches named, then counted in runs as the probes send them */
+	for (int counted = 0; counted < 2; counted++) {
+		step_a_counted = counted;
+		each_drop(step_a_loop, 8, 1, EDGE(SPARSE_FORWARD));
+	}
+	step_a_counted = false;
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -1175,6 +1219,7 @@ int main(void)
 		cmocka_unit_test(first_sparse_work_after_fill),
 		cmocka_unit_test(thread_split_learns_fill),
 		cmocka_unit_test(sparse_segment_after_record),
+		cmocka_unit_test(step_a_wait_before_dist_init),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,15 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 	return last && (mine < last || watched(b, last) || restart_watched(p, s, b, last));
 }
 
+/* When the stream's last remembered wait was made (0: none). */
+static uint64_t last_wait_ts(const struct nl_stream *s)
+{
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--)
+		if (nl_api_info[s->ring[(k - 1) % NL_RING].api].kind == NL_K_STREAM_WAIT)
+			return s->ring[(k - 1) % NL_RING].ts;
+	return 0;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -130,6 +139,19 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 
 	if (slot != p->compute_slot || !q)
 		return tok;
+	/* compute took a batch before its producers were done (TorchRec's
+	 * step-a wait, before dist_init) and did no work on it yet: a wait
+	 * that now covers all of that batch's producer work, and brings a
+	 * newer batch too, is its take again. Not where implicit null-stream
+	 * edges, not waits, move compute. */
+	if (s->token != NL_NO_TOKEN && s->token < tok && nl_tok_pipe(s->token) == nl_tok_pipe(tok) &&
+	    !(nl_key_is_null(&s->key) && p->nblocking)) {
+		const struct nl_batch *h = nl_batch_of(p, s->token);
+		uint64_t last = h ? producers_before(h, s) : 0;
+
+		if (h && !h->closed && !h->fwd_work && last > last_wait_ts(s))
+			return s->token;
+	}
 	mine = nl_ring_last_work_ts(s);
 	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 	for (; t < tok; t++) {
