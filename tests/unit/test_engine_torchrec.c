@@ -1137,6 +1137,39 @@ static void step_a_wait_before_dist_init(void **state)
 	step_a_counted = false;
 }
 
+/* A depth-1 loop whose collective stream's wait on the data-dist stream
+ * is dropped for batch k: its all-to-all reads k's input_dist unordered,
+ * copy->sparse on k alone. For batch 0 that all-to-all is the collective
+ * stream's first work, before any batch reached it: the oldest batch's. */
+static struct tb *coll_edge_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
+
+	for (int i = 0; i < n; i++) {
+		tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, D, M);
+		tb_kernel(t, D, K_INPUT_DIST);
+		tb_wait_stream_or_drop(t, X, D, i != drop);
+		tb_alltoall(t, X, done[i]);
+		tb_wait(t, D, done[i]);
+		tb_kernel(t, D, K_DIST_INIT);
+		tb_wait_stream(t, C, D);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		tb_kernel(t, C, K_TRITON);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void first_collective_without_edge(void **state)
+{
+	(void)state;
+	each_drop(coll_edge_loop, 8, 0, EDGE(COPY_SPARSE));
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -1220,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(thread_split_learns_fill),
 		cmocka_unit_test(sparse_segment_after_record),
 		cmocka_unit_test(step_a_wait_before_dist_init),
+		cmocka_unit_test(first_collective_without_edge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -270,8 +270,9 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s)
  * holds an open segment: the first batch's sparse stage began without its
  * edge (a fill_pipeline whose D.wait_stream(M) is missing). So is such work
  * after the oldest batch's copy segment closed, in a process of one
- * pipeline whose compute took nothing yet and whose oldest batch no sparse
- * work reached (a loader thread that copied two batches first). */
+ * pipeline whose compute took nothing yet, by a stream with no op of that
+ * batch (a loader thread that copied two batches first; the collective
+ * stream's first all-to-all without its wait on the data-dist stream). */
 void nl_take_first(struct nl_proc *p, struct nl_stream *s)
 {
 	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
@@ -291,7 +292,7 @@ void nl_take_first(struct nl_proc *p, struct nl_stream *s)
 	}
 	b = nl_batch_of(p, q->oldest);
 	if (tok == NL_NO_TOKEN && p->npipes == 1 && q->fwd_max == NL_NO_TOKEN &&
-	    q->tick_max == NL_NO_TOKEN && b && !b->closed && !b->reached_sparse &&
+	    q->tick_max == NL_NO_TOKEN && b && !b->closed &&
 	    !touched(b, (int)(s - p->s)))
 		tok = q->oldest;
 	if (tok == NL_NO_TOKEN)
