@@ -458,9 +458,9 @@ static void compute_waits_covering_next_copy(void **state)
 
 /* A depth-2 loop whose fill phase copies batches 0 and 1 before the copy
  * stream's first record: the two copies are one segment. */
-static struct tb *fill_loop(int n)
+static struct tb *fill_loop_opts(int n, const struct nl_engine_opts *o)
 {
-	struct tb *t = tb_new(NULL);
+	struct tb *t = tb_new(o);
 	uint64_t M, D, C;
 
 	t->reuse_events = true;
@@ -485,6 +485,11 @@ static struct tb *fill_loop(int n)
 	return t;
 }
 
+static struct tb *fill_loop(int n)
+{
+	return fill_loop_opts(n, NULL);
+}
+
 /* Role learning held back the fill and the segments after it, all of one
  * copy each: the replay cuts the fill's segment in two (docs/engine.md,
  * "Merged segments"), and every batch is audited and trusted. */
@@ -502,19 +507,30 @@ static void fill_phase_cut(void **state)
 	tb_free(t);
 }
 
-/* A run too short for learning to see the segment size: the fill's
- * segment stays one batch, every later batch number is one ahead of its
- * copy, and at the end the data-dist stream is fed again by the copy
- * stream with nothing newer than the batch compute took from it. That
- * work is not charged to the batch taken (it would be accused
- * sparse->forward): it is placed nowhere, counted in late_ops, and the
- * evidence is not valid. */
+/* A run of three batches: the fill's segment of two copies is cut by the
+ * one steady segment after it (a short run traced from its start), and
+ * every batch is trusted. With --no-copy-split the fill's segment stays
+ * one batch, every later batch number is one ahead of its copy, and at
+ * the end the data-dist stream is fed again by the copy stream with
+ * nothing newer than the batch compute took from it. That work is not
+ * charged to the batch taken (it would be accused sparse->forward): it is
+ * placed nowhere, counted in late_ops, and the evidence is not valid. */
 static void merged_fill_not_accused(void **state)
 {
 	enum { N = 3 };
+	struct nl_engine_opts o;
 	struct tb *t = fill_loop(N);
 
 	(void)state;
+	assert_int_equal(t->n, N);
+	for (int k = 0; k < t->n; k++)
+		assert_int_equal(t->got[k].verdict, NL_VERDICT_TRUSTED);
+	assert_int_equal(t->sum.late_ops, 0);
+	assert_true(t->sum.evidence_valid);
+	tb_free(t);
+	memset(&o, 0, sizeof(o));
+	o.no_copy_split = true;
+	t = fill_loop_opts(N, &o);
 	assert_int_equal(t->n, N - 1);
 	for (int k = 0; k < t->n; k++)
 		assert_int_not_equal(t->got[k].verdict, NL_VERDICT_UNTRUSTED);
@@ -1170,6 +1186,37 @@ static void first_collective_without_edge(void **state)
 	each_drop(coll_edge_loop, 8, 0, EDGE(COPY_SPARSE));
 }
 
+/* A smoke run of four batches at depth 3, copied by a loader thread: the
+ * fill copies three batches before compute's first C.wait_stream(M), and
+ * one steady batch follows. No two segments share a size, yet the fill is
+ * three times the one steady segment: four batches, all trusted. */
+static void short_run_fill_cut(void **state)
+{
+	enum { N = 4 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+
+	(void)state;
+	for (int i = -3; i < N; i++) {
+		if (i >= 0) {
+			tb_wait_stream(t, C, M);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+		}
+		if (i + 3 < N) {
+			t->tid = TB_LOADER;
+			tb_copy(t, M, 1, 4096);
+			tb_copy(t, M, 1, 4096);
+			t->tid = TB_MAIN;
+		}
+		if (i >= 0)
+			tb_kernel(t, C, K_TRITON);
+	}
+	tb_end(t);
+	assert_one_fault(t, N, -1, 0, "smoke run");
+	tb_free(t);
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -1254,6 +1301,7 @@ int main(void)
 		cmocka_unit_test(sparse_segment_after_record),
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(first_collective_without_edge),
+		cmocka_unit_test(short_run_fill_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -244,8 +244,9 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 /* A fill phase seen in what learning held back: the copy stream's
  * segments (its work ops up to each record) that end before any stream
  * waited on one of its records are the fill. K is the smallest size
- * NL_FILL_SURE segments in a row have there, and every segment (up to
- * NL_FILL_MAX after the fill) is a multiple of K. A depth-n loop copied n
+ * NL_FILL_SURE segments in a row have there (in a short run traced from
+ * its start, else its smallest segment after the fill), and every segment
+ * (up to NL_FILL_MAX after the fill) is a multiple of K. A depth-n loop copied n
  * batches before its first hand-off, in one segment or in several cut by
  * records nothing waited on (an allocator's); the replay cuts a fill
  * segment of n * K work ops into n batches (segment_end) before the copy
@@ -333,6 +334,13 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		if (n == NL_FILL_SURE && (!k || c < k))
 			k = c;
 	}
+	/* A short run traced from its start (a smoke test, an evaluation
+	 * round) may end before two steady segments: then its smallest steady
+	 * segment, when every segment is a multiple of it. Not after an
+	 * attach in the middle of a run, where nothing held back is a fill. */
+	for (uint32_t i = 0; !k && !p->mid_run && i < npost; i++)
+		if (!k || post[i] < k)
+			k = post[i];
 	for (uint32_t i = 0; k && i < npre + npost; i++)
 		if (size_at(pre, npre, post, i) % k)
 			return;
