@@ -388,6 +388,51 @@ static void merged_segment_split(void **state)
 		}
 }
 
+/* Training without a sparse stage at depth 3 copies its next batches
+ * before an evaluation turn that starts after its first step (its own
+ * copy stream, created for it) and takes them after: compute's work in
+ * the evaluation windows is ordered after those copies (a take covered
+ * them), so it cannot be their forward begun without an edge, and each is
+ * taken by the wait that covers it when training resumes. Before, the
+ * other pipeline's windows left the batch unwatched, and with no steady
+ * lag of the takes yet it was passed over, accused copy->forward. */
+static void prefetch_across_eval(void **state)
+{
+	enum { TRAIN = 10, EVAL = 3 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = -1 };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted; /* launches named, then counted in runs */
+		tr.M = tb_stream_create(t, 1);
+		for (int i = 0; i < 3; i++)
+			pl_copy(t, &tr, tr.M);
+		for (int i = 0; i < TRAIN; i++) {
+			if (i == 1) {
+				ev.M = stream_create_handle(t, 0x7e0000001000ull);
+				for (int k = 0; k < EVAL; k++) {
+					pl_copy(t, &ev, ev.M);
+					pl_take(t, &ev, ev.M);
+					pl_forward(t, &ev);
+				}
+			}
+			pl_take(t, &tr, tr.M);
+			if (tr.copied < TRAIN && i < 3)
+				pl_copy(t, &tr, tr.M);
+			pl_forward(t, &tr);
+			if (tr.copied < TRAIN && i >= 3)
+				pl_copy(t, &tr, tr.M);
+		}
+		tb_end(t);
+		assert_int_equal(t->n, TRAIN + EVAL);
+		expect(t, 0, TRAIN, -1, 0);
+		expect(t, 1, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +442,7 @@ int main(void)
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(merged_segment_split),
+		cmocka_unit_test(prefetch_across_eval),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

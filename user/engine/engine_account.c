@@ -54,6 +54,23 @@ static int pair_progress(const uint64_t first[2], int prog, uint64_t sig)
 	return sig == first[prog] ? prog + 1 : sig == first[0];
 }
 
+/* Stream s (consumer k) is ordered after every producer op of batch b
+ * that consumer reads. */
+static bool producers_ordered(const struct nl_batch *b, const struct nl_stream *s, int k)
+{
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
+		    (k == NL_CONSUMER_SPARSE && bs->stage != NL_STAGE_COPY) ||
+		    (k == NL_CONSUMER_COMPUTE && bs->covered))
+			continue;
+		if (s->vc[bs->slot] < bs->last_up.clock)
+			return false;
+	}
+	return true;
+}
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
@@ -74,7 +91,9 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		bool unordered = false;
 
 		if (only >= 0 && nl_tok_pipe(b->token) != only) {
-			b->watch[k].blind = true;
+			/* unwatched, unless ordered after all its producer work:
+			 * then it cannot be its stage begun without the edge */
+			b->watch[k].blind |= !producers_ordered(b, s, k);
 			continue;
 		}
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
