@@ -1217,6 +1217,51 @@ static void short_run_fill_cut(void **state)
 	tb_free(t);
 }
 
+/* A depth-3 loop without a sparse stage, one event re-recorded after each
+ * batch's copies: compute's wait for batch i covers batches up to i+2 (up
+ * to i+3 once the next copy is recorded), and at the end, with no more
+ * copies, every wait brings the last batch. With launches counted in runs
+ * no kernel address tells forward(i)'s work from a later batch's forward
+ * begun without its edge; but such a forward would begin in the window of
+ * the batch before it, and when that window began compute was ordered
+ * after the batch's copies already: each is taken by its wait, five
+ * batches trusted, named and counted. */
+static void counted_tail_taken(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+		uint64_t em = tb_event_create(t);
+		char what[16];
+
+		t->counted = counted;
+		for (int k = 0; k < 3; k++) {
+			tb_copy(t, M, 1, 4096);
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em, M);
+		}
+		for (int i = 0; i < N; i++) {
+			tb_wait(t, C, em);
+			if (i + 3 < N) {
+				tb_copy(t, M, 1, 4096);
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, em, M);
+			}
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			tb_kernel(t, C, K_TRITON);
+			tb_kernel(t, C, K_TRITON);
+		}
+		tb_end(t);
+		snprintf(what, sizeof(what), "counted %d", counted);
+		assert_one_fault(t, N, -1, 0, what);
+		tb_free(t);
+	}
+}
+
 static struct tr_opts order_opts(int ord, int reuse, int batches)
 {
 	struct tr_opts o = tr_defaults(batches);
@@ -1302,6 +1347,7 @@ int main(void)
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(short_run_fill_cut),
+		cmocka_unit_test(counted_tail_taken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

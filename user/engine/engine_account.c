@@ -139,9 +139,19 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		       const struct nl_seen_op *op, bool work)
 {
 	if (!b->fwd_started) {
+		struct nl_batch *n = nl_batch_of(p, b->token + 1);
+
 		b->fwd_started = true;
 		b->fwd_first_clock = op->clock;
 		b->fwd_tick = nl_pipe_of_token(p, b->token)->ticks;
+		/* a forward of the next batch begun without its edge would begin
+		 * in this window or later (a restart is charged to the oldest
+		 * batch waiting): when compute is ordered after its producers
+		 * now, nothing from here on can be that */
+		if (n && !n->fwd_started) {
+			n->prev_covered = producers_ordered(n, s, NL_CONSUMER_COMPUTE);
+			n->prev_ts = op->ts;
+		}
 	}
 	/* The clock of the last forward op, copied only when it took another
 	 * stream's clock since the last copy. */

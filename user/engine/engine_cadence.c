@@ -107,7 +107,8 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 	 * same pipeline whose forward shows its first two kernels (same
 	 * thread): a forward begun again without the edge would have repeated
 	 * them there (watch[NL_CONSUMER_COMPUTE].repeat, "end of a run"). */
-	return last && (mine < last || watched(b, last) || restart_watched(p, s, b, last));
+	return last && (mine < last || watched(b, last) || restart_watched(p, s, b, last) ||
+			(b->prev_covered && last <= b->prev_ts));
 }
 
 /* When the stream's last remembered wait was made (0: none). */

@@ -212,6 +212,10 @@ struct nl_batch {
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
 	bool fwd_adopted;      /* compute took it without an edge (nl_take_first_compute) */
+	/* when the batch before it began its forward, compute was ordered
+	 * after all of this batch's producer work done by then (at prev_ts) */
+	bool prev_covered;
+	uint64_t prev_ts;
 	/* a sparse work op of the batch not ordered after its copy ops (only
 	 * possible for ops taken over by the hand-off rule) */
 	struct {
