@@ -54,9 +54,10 @@ static int pair_progress(const uint64_t first[2], int prog, uint64_t sig)
 	return sig == first[prog] ? prog + 1 : sig == first[0];
 }
 
-/* Stream s (consumer k) is ordered after every producer op of batch b
- * that consumer reads. */
-static bool producers_ordered(const struct nl_batch *b, const struct nl_stream *s, int k)
+/* The first of batch b's producer streams that consumer k reads whose
+ * last upstream op stream s is not ordered after (NULL: none). */
+static const struct nl_batch_stream *unordered_producer(const struct nl_batch *b,
+							const struct nl_stream *s, int k)
 {
 	for (int i = 0; i < b->nbs; i++) {
 		const struct nl_batch_stream *bs = &b->bs[i];
@@ -66,9 +67,9 @@ static bool producers_ordered(const struct nl_batch *b, const struct nl_stream *
 		    (k == NL_CONSUMER_COMPUTE && bs->covered))
 			continue;
 		if (s->vc[bs->slot] < bs->last_up.clock)
-			return false;
+			return bs;
 	}
-	return true;
+	return NULL;
 }
 
 /* For batches whose token has not reached this consumer role: the first
@@ -88,34 +89,24 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 	struct nl_batch *b;
 
 	NL_FOR_BATCHES(p, b) {
-		bool unordered = false;
+		const struct nl_batch_stream *un;
 
 		if (only >= 0 && nl_tok_pipe(b->token) != only) {
 			/* unwatched, unless ordered after all its producer work:
 			 * then it cannot be its stage begun without the edge */
-			b->watch[k].blind |= !producers_ordered(b, s, k);
+			b->watch[k].blind |= unordered_producer(b, s, k) != NULL;
 			continue;
 		}
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
 		    (k == NL_CONSUMER_SPARSE ? b->reached_sparse : b->fwd_started))
 			continue;
-		for (int i = 0; i < b->nbs && !unordered; i++) {
-			const struct nl_batch_stream *bs = &b->bs[i];
-
-			if (bs->stage == NL_STAGE_FORWARD || !bs->has_up ||
-			    (k == NL_CONSUMER_SPARSE && bs->stage != NL_STAGE_COPY) ||
-			    (k == NL_CONSUMER_COMPUTE && bs->covered))
-				continue;
-			if (s->vc[bs->slot] < bs->last_up.clock) {
-				unordered = true;
-				if (!b->watch[k].valid) {
-					b->watch[k].valid = true;
-					b->watch[k].consumer = *op;
-					b->watch[k].producer = bs->last_up;
-				}
-			}
+		un = unordered_producer(b, s, k);
+		if (un && !b->watch[k].valid) {
+			b->watch[k].valid = true;
+			b->watch[k].consumer = *op;
+			b->watch[k].producer = un->last_up;
 		}
-		if (!unordered || !can)
+		if (!un || !can)
 			continue;
 		if (marked) {
 			b->watch[k].prog = 0;
@@ -149,7 +140,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		 * batch waiting): when compute is ordered after its producers
 		 * now, nothing from here on can be that */
 		if (n && !n->fwd_started) {
-			n->prev_covered = producers_ordered(n, s, NL_CONSUMER_COMPUTE);
+			n->prev_covered = !unordered_producer(n, s, NL_CONSUMER_COMPUTE);
 			n->prev_ts = op->ts;
 		}
 	}
