@@ -338,9 +338,10 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	 * round) may end before two steady segments: then its smallest steady
 	 * segment, when every segment is a multiple of it. Not after an
 	 * attach in the middle of a run, where nothing held back is a fill. */
-	for (uint32_t i = 0; !k && !p->mid_run && i < npost; i++)
-		if (!k || post[i] < k)
-			k = post[i];
+	if (!k && !p->mid_run)
+		for (uint32_t i = 0; i < npost; i++)
+			if (!k || post[i] < k)
+				k = post[i];
 	for (uint32_t i = 0; k && i < npre + npost; i++)
 		if (size_at(pre, npre, post, i) % k)
 			return;
