@@ -357,6 +357,47 @@ static void two_copy_streams_dropped_in_learning(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2] by a loader two batches ahead, which records
+ * one event on whichever stream it copied on; compute waits on that event
+ * for each batch (it finds batch i + 2's record, on batch i's stream). The
+ * loader is done before the last two batches, whose waits find the last
+ * record again: the last copy stream is waited on three times in a row.
+ * Its copies still come in runs of one batch each, so it is a copy stream
+ * of the one pipeline (docs/engine.md, "Pipelines"); before, a stream had
+ * to be waited on right after the other at three waits in four, and with
+ * ten or twelve batches M[1] was a pipeline of its own, accused. */
+static void two_copy_streams_one_event(void **state)
+{
+	(void)state;
+	for (int nb = 10; nb <= 12; nb += 2) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], ev;
+		int copied = 0;
+
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		ev = tb_event_create(t);
+		for (int i = 0; i < nb; i++) {
+			t->tid = TB_MAIN + 1; /* the loader */
+			for (; copied < nb && copied <= i + 2; copied++) {
+				tb_copy(t, M[copied % 2], 1, 4096);
+				tb_copy(t, M[copied % 2], 1, 512);
+				tb_record(t, ev, M[copied % 2]);
+			}
+			t->tid = TB_MAIN;
+			tb_wait(t, 0, ev);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->procs[0].pipes[0].copy_streams, 2);
+		assert_int_equal(t->n, nb);
+		expect(t, 0, nb, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Copies made by a loader thread, compute taking each batch with
  * wait_stream (a fresh event, so a dropped wait takes its record along):
  * the copy stream has no record between batches k and k+1 and the thread
@@ -441,6 +482,7 @@ int main(void)
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
+		cmocka_unit_test(two_copy_streams_one_event),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

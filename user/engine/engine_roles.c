@@ -27,7 +27,7 @@ int nl_learn_init(struct nl_learn *l, uint32_t nstreams, uint32_t nevents)
 {
 	memset(l, 0, sizeof(*l));
 	l->scap = nstreams;
-	l->last_h2d_src = -1;
+	l->last_copier = -1;
 	l->ecap = nl_pow2_at_least(2 * nevents);
 	l->s = calloc(nstreams, sizeof(*l->s));
 	l->eh = calloc(l->ecap, sizeof(*l->eh));
@@ -186,10 +186,15 @@ static struct nl_skey override_key(uint64_t handle)
 	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
 }
 
-/* Stream b's hand-offs come in turn with another copying stream's (batch i
- * on M[i % 2]), not in a run of their own: an evaluation pipeline's copy
- * stream, feeding compute while the training one pauses, is a pipeline of
- * its own, found by its edges. */
+/* Stream b's copies come in turn with another copying stream's (batch i on
+ * M[i % 2]), one batch per run of copies, not several batches in a run of
+ * their own: an evaluation pipeline's copy stream, feeding compute while
+ * the training one pauses, is a pipeline of its own, found by its edges.
+ * Runs are counted against hand-offs, not waits on alternating streams: a
+ * loader ahead that re-records one event on both streams makes compute
+ * wait on the same stream twice in a row, and runs do not depend on which
+ * record a wait found. A run begun after the last hand-off is not counted
+ * (its batch is not handed off yet). */
 static bool alternates(const struct nl_learn *l, int b, bool sparse)
 {
 	const struct nl_lstream *s = &l->s[b];
@@ -197,11 +202,11 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
 	/* Where the pipeline has a sparse stage, the candidate already feeds
 	 * its sparse streams: a hand-off is a wait on new copies (the
 	 * data-dist stream's and compute's waits on the same copies are one).
-	 * Without one, two copy streams that both feed compute are told from
-	 * two pipelines in short turns only by every wait alternating. */
+	 * Without one, every wait is a hand-off: a loader a batch ahead has
+	 * compute wait twice on copies made in one run. */
 	if (sparse)
-		return s->turns >= 2 && s->turn_switches * 4 >= s->turns * 3;
-	return s->waited >= 2 && s->switches * 4 >= s->waited * 3;
+		return s->turns >= 2 && s->run_at * 4 >= s->turns * 3;
+	return s->waited >= 2 && s->run_at * 4 >= s->waited * 3;
 }
 
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
@@ -345,8 +350,11 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[i].work++;
 		if (c->kind == NL_K_LAUNCH && !c->coll_depth)
 			l->s[i].launches++;
-		if (nl_call_is_h2d(c))
+		if (nl_call_is_h2d(c)) {
 			l->s[i].h2d++;
+			l->s[i].runs += l->last_copier != i;
+			l->last_copier = i;
+		}
 		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT) && c->event)
 			note_record(l, c->event, i);
 		if (c->kind == NL_K_LAUNCH && (c->fields & NL_F_EVENT2) && c->event2)
@@ -364,15 +372,12 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[*src].waited++;
 		if (l->s[*src].h2d) {
 			struct nl_lstream *x = &l->s[*src];
-			bool other = l->last_h2d_src >= 0 && l->last_h2d_src != *src;
 
-			x->switches += other;
+			x->run_at = x->runs;
 			if (x->h2d > x->turn_h2d) {
 				x->turns++;
 				x->turn_h2d = x->h2d;
-				x->turn_switches += other;
 			}
-			l->last_h2d_src = *src;
 		}
 		return ready(e, l);
 	default:

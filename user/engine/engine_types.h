@@ -259,11 +259,13 @@ struct nl_lstream {
 	bool used;
 	struct nl_skey key;
 	uint64_t launches, h2d, work, waited;
-	uint64_t switches;    /* waits on it right after a wait on another copying stream */
 	/* its hand-offs (waits on it after it copied again: a second consumer
-	 * waiting on the same copies is the same hand-off), those right after
-	 * another copying stream's, and its h2d count at the last one */
-	uint64_t turns, turn_switches, turn_h2d;
+	 * waiting on the same copies is the same hand-off) and its h2d count at
+	 * the last one */
+	uint64_t turns, turn_h2d;
+	/* runs of its H2D copies (copies right after another stream's), and
+	 * how many it had made at its last hand-off */
+	uint64_t runs, run_at;
 	uint64_t out[NL_LEARN_EDGE_WORDS], in[NL_LEARN_EDGE_WORDS];
 };
 
@@ -275,7 +277,7 @@ struct nl_learn {
 	int *es;              /* learning stream index of its last record, -1 none */
 	uint32_t ecap, eused;
 	uint32_t since_check;
-	int last_h2d_src;     /* source of the last wait on a copying stream, -1 none */
+	int last_copier;      /* stream of the last H2D copy, -1 none */
 };
 
 /* One pipeline: its batch sequence (tokens pipe << NL_PIPE_SHIFT | n, the
