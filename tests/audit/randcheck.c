@@ -223,6 +223,16 @@ static void numbering(const struct rp_prog *p, struct rp_result *r)
 		add_diff(p, r, -1, "one-pipeline");
 }
 
+/* A verdict and its named edges that the truth t accepts: the same verdict,
+ * and when untrusted the first edge named and none that was ordered. */
+static bool judged_right(const struct rp_truth *t, int v, uint32_t m)
+{
+	if (v != t->verdict)
+		return false;
+	return v != NL_VERDICT_UNTRUSTED ||
+	       ((m & (1u << t->first)) && !(m & ~t->all_mask));
+}
+
 void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 {
 	char what[64], a[40], b[40];
@@ -249,8 +259,12 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 		uint32_t m = r->got[T].missing_mask;
 
 		if (p->unsure[T]) {
-			/* the engine must skip, not guess: a verdict here is a disagreement */
-			if (v != NL_VERDICT_SKIPPED)
+			/* the engine must skip, not guess: a verdict here is a
+			 * disagreement, unless it is right both ways (the same
+			 * verdict and a named edge unordered both ways) */
+			if (v != NL_VERDICT_SKIPPED &&
+			    (!p->other_known || !judged_right(t, v, m) ||
+			     !judged_right(&p->other[T], v, m)))
 				add_diff(p, r, T, "guessed(pretrace_stream)");
 		} else if (v == NL_VERDICT_SKIPPED) {
 			size_t o = 0;

@@ -1066,8 +1066,11 @@ static int unsure_batches(struct rp_prog *p)
 	for (int i = 0; i < p->n && same; i++)
 		same = !memcmp(&q.calls[i].rec, &p->calls[i].rec, sizeof(p->calls[i].rec));
 	p->undecidable = RP_U_NONE;
+	p->other_known = same;
 	for (int T = 0; T < p->spec.nb; T++) {
 		const struct rp_truth *a = &p->truth[T], *b = &q.truth[T];
+
+		p->other[T] = *b;
 
 		p->unsure[T] = !same || a->verdict != b->verdict || a->first != b->first ||
 			       a->all_mask != b->all_mask;

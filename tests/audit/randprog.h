@@ -149,6 +149,10 @@ struct rp_prog {
 	 * pretrace streams been created the other way (blocking or not), the
 	 * calls being the same; the others are decided by the calls */
 	bool unsure[RP_MAX_BATCHES];
+	/* and the truth of every batch that other way (other_known: the calls
+	 * were the same); a verdict right both ways is decided by the calls */
+	struct rp_truth other[RP_MAX_BATCHES];
+	bool other_known;
 	/* batch T (compute order) is batch local[T] of pipeline pipe[T] */
 	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
 };

@@ -435,24 +435,78 @@ static void unknown_handle(void **state)
 	assert_verdict(t, 1, NL_VERDICT_TRUSTED, 0, 0);
 	tb_free(t);
 
-	/* a stream created before tracing began is taken as NonBlocking (all
-	 * PyTorch creates): batch 1, never waited for, is judged on that */
-	t = tb_new(NULL);
-	m = 0x7e0000000100ull;
-	nl_engine_attach(t->e, t->pid, t->now, true);
-	tb_record(t, tb_event_create(t), m);
-	simple_batch(t, m, 0, 2);
-	tb_copy(t, m, 1, 64);
-	tb_record(t, tb_event_create(t), m);
-	tb_launch(t, 0);
-	simple_batch(t, m, 0, 2);
-	end_job(t);
-	assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
-	assert_verdict(t, 1, NL_VERDICT_UNTRUSTED, EDGE(COPY_FORWARD), 0);
-	assert_verdict(t, 2, NL_VERDICT_TRUSTED, 0, 0);
-	assert_false(find_stream(t, m, 0)->created);
-	assert_false(find_stream(t, m, 0)->blocking);
-	tb_free(t);
+}
+
+/* A copy stream created before tracing began, compute on the null stream:
+ * batch 1 is never waited for. Had the stream been created blocking, the
+ * null stream would have ordered its forward after the copy: the calls do
+ * not decide it, and it is skipped pretrace_stream. With
+ * --assume-nonblocking (all PyTorch creates) it is judged on that,
+ * copy->forward; the others are trusted either way. On a compute stream of
+ * its own the null stream orders nothing: untrusted without the option. */
+static void pretrace_stream(void **state)
+{
+	(void)state;
+	for (int n = 0; n < 3; n++) {
+		struct nl_engine_opts o = { .unseen_nonblocking = n == 1 };
+		struct tb *t = tb_new(&o);
+		uint64_t m = 0x7e0000000100ull, c = n == 2 ? 0x7e0000000200ull : 0;
+
+		nl_engine_attach(t->e, t->pid, t->now, true);
+		tb_record(t, tb_event_create(t), m);
+		simple_batch(t, m, c, 2);
+		tb_copy(t, m, 1, 64);
+		tb_record(t, tb_event_create(t), m);
+		tb_launch(t, c);
+		simple_batch(t, m, c, 2);
+		end_job(t);
+		assert_verdict(t, 0, NL_VERDICT_TRUSTED, 0, 0);
+		if (n == 0)
+			assert_verdict(t, 1, NL_VERDICT_SKIPPED, 0, SKIPR(PRETRACE_STREAM));
+		else
+			assert_verdict(t, 1, NL_VERDICT_UNTRUSTED, EDGE(COPY_FORWARD), 0);
+		assert_verdict(t, 2, NL_VERDICT_TRUSTED, 0, 0);
+		assert_false(find_stream(t, m, 0)->created);
+		assert_false(find_stream(t, m, 0)->blocking);
+		tb_free(t);
+	}
+}
+
+/* The same with a sparse stage (copy and data-dist streams created before
+ * tracing), the data-dist stream's wait on batch 2's copy dropped: with no
+ * null-stream op between the copy and the sparse work, no flags order
+ * them, and copy->sparse is named; with compute's work in between, a
+ * blocking pair would be ordered through it, and the batch is skipped. */
+static void pretrace_stream_sparse(void **state)
+{
+	(void)state;
+	for (int between = 0; between < 2; between++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t m = 0x7e0000000100ull, d = 0x7e0000000300ull;
+
+		nl_engine_attach(t->e, t->pid, t->now, true);
+		tb_record(t, tb_event_create(t), m);
+		for (int i = 0; i < 10; i++) {
+			tb_copy(t, m, 1, 1024);
+			tb_copy(t, m, 1, 1024);
+			if (between && i == 2)
+				tb_launch(t, 0);
+			tb_wait_stream_or_drop(t, d, m, i != 2);
+			tb_kernel(t, d, K_INPUT_DIST);
+			tb_wait_stream(t, 0, d);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+		}
+		end_job(t);
+		for (int k = 0; k < 10; k++)
+			if (k != 2)
+				assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+			else if (between)
+				assert_verdict(t, 2, NL_VERDICT_SKIPPED, 0, SKIPR(PRETRACE_STREAM));
+			else
+				assert_verdict(t, 2, NL_VERDICT_UNTRUSTED, EDGE(COPY_SPARSE), 0);
+		tb_free(t);
+	}
 }
 
 /* ---- caps ------------------------------------------------------------------------- */
@@ -653,6 +707,8 @@ int main(void)
 		cmocka_unit_test(exited_mid_batch),
 		cmocka_unit_test(graph_capture),
 		cmocka_unit_test(unknown_handle),
+		cmocka_unit_test(pretrace_stream),
+		cmocka_unit_test(pretrace_stream_sparse),
 		cmocka_unit_test(caps_batches),
 		cmocka_unit_test(caps_events),
 		cmocka_unit_test(caps_streams),

@@ -225,6 +225,7 @@ int nl_app_init(struct nl_app *a, uint64_t now_ns)
 	for (int i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++)
 		eo.sparse_streams[i] = o->sparse_streams[i];
 	eo.post_step = o->post_step;
+	eo.unseen_nonblocking = o->assume_nonblocking;
 	sinks_build(a);
 	a->engine = nl_engine_new(&eo, &sink);
 	return a->engine ? 0 : -ENOMEM;

@@ -48,6 +48,9 @@ const char nl_usage[] =
 	"                           (with -- CMD: 4 when CMD fails; docs/usage.md)\n"
 	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
 	"      --copy-stream H      --sparse-stream H (repeatable)   --compute-stream H\n"
+	"      --assume-nonblocking streams created before tracing are NonBlocking, as\n"
+	"                           PyTorch creates them (default: a verdict resting on\n"
+	"                           it is skipped pretrace_stream; docs/usage.md)\n"
 	"Run:\n"
 	"  -d, --duration SEC       stop after SEC seconds\n"
 	"      --ringbuf-size BYTES ring buffer size (power of two, default 4194304)\n"
@@ -84,6 +87,7 @@ enum {
 	OPT_FORCE,
 	OPT_FORMAT,
 	OPT_POST_STEP,
+	OPT_ASSUME_NONBLOCKING,
 	OPT_COPY,
 	OPT_SPARSE,
 	OPT_COMPUTE,
@@ -116,6 +120,7 @@ static const struct option longopts[] = {
 	{ "no-audit", no_argument, NULL, OPT_NO_AUDIT },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "post-step", no_argument, NULL, OPT_POST_STEP },
+	{ "assume-nonblocking", no_argument, NULL, OPT_ASSUME_NONBLOCKING },
 	{ "copy-stream", required_argument, NULL, OPT_COPY },
 	{ "sparse-stream", required_argument, NULL, OPT_SPARSE },
 	{ "compute-stream", required_argument, NULL, OPT_COMPUTE },
@@ -263,6 +268,9 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			break;
 		case OPT_POST_STEP:
 			o->post_step = true;
+			break;
+		case OPT_ASSUME_NONBLOCKING:
+			o->assume_nonblocking = true;
 			break;
 		case OPT_COPY:
 		case OPT_COMPUTE:

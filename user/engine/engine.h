@@ -36,6 +36,7 @@ enum nl_skip_reason {
 	NL_SKIP_GRAPH_CAPTURE,
 	NL_SKIP_UNKNOWN_HANDLE,
 	NL_SKIP_EVICTED,
+	NL_SKIP_PRETRACE_STREAM,
 	NL_NSKIP
 };
 
@@ -88,6 +89,10 @@ struct nl_engine_opts {
 	uint64_t learn_ns;       /* host time after which learning gives up: 10 s */
 	bool no_copy_split;      /* do not split copy segments on compute work (docs/engine.md) */
 	bool unannounced_from_start; /* a pid first seen in feed was traced from its start */
+	/* Streams whose creation was not seen are NonBlocking (PyTorch's side
+	 * streams); without it, a verdict that rests on that is skipped
+	 * pretrace_stream (docs/engine.md, "Streams created before tracing") */
+	bool unseen_nonblocking;
 };
 
 struct nl_op_ref {

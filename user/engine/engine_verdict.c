@@ -29,11 +29,120 @@ static void to_ref(const struct nl_proc *p, const struct nl_seen_op *o, struct n
 	r->ts_ns = o->ts;
 }
 
-static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, int edge, bool never,
-			  const struct nl_seen_op *prod, const struct nl_seen_op *cons)
+/* A stream whose creation was not seen, taken as NonBlocking: had it been
+ * created blocking, the null stream would order it. */
+static bool unseen(const struct nl_proc *p, int slot)
+{
+	const struct nl_stream *s = &p->s[slot];
+
+	return !s->history_known && slot != p->null_slot;
+}
+
+static bool orders_null(const struct nl_proc *p, int slot)
+{
+	return p->s[slot].blocking || unseen(p, slot);
+}
+
+/* The enqueue time of the null stream's first op after ts: UINT64_MAX
+ * without one, 0 when its ring no longer reaches back to ts. */
+static uint64_t null_op_after(const struct nl_proc *p, uint64_t ts)
+{
+	const struct nl_stream *n = &p->s[p->null_slot];
+	uint32_t start = nl_ring_start(n);
+	uint64_t first = UINT64_MAX;
+
+	for (uint32_t i = n->nring; i > start; i--) {
+		const struct nl_ring_op *r = &n->ring[(i - 1) % NL_RING];
+
+		if (r->ts <= ts)
+			return first;
+		first = r->ts;
+	}
+	return start > 0 ? 0 : first;
+}
+
+/* Whether stream slot enqueued work in (after, before); when its ring no
+ * longer reaches back, as if it had not (the verdict is then skipped). */
+static bool work_between(const struct nl_proc *p, int slot, uint64_t after, uint64_t before)
+{
+	const struct nl_stream *s = &p->s[slot];
+	uint32_t start = nl_ring_start(s);
+
+	for (uint32_t i = s->nring; i > start; i--) {
+		const struct nl_ring_op *r = &s->ring[(i - 1) % NL_RING];
+
+		if (r->ts <= after)
+			return false;
+		if (r->work && r->ts < before)
+			return true;
+	}
+	return false;
+}
+
+/* Whether an op of stream c enqueued at q (UINT64_MAX: every later op of c
+ * that could read the batch) would be ordered after producer op prod, had
+ * every stream whose creation was not seen been created blocking: a
+ * null-stream op waits for a blocking stream's earlier work, and an op on
+ * a blocking stream for the null stream's. */
+static bool blocking_orders(const struct nl_proc *p, const struct nl_seen_op *prod, int c,
+			    uint64_t q)
+{
+	int ps = prod->slot;
+	uint64_t n;
+
+	if (ps == p->null_slot)
+		return unseen(p, c) && prod->ts < q;
+	if (c == p->null_slot)
+		return unseen(p, ps) && prod->ts < q;
+	if (!orders_null(p, ps) || !orders_null(p, c) || (!unseen(p, ps) && !unseen(p, c)))
+		return false;
+	n = null_op_after(p, prod->ts);
+	if (!n)
+		return true; /* the null stream's ops then are not remembered */
+	if (q != UINT64_MAX)
+		return n < q;
+	return !work_between(p, c, prod->ts, n);
+}
+
+/* Whether the unordered pair would be ordered had the streams whose
+ * creation was not seen been created blocking. Without the consumer op
+ * (the batch never reached its stage), every stream of that stage. */
+static bool blocking_would_order(const struct nl_proc *p, const struct nl_batch_audit *a,
+				 int edge, const struct nl_seen_op *prod,
+				 const struct nl_seen_op *cons)
+{
+	bool any = false;
+
+	if (p->null_slot < 0)
+		return false;
+	if (!prod || !prod->valid || prod->slot < 0)
+		return true; /* nothing to go by */
+	if (cons && cons->valid && cons->slot >= 0)
+		return blocking_orders(p, prod, cons->slot, cons->ts);
+	if (edge != NL_EDGE_COPY_SPARSE)
+		return p->compute_slot >= 0 &&
+		       blocking_orders(p, prod, p->compute_slot, UINT64_MAX);
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *s = &p->s[i];
+
+		if (!s->used || s->role != NL_ROLE_SPARSE || s->pipe != (int)a->pipeline)
+			continue;
+		if (!blocking_orders(p, prod, (int)i, UINT64_MAX))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/* unseen: the edges of findings that streams created blocking would order */
+static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, uint32_t *unseen,
+			  int edge, bool never, const struct nl_seen_op *prod,
+			  const struct nl_seen_op *cons)
 {
 	struct nl_unordered *u;
 
+	if (blocking_would_order(p, a, edge, prod, cons))
+		*unseen |= 1u << edge;
 	a->missing_mask |= 1u << edge;
 	if (a->nunordered == NL_AUDIT_MAX_UNORDERED)
 		return;
@@ -71,7 +180,8 @@ static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
 	return best;
 }
 
-static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
+static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a,
+		  uint32_t *unseen)
 {
 	bool has_sparse = p->pipes[nl_tok_pipe(b->token)].has_sparse;
 	const struct nl_watch *sw = &b->watch[NL_CONSUMER_SPARSE];
@@ -82,18 +192,18 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		const struct nl_seen_op *prod =
 			sw->valid ? &sw->producer : frontier_op(b, NL_STAGE_COPY);
 
-		add_unordered(p, a, NL_EDGE_COPY_SPARSE, true, prod,
+		add_unordered(p, a, unseen, NL_EDGE_COPY_SPARSE, true, prod,
 			      sw->valid ? &sw->consumer : NULL);
 	} else if (b->cs.valid) {
 		/* the sparse stage began before the batch reached it */
 		struct nl_seen_op prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
 
-		add_unordered(p, a, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
+		add_unordered(p, a, unseen, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
 	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
 		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
 
-		add_unordered(p, a, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
+		add_unordered(p, a, unseen, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
 			      prod, cw->valid ? &cw->consumer : NULL);
 	}
 	if (!b->fwd_started)
@@ -111,12 +221,12 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		if (bs->pending && !bs->covered) {
 			/* forward ops enqueued after the producer's last op, unordered */
 			prod = first_unseen(p, b, bs, bs->pending_seen);
-			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &bs->pending_f);
+			add_unordered(p, a, unseen, edge_of_stage(bs->stage), false, &prod, &bs->pending_f);
 		} else if (b->fwd_vc_valid && bs->has_work &&
 			   bs->last_work.clock > b->fwd_vc[bs->slot]) {
 			/* a producer op not ordered before the last forward op */
 			prod = first_unseen(p, b, bs, b->fwd_vc[bs->slot]);
-			add_unordered(p, a, edge_of_stage(bs->stage), false, &prod, &b->fwd_last);
+			add_unordered(p, a, unseen, edge_of_stage(bs->stage), false, &prod, &b->fwd_last);
 		}
 	}
 }
@@ -161,6 +271,8 @@ static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl
 void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 		    const struct nl_batch *b, struct nl_batch_audit *a)
 {
+	uint32_t unseen = 0;
+
 	memset(a, 0, sizeof(*a));
 	a->pid = p->pid;
 	a->pipeline = (uint32_t)nl_tok_pipe(b->token);
@@ -202,7 +314,25 @@ void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 	a->post_step_confirmed = b->post_confirmed;
 	a->post_step_at_ns = b->post_confirmed ? b->post_at : 0;
 	a->tick_end_ns = b->close_ts;
-	judge(p, b, a);
+	judge(p, b, a, &unseen);
+	if (a->missing_mask && !e->o.unseen_nonblocking) {
+		/* Named only where the calls prove it, whatever flags the
+		 * streams created before tracing had: the first edge must be
+		 * missing both ways, and only edges missing both ways are named. */
+		uint32_t m = a->missing_mask, sure = m & ~unseen;
+
+		if (!sure || (sure & -sure) != (m & -m))
+			a->skip_mask |= NL_SKIP_BIT(NL_SKIP_PRETRACE_STREAM);
+		else if (sure != m) {
+			int k = 0;
+
+			for (uint32_t i = 0; i < a->nunordered; i++)
+				if (sure & (1u << a->unordered[i].edge))
+					a->unordered[k++] = a->unordered[i];
+			a->nunordered = (uint32_t)k;
+			a->missing_mask = sure;
+		}
+	}
 	if (a->skip_mask) {
 		/* Incomplete evidence: never trusted, never accused. */
 		a->verdict = NL_VERDICT_SKIPPED;
