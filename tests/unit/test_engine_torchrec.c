@@ -1156,6 +1156,49 @@ static void step_a_wait_before_dist_init(void **state)
 	step_a_counted = false;
 }
 
+/* The same step-a wait at depth 2 (TorchRec's order: batch i+2's copy and
+ * input_dist after dist_init(i)): when compute first waits on D in step
+ * i, D still carries batch i+1 and batch i's all-to-all has not come back
+ * to D, so batch i is not yet covered. Every copy and data-dist op of i is
+ * ordered before compute, and only the collective stream's, which compute
+ * never waits on itself, is not: the wait takes batch i, not i+1. Before,
+ * it took i+1, whose all-to-all and dist_init then came after the start
+ * of its window: every batch but the first and last was accused
+ * sparse->forward. Step d's wait dropped for batch k: k alone. */
+static struct tb *step_a_depth2_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
+
+	t->counted = step_a_counted;
+	copy_and_dist(t, M, D, X, done[0], true);
+	copy_and_dist(t, M, D, X, done[1], true);
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream(t, C, D);
+		tb_wait(t, D, done[i]);
+		tb_kernel(t, D, K_DIST_INIT);
+		if (i + 2 < n)
+			copy_and_dist(t, M, D, X, done[i + 2], true);
+		tb_wait_stream_or_drop(t, C, D, i != drop);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		tb_kernel(t, C, K_TRITON);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void step_a_depth2(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		step_a_counted = counted;
+		each_drop(step_a_depth2_loop, 8, 1, EDGE(SPARSE_FORWARD));
+	}
+	step_a_counted = false;
+}
+
 /* A depth-1 loop whose collective stream's wait on the data-dist stream
  * is dropped for batch k: its all-to-all reads k's input_dist unordered,
  * copy->sparse on k alone. For batch 0 that all-to-all is the collective
@@ -1348,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(thread_split_learns_fill),
 		cmocka_unit_test(sparse_segment_after_record),
 		cmocka_unit_test(step_a_wait_before_dist_init),
+		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(counted_tail_taken),

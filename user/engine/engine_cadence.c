@@ -82,6 +82,41 @@ static uint64_t producers_before(const struct nl_batch *b, const struct nl_strea
 	return last;
 }
 
+/* Stream s waited on an event recorded on stream slot, as far as its ring
+ * remembers. */
+static bool waited_on(const struct nl_stream *s, int slot)
+{
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+		if (r->api == NL_API_STREAM_WAIT_EVENT && r->ev_slot == slot)
+			return true;
+	}
+	return false;
+}
+
+/* TorchRec's step-a wait with the all-to-all on a collective stream:
+ * compute waits on the data-dist stream before that stream took the
+ * batch's all-to-all back (dist_init comes after). Every copy and
+ * data-dist op of the batch is ordered before compute, and only work on a
+ * stream compute never waits on itself is not. */
+static bool covered_but_collective(const struct nl_batch *b, const struct nl_stream *s)
+{
+	bool behind = false;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work ||
+		    bs->last_work.clock <= s->vc[bs->slot])
+			continue;
+		if (bs->stage != NL_STAGE_SPARSE || waited_on(s, bs->slot))
+			return false;
+		behind = true;
+	}
+	return behind;
+}
+
 /* The consumer watch saw every compute work op after the batch's last
  * producer op and none was unordered: it watched the batch from then (its
  * producer ops were accounted live, not re-cut or restamped later), and
@@ -164,7 +199,8 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 
 		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
 		    b->copy_closed && (!q->has_sparse || b->reached_sparse) &&
-		    (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s))))
+		    (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s)) ||
+		     covered_but_collective(b, s)))
 			return t;
 	}
 	return tok;
