@@ -398,6 +398,48 @@ static void two_copy_streams_one_event(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2] by a loader three batches ahead, compute
+ * taking each with wait_stream (a fresh event recorded at the take): before
+ * the first take M[0] holds batches 0 and 2 in one segment, M[1] batches 1
+ * and 3. Learning cuts the fill of every copy stream of the pipeline by the
+ * batch size their later segments share (docs/engine.md, "Merged
+ * segments"): every batch audited, in copy order. Before, only a pipeline
+ * with one copy stream had its fill cut, and batches 2 and 3 were merged
+ * into 0 and 1. The loader is two batches ahead of each take, so the take
+ * of batch i - 2 on the same stream already covered batch i: any one take
+ * dropped (with its record) is redundant and stays silent, though it
+ * merges two segments of its stream. */
+static void two_copy_streams_fill(void **state)
+{
+	enum { N = 14 };
+
+	(void)state;
+	for (int drop = -1; drop < N; drop += 3) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2];
+		int copied = 0;
+
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		for (int i = 0; i < N; i++) {
+			t->tid = TB_MAIN + 1; /* the loader */
+			for (; copied < N && copied <= i + 2; copied++) {
+				tb_copy(t, M[copied % 2], 1, 4096);
+				tb_copy(t, M[copied % 2], 1, 512);
+			}
+			t->tid = TB_MAIN;
+			tb_wait_stream_or_drop(t, 0, M[i % 2], i != drop);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->n, N);
+		expect(t, 0, N, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Copies made by a loader thread, compute taking each batch with
  * wait_stream (a fresh event, so a dropped wait takes its record along):
  * the copy stream has no record between batches k and k+1 and the thread
@@ -483,6 +525,7 @@ int main(void)
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(two_copy_streams_one_event),
+		cmocka_unit_test(two_copy_streams_fill),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

@@ -253,7 +253,7 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
  * stream itself has seen a steady size. K holds for the later segments of
  * the replay too (window_k): a wait_stream dropped with its record right
  * after the fill merges two batches before the stream has two steady
- * segments. One copy stream only. */
+ * segments. */
 #define NL_FILL_SURE 2
 #define NL_FILL_MAX 8
 #define NL_FILL_EVENTS 16
@@ -278,38 +278,39 @@ static bool end_segment(uint32_t *pre, uint32_t *npre, uint32_t *post, uint32_t 
 	return true;
 }
 
-static void learn_fill(struct nl_engine *e, struct nl_proc *p)
+/* The segments of copy stream `key` in what learning held back, the
+ * fill's (pre) and after (post). False when records were lost (the sizes
+ * are not known) or the fill has more segments than are kept. */
+static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, uint32_t *pre,
+			  uint32_t *npre, uint32_t *post, uint32_t *npost)
 {
-	uint32_t pre[NL_FILL_MAX], post[NL_FILL_MAX], npre = 0, npost = 0, work = 0, nev = 0, k = 0;
 	uint64_t rec[NL_FILL_EVENTS]; /* events the copy stream recorded, newest last */
-	uint32_t copy_tid = 0;
-	bool handed = false, cut = false, computed = false;
+	uint32_t copy_tid = 0, work = 0, nev = 0;
+	bool handed = false, computed = false;
 
-	p->fill_k = p->window_k = 0;
-	if (p->ncopy_keys != 1 || e->o.no_copy_split)
-		return;
-	for (uint32_t i = 0; i < p->nlbuf && npost < NL_FILL_MAX; i++) {
+	*npre = *npost = 0;
+	for (uint32_t i = 0; i < p->nlbuf && *npost < NL_FILL_MAX; i++) {
 		const struct nl_call *c = &p->lbuf[i];
 		struct nl_skey k;
 		bool mine;
 
 		if (c->api == NL_LOST_MARK)
-			return; /* records lost: the sizes are not known */
+			return false;
 		if ((c->fields & NL_F_RC) && c->rc != 0)
 			continue;
 		k = nl_call_skey(c);
-		mine = nl_skey_eq(&k, &p->copy_keys[0]);
+		mine = nl_skey_eq(&k, key);
 		if (c->kind == NL_K_STREAM_WAIT && !mine && !handed)
 			for (uint32_t j = 0; j < nev && !handed; j++)
 				handed = rec[j] == c->event;
 		/* the thread that copies put work on compute since its last copy:
 		 * the segment ends there too, as it does live (copy_segment) */
 		if (mine && nl_kind_is_work(c->kind) && work && computed && c->tid == copy_tid &&
-		    !end_segment(pre, &npre, post, &npost, &work, handed))
-			return;
+		    !end_segment(pre, npre, post, npost, &work, handed))
+			return false;
 		if (c->kind == NL_K_EVENT_RECORD && mine) {
-			if (!end_segment(pre, &npre, post, &npost, &work, handed))
-				return;
+			if (!end_segment(pre, npre, post, npost, &work, handed))
+				return false;
 			if (nev == NL_FILL_EVENTS)
 				memmove(rec, rec + 1, --nev * sizeof(rec[0]));
 			rec[nev++] = c->event;
@@ -322,32 +323,56 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 			computed = true;
 		}
 	}
-	if (!npre)
-		return;
-	/* K: the smallest size NL_FILL_SURE segments in a row have; every
-	 * segment there a multiple of it */
-	for (uint32_t i = 0; i + NL_FILL_SURE <= npre + npost; i++) {
-		uint32_t n = 1, c = size_at(pre, npre, post, i);
+	return true;
+}
 
-		while (n < NL_FILL_SURE && size_at(pre, npre, post, i + n) == c)
-			n++;
-		if (n == NL_FILL_SURE && (!k || c < k))
-			k = c;
+/* Every copy stream of the first pipeline (batch i on M[i % 2] copies the
+ * same batch size on each): K from any one's segments, every segment of
+ * every one a multiple of it. */
+static void learn_fill(struct nl_engine *e, struct nl_proc *p)
+{
+	uint32_t pre[NL_MAX_COPY_KEYS][NL_FILL_MAX], post[NL_MAX_COPY_KEYS][NL_FILL_MAX];
+	uint32_t npre[NL_MAX_COPY_KEYS], npost[NL_MAX_COPY_KEYS], k = 0, nq = p->ncopy_keys;
+	bool cut = false, any = false;
+
+	p->fill_k = p->window_k = 0;
+	if (!nq || nq > NL_MAX_COPY_KEYS || e->o.no_copy_split)
+		return;
+	for (uint32_t q = 0; q < nq; q++) {
+		if (!fill_segments(p, &p->copy_keys[q], pre[q], &npre[q], post[q], &npost[q]))
+			return;
+		any |= npre[q] > 0;
 	}
+	if (!any)
+		return;
+	/* K: the smallest size NL_FILL_SURE segments in a row of one stream
+	 * have; every segment there a multiple of it */
+	for (uint32_t q = 0; q < nq; q++)
+		for (uint32_t i = 0; i + NL_FILL_SURE <= npre[q] + npost[q]; i++) {
+			uint32_t n = 1, c = size_at(pre[q], npre[q], post[q], i);
+
+			while (n < NL_FILL_SURE && size_at(pre[q], npre[q], post[q], i + n) == c)
+				n++;
+			if (n == NL_FILL_SURE && (!k || c < k))
+				k = c;
+		}
 	/* A short run traced from its start (a smoke test, an evaluation
 	 * round) may end before two steady segments: then its smallest steady
 	 * segment, when every segment is a multiple of it. Not after an
 	 * attach in the middle of a run, where nothing held back is a fill. */
 	if (!k && !p->mid_run)
-		for (uint32_t i = 0; i < npost; i++)
-			if (!k || post[i] < k)
-				k = post[i];
-	for (uint32_t i = 0; k && i < npre + npost; i++)
-		if (size_at(pre, npre, post, i) % k)
-			return;
+		for (uint32_t q = 0; q < nq; q++)
+			for (uint32_t i = 0; i < npost[q]; i++)
+				if (!k || post[q][i] < k)
+					k = post[q][i];
+	for (uint32_t q = 0; q < nq; q++)
+		for (uint32_t i = 0; k && i < npre[q] + npost[q]; i++)
+			if (size_at(pre[q], npre[q], post[q], i) % k)
+				return;
 	p->window_k = k;
-	for (uint32_t i = 0; k && i < npre; i++)
-		cut |= pre[i] > k;
+	for (uint32_t q = 0; q < nq; q++)
+		for (uint32_t i = 0; k && i < npre[q]; i++)
+			cut |= pre[q][i] > k;
 	if (cut)
 		p->fill_k = k;
 }
