@@ -171,6 +171,57 @@ static void null_stream_nonblocking(void **state)
 	tb_free(t);
 }
 
+/* Blocking copy and data-dist streams, compute on the null stream, one
+ * event per edge re-recorded, the loader a batch ahead: D's wait on the
+ * copy stream covers the next batch's copy too, and every op of the null
+ * stream joins D. A join brings D's newer batch: the data-dist stream
+ * takes the batch due (as by a wait on the copy stream), and compute, which
+ * took its batch by a wait and did no work on it yet, keeps it. Before,
+ * the first null-stream kernel after each take moved compute on, and D
+ * skipped a batch: clean batches were accused. */
+static void null_stream_joins_keep_batch(void **state)
+{
+	enum { N = 8 };
+	struct tb *t = tb_new(NULL);
+	uint64_t m, d, em, ed;
+
+	(void)state;
+	m = tb_stream_create(t, 0);
+	d = tb_stream_create(t, 0);
+	em = tb_event_create(t);
+	ed = tb_event_create(t);
+	tb_copy(t, m, 1, 1024);
+	tb_record(t, em, m);
+	tb_copy(t, m, 1, 1024);
+	tb_record(t, em, m);
+	tb_wait(t, d, em);
+	tb_kernel(t, d, K_INPUT_DIST);
+	tb_kernel(t, d, K_DIST_INIT);
+	tb_record(t, ed, d);
+	for (int i = 0; i < N; i++) {
+		if (i + 2 < N) {
+			tb_copy(t, m, 1, 1024);
+			tb_record(t, em, m);
+		}
+		tb_wait(t, 0, ed);
+		if (i + 1 < N) {
+			tb_wait(t, d, em);
+			tb_kernel(t, d, K_INPUT_DIST);
+			tb_kernel(t, d, K_DIST_INIT);
+			tb_record(t, ed, d);
+		}
+		tb_kernel(t, 0, K_LOOKUP);
+		tb_kernel(t, 0, K_GEMM);
+		tb_kernel(t, 0, K_TRITON);
+	}
+	end_job(t);
+	assert_int_equal(t->n, N);
+	for (int k = 0; k < N; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_true(t->sum.implicit_edges > 0);
+	tb_free(t);
+}
+
 /* ncclAllToAll's record arrives after RCCL's inner hipExtLaunchKernel (it
  * has a return probe); compute waits on the kernel's done event, recorded
  * after the kernel. The collective must count as ordered before it. */
@@ -697,6 +748,7 @@ int main(void)
 		cmocka_unit_test(per_thread_streams),
 		cmocka_unit_test(null_stream_blocking),
 		cmocka_unit_test(null_stream_nonblocking),
+		cmocka_unit_test(null_stream_joins_keep_batch),
 		cmocka_unit_test(collective_after_inner_launch),
 		cmocka_unit_test(completion_evidence),
 		cmocka_unit_test(post_step_confirmed),

@@ -33,6 +33,34 @@ static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
 	p->implicit_edges++;
 }
 
+/* Stream s took its batch by a wait and did no work on it yet: a newer
+ * batch of the same pipeline an implicit join brings does not move it. */
+static bool took_unworked(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_batch *h;
+
+	if (s->token == NL_NO_TOKEN || nl_tok_pipe(s->token) != nl_tok_pipe(tok))
+		return false;
+	h = nl_batch_of(p, s->token);
+	return h && !h->closed && !h->fwd_work;
+}
+
+/* A sparse stream joining the null stream takes the batch due there, as
+ * by a wait on the copy stream whose batch the null stream carried: not a
+ * newer one the same join covers too (a loader ahead). */
+static int64_t implicit_due(struct nl_proc *p, int slot, int64_t tok)
+{
+	if (p->s[slot].role != NL_ROLE_SPARSE)
+		return tok;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *c = &p->s[i];
+
+		if (c->used && c->role == NL_ROLE_COPY && c->token == tok)
+			return nl_sparse_due(p, slot, c, tok);
+	}
+	return tok;
+}
+
 /* The legacy null stream waits for all prior work of blocking streams, and
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
@@ -57,10 +85,11 @@ static void implicit_sync(struct nl_proc *p, int slot, uint64_t ts)
 				tok = b->token;
 		}
 		/* compute takes the due batch the join covers, not the newest
-		 * (tick cadence), and what was joined travels on (carry) */
+		 * (tick cadence), and what was joined travels on (carry); a
+		 * batch its wait took and it did no work on yet stays */
 		if (tok > s->carry)
 			s->carry = tok;
-		if (tok > s->token)
+		if (tok > s->token && !took_unworked(p, s, tok))
 			nl_set_token(p, slot, nl_cadence(p, slot, tok), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
@@ -73,7 +102,7 @@ static void implicit_sync(struct nl_proc *p, int slot, uint64_t ts)
 			return;
 		join_implicit(p, slot, n, ts);
 		if (tok > s->token)
-			nl_set_token(p, slot, tok, ts);
+			nl_set_token(p, slot, implicit_due(p, slot, tok), ts);
 	}
 }
 
