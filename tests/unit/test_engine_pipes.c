@@ -238,6 +238,48 @@ static void eval_fill_cut(void **state)
 	}
 }
 
+/* A short training run, four batches at depth 2 whose first two are copied
+ * before the copy stream's first record, then an evaluation of six: too
+ * few training hand-offs end role learning, which ends in the evaluation's
+ * turn with its copy stream as the first pipeline's. The training copy
+ * stream is found by its edges in the replay, before any of the
+ * evaluation's segments were seen: its fill is cut by the batch size
+ * learning found (docs/engine.md, "Merged segments"). Before, only a size
+ * another copy stream was already sure of cut it, and two training batches
+ * were merged. */
+static void fill_cut_by_learned_size(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = -1 };
+		struct tb *t = tb_new(NULL);
+
+		t->reuse_events = reuse;
+		tr.M = tb_stream_create(t, 1);
+		tr.D = tb_stream_create(t, 1);
+		pl_copy(t, &tr, tr.M);
+		pl_copy(t, &tr, tr.M);
+		for (int i = 0; i < 4; i++) {
+			pl_sparse(t, &tr, tr.M);
+			pl_take(t, &tr, tr.M);
+			pl_forward(t, &tr);
+			if (tr.copied < 4)
+				pl_copy(t, &tr, tr.M);
+		}
+		tb_device_sync(t);
+		eval_phase(t, &ev, 6, 0x7e0000001000ull, 0x7e0000002000ull);
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		/* learning took the evaluation's copy stream */
+		assert_int_equal(batch_in(t, 0, 0)->stage[NL_STAGE_COPY].streams[0].handle,
+				 0x7e0000001000ull);
+		assert_int_equal(t->n, 10);
+		for (int i = 0; i < t->n; i++)
+			assert_int_equal(t->got[i].verdict, NL_VERDICT_TRUSTED);
+		tb_free(t);
+	}
+}
+
 /* Each droppable wait of each pipeline, fresh events per wait (the record
  * goes with a dropped wait) and one reused event per edge, launches sent
  * one by one and counted in runs, at batches in flight across a
@@ -522,6 +564,7 @@ int main(void)
 		cmocka_unit_test(train_eval_clean),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(eval_fill_cut),
+		cmocka_unit_test(fill_cut_by_learned_size),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(two_copy_streams_one_event),

@@ -174,7 +174,8 @@ static bool cut_segment(struct nl_engine *e, struct nl_proc *p, int slot, int64_
  * than one batch; 0 when none does. */
 static uint32_t known_k(const struct nl_proc *p, uint32_t n)
 {
-	uint32_t best = p->fill_k && n % p->fill_k == 0 && n > p->fill_k ? p->fill_k : 0;
+	uint32_t fk = p->fill_k ? p->fill_k : p->window_k;
+	uint32_t best = fk && n % fk == 0 && n > fk ? fk : 0;
 
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *c = &p->s[i];
