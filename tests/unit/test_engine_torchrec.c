@@ -893,6 +893,63 @@ static struct tb *late_take_loop(int n, int drop, bool reuse)
 	return t;
 }
 
+/* A depth-1 loop that copies batch i+1 and runs its sparse stage before
+ * compute takes batch i, with D's wait on the copy of batch k dropped. For
+ * batch 0 the data-dist stream's first work takes the oldest batch without
+ * reaching it by an edge; compute's first wait, which covers that work,
+ * takes batch 0 too. Before, the cadence passed over a batch that never
+ * reached the sparse stage by an edge even when it had sparse work of its
+ * own: compute took batch 1 there, and every later batch was shifted by
+ * one, a clean one accused sparse->forward where compute's take was
+ * redundant. With D's first wait dropped, compute's take of batch k
+ * dropped too (redundant: the take of k-1 covered k's sparse stage) leaves
+ * batch 0 alone untrusted. */
+static struct tb *sparse_before_take_take(int n, int drop, int take_drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D;
+
+	t->reuse_events = reuse;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	tb_copy(t, M, 1, 4096);
+	tb_wait_stream_or_drop(t, D, M, drop != 0);
+	tb_kernel(t, D, K_INPUT_DIST);
+	for (int i = 0; i < n; i++) {
+		if (i + 1 < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, i + 1 != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+		}
+		tb_wait_stream_or_drop(t, 0, D, i != take_drop);
+		tb_kernel(t, 0, K_LOOKUP);
+		tb_kernel(t, 0, K_GEMM);
+		tb_kernel(t, 0, K_TRITON);
+	}
+	tb_end(t);
+	return t;
+}
+
+static struct tb *sparse_before_take_loop(int n, int drop, bool reuse)
+{
+	return sparse_before_take_take(n, drop, -1, reuse);
+}
+
+static void first_sparse_without_edge_taken(void **state)
+{
+	(void)state;
+	each_drop(sparse_before_take_loop, 8, 0, EDGE(COPY_SPARSE));
+	for (int reuse = 0; reuse < 2; reuse++)
+		for (int k = 1; k < 8; k++) {
+			struct tb *t = sparse_before_take_take(8, 0, k, reuse);
+			char what[64];
+
+			snprintf(what, sizeof(what), "reuse %d take %d dropped", reuse, k);
+			assert_one_fault(t, 8, 0, EDGE(COPY_SPARSE), what);
+			tb_free(t);
+		}
+}
+
 /* from batch 1: the first has no batch before it to take */
 static void late_take_dropped_sparse_wait(void **state)
 {
@@ -1392,6 +1449,7 @@ int main(void)
 		cmocka_unit_test(sparse_segment_after_record),
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
+		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(counted_tail_taken),

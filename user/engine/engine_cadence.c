@@ -161,7 +161,9 @@ static uint64_t last_wait_ts(const struct nl_stream *s)
  * covers two batches) takes that older batch first; the next wait moves on.
  * Not a batch whose forward already restarted without it (the dropped-edge
  * signature of "end of a run"), nor one whose sparse stage it never
- * reached: those were passed over. A batch cut from a merged copy segment
+ * reached and that has no sparse work (the data-dist stream's first work,
+ * given the oldest batch without its edge, is some): those were passed
+ * over. A batch cut from a merged copy segment
  * is taken like any other: the wait that covers it is its own, and its
  * forward begun before the cut (a whole wait_stream dropped) shows as a
  * restart of compute's window that its watch, armed at the cut, did not
@@ -198,7 +200,8 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 		bool by_lag = q->lag > 0 && q->lag_n >= NL_LAG_SURE && t == tok - q->lag;
 
 		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
-		    b->copy_closed && (!q->has_sparse || b->reached_sparse) &&
+		    b->copy_closed &&
+		    (!q->has_sparse || b->reached_sparse || b->st[NL_STAGE_SPARSE].work) &&
 		    (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s)) ||
 		     covered_but_collective(b, s)))
 			return t;
