@@ -1,8 +1,7 @@
 #!/bin/sh
 # make demo: the bundled TorchRec-like workload, started gated, one wait
 # dropped at batch 3 (with a stalled sparse producer, so the race is real);
-# nanlog-bpf attaches by PID (its streams NonBlocking, as PyTorch creates
-# them), the gate opens, the audits print as they come.
+# nanlog-bpf attaches by PID, the gate opens, the audits print as they come.
 set -eu
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -19,10 +18,8 @@ echo "== workload: 8 batches, TorchRec pipeline depth 2, step d's compute wait d
 	--stall sparse@3:40 --gate-signal --truth "$tmp/truth.json" >"$tmp/wl.out" 2>&1 &
 wl=$!
 while ! grep -q '^ready' "$tmp/wl.out" 2>/dev/null; do sleep 0.05; done
-# attached after the workload created its streams, the tool cannot see
-# their flags; the workload creates them NonBlocking, as PyTorch does
-echo "== sudo nanlog-bpf -p $wl --assume-nonblocking --format table"
-"$B/nanlog-bpf" -p "$wl" --assume-nonblocking --format table &
+echo "== sudo nanlog-bpf -p $wl --format table"
+"$B/nanlog-bpf" -p "$wl" --format table &
 tool=$!
 sleep 1
 kill -USR1 "$wl"

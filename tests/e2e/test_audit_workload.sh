@@ -65,6 +65,31 @@ check "attach mid-run: no call of the job marked as RCCL's own" \
 check "attach mid-run: the batches after the attach audited" \
 	jq -e -s '[.[] | select(.type=="batch" and .verdict == "trusted")] | length >= 10' "$TMP/mid.json"
 
+# attached after the job created its streams, compute on the null stream: the
+# dropped compute wait of batch 30 is unordered only if the data-dist streams
+# are NonBlocking, which no traced call shows (docs/usage.md): skipped
+# pretrace_stream, and untrusted sparse->forward with --assume-nonblocking
+# (a batch in flight at the attach, skipped attached_mid_batch, aside)
+for opt in "" --assume-nonblocking; do
+	"$SIM/pipeline" --batches 40 --iter-sleep-ms 25 --drop d_compute_wait@30 \
+		--truth "$TMP/pre.truth" >"$TMP/pre.out" 2>&1 &
+	P=$!
+	at_exit "kill -KILL $P 2>/dev/null"
+	sleep 0.35
+	"$TOOL" -p "$P" $opt -o "$TMP/pre$opt.json" 2>"$TMP/pre.tool"
+	check "attach mid-run ${opt:-without options}: tool exit 0" test $? = 0
+done
+check "attach mid-run, a dropped wait: skipped pretrace_stream, no batch accused" \
+	jq -e -s '[.[] | select(.type=="batch" and .verdict != "trusted" and
+			(.skip_reasons | index("attached_mid_batch")) == null)] as $n |
+		($n | length) == 1 and ($n[0].skip_reasons | index("pretrace_stream")) != null' \
+	"$TMP/pre.json"
+check "  ...with --assume-nonblocking: that batch alone untrusted sparse->forward" \
+	jq -e -s '[.[] | select(.type=="batch" and .verdict != "trusted" and
+			(.skip_reasons | index("attached_mid_batch")) == null)] as $n |
+		($n | length) == 1 and $n[0].verdict == "untrusted" and
+		$n[0].missing_edges == ["sparse->forward"]' "$TMP/pre--assume-nonblocking.json"
+
 check "table format fits 80 columns" sh -c "
 	'$SIM/pipeline' --batches 4 --gate-signal > '$TMP/tab.out' 2>&1 & p=\$!
 	while ! grep -q ready '$TMP/tab.out'; do sleep 0.05; done
