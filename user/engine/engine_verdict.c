@@ -134,15 +134,15 @@ static bool blocking_would_order(const struct nl_proc *p, const struct nl_batch_
 	return any;
 }
 
-/* unseen: the edges of findings that streams created blocking would order */
-static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, uint32_t *unseen,
+/* by_flags: the edges of findings that streams created blocking would order */
+static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, uint32_t *by_flags,
 			  int edge, bool never, const struct nl_seen_op *prod,
 			  const struct nl_seen_op *cons)
 {
 	struct nl_unordered *u;
 
 	if (blocking_would_order(p, a, edge, prod, cons))
-		*unseen |= 1u << edge;
+		*by_flags |= 1u << edge;
 	a->missing_mask |= 1u << edge;
 	if (a->nunordered == NL_AUDIT_MAX_UNORDERED)
 		return;
@@ -181,7 +181,7 @@ static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
 }
 
 static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a,
-		  uint32_t *unseen)
+		  uint32_t *by_flags)
 {
 	bool has_sparse = p->pipes[nl_tok_pipe(b->token)].has_sparse;
 	const struct nl_watch *sw = &b->watch[NL_CONSUMER_SPARSE];
@@ -192,19 +192,20 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		const struct nl_seen_op *prod =
 			sw->valid ? &sw->producer : frontier_op(b, NL_STAGE_COPY);
 
-		add_unordered(p, a, unseen, NL_EDGE_COPY_SPARSE, true, prod,
+		add_unordered(p, a, by_flags, NL_EDGE_COPY_SPARSE, true, prod,
 			      sw->valid ? &sw->consumer : NULL);
 	} else if (b->cs.valid) {
 		/* the sparse stage began before the batch reached it */
 		struct nl_seen_op prod = first_unseen(p, b, &b->bs[b->cs.bs], b->cs.seen);
 
-		add_unordered(p, a, unseen, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
+		add_unordered(p, a, by_flags, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
 	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
 		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
 
-		add_unordered(p, a, unseen, has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true,
-			      prod, cw->valid ? &cw->consumer : NULL);
+		add_unordered(p, a, by_flags,
+			      has_sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD, true, prod,
+			      cw->valid ? &cw->consumer : NULL);
 	}
 	if (!b->fwd_started)
 		return;
@@ -221,12 +222,14 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		if (bs->pending && !bs->covered) {
 			/* forward ops enqueued after the producer's last op, unordered */
 			prod = first_unseen(p, b, bs, bs->pending_seen);
-			add_unordered(p, a, unseen, edge_of_stage(bs->stage), false, &prod, &bs->pending_f);
+			add_unordered(p, a, by_flags, edge_of_stage(bs->stage), false, &prod,
+				      &bs->pending_f);
 		} else if (b->fwd_vc_valid && bs->has_work &&
 			   bs->last_work.clock > b->fwd_vc[bs->slot]) {
 			/* a producer op not ordered before the last forward op */
 			prod = first_unseen(p, b, bs, b->fwd_vc[bs->slot]);
-			add_unordered(p, a, unseen, edge_of_stage(bs->stage), false, &prod, &b->fwd_last);
+			add_unordered(p, a, by_flags, edge_of_stage(bs->stage), false, &prod,
+				      &b->fwd_last);
 		}
 	}
 }
@@ -271,7 +274,7 @@ static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl
 void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 		    const struct nl_batch *b, struct nl_batch_audit *a)
 {
-	uint32_t unseen = 0;
+	uint32_t by_flags = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->pid = p->pid;
@@ -314,12 +317,12 @@ void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 	a->post_step_confirmed = b->post_confirmed;
 	a->post_step_at_ns = b->post_confirmed ? b->post_at : 0;
 	a->tick_end_ns = b->close_ts;
-	judge(p, b, a, &unseen);
+	judge(p, b, a, &by_flags);
 	if (a->missing_mask && !e->o.unseen_nonblocking) {
 		/* Named only where the calls prove it, whatever flags the
 		 * streams created before tracing had: the first edge must be
 		 * missing both ways, and only edges missing both ways are named. */
-		uint32_t m = a->missing_mask, sure = m & ~unseen;
+		uint32_t m = a->missing_mask, sure = m & ~by_flags;
 
 		if (!sure || (sure & -sure) != (m & -m))
 			a->skip_mask |= NL_SKIP_BIT(NL_SKIP_PRETRACE_STREAM);
