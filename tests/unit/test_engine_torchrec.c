@@ -1179,20 +1179,22 @@ static void sparse_segment_after_record(void **state)
  * sparse->forward on k alone. */
 static bool step_a_counted;
 
-static struct tb *step_a_loop(int n, int drop, bool reuse)
+/* depth: batch i+depth's copy and input_dist come after dist_init(i) */
+static struct tb *step_a_run(int n, int drop, bool reuse, int depth)
 {
 	struct four q;
 	struct tb *t = four_streams(&q, n, reuse);
 	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
 
 	t->counted = step_a_counted;
-	copy_and_dist(t, M, D, X, done[0], true);
+	for (int k = 0; k < depth; k++)
+		copy_and_dist(t, M, D, X, done[k], true);
 	for (int i = 0; i < n; i++) {
 		tb_wait_stream(t, C, D);
 		tb_wait(t, D, done[i]);
 		tb_kernel(t, D, K_DIST_INIT);
-		if (i + 1 < n)
-			copy_and_dist(t, M, D, X, done[i + 1], true);
+		if (i + depth < n)
+			copy_and_dist(t, M, D, X, done[i + depth], true);
 		tb_wait_stream_or_drop(t, C, D, i != drop);
 		tb_kernel(t, C, K_LOOKUP);
 		tb_kernel(t, C, K_GEMM);
@@ -1202,15 +1204,25 @@ static struct tb *step_a_loop(int n, int drop, bool reuse)
 	return t;
 }
 
+static struct tb *step_a_loop(int n, int drop, bool reuse)
+{
+	return step_a_run(n, drop, reuse, 1);
+}
+
+/* launches named, then counted in runs as the probes send them */
+static void step_a_each_drop(struct tb *(*loop)(int, int, bool))
+{
+	for (int counted = 0; counted < 2; counted++) {
+		step_a_counted = counted;
+		each_drop(loop, 8, 1, EDGE(SPARSE_FORWARD));
+	}
+	step_a_counted = false;
+}
+
 static void step_a_wait_before_dist_init(void **state)
 {
 	(void)state;
-	/* launches named, then counted in runs as the probes send them */
-	for (int counted = 0; counted < 2; counted++) {
-		step_a_counted = counted;
-		each_drop(step_a_loop, 8, 1, EDGE(SPARSE_FORWARD));
-	}
-	step_a_counted = false;
+	step_a_each_drop(step_a_loop);
 }
 
 /* The same step-a wait at depth 2 (TorchRec's order: batch i+2's copy and
@@ -1224,36 +1236,13 @@ static void step_a_wait_before_dist_init(void **state)
  * sparse->forward. Step d's wait dropped for batch k: k alone. */
 static struct tb *step_a_depth2_loop(int n, int drop, bool reuse)
 {
-	struct four q;
-	struct tb *t = four_streams(&q, n, reuse);
-	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
-
-	t->counted = step_a_counted;
-	copy_and_dist(t, M, D, X, done[0], true);
-	copy_and_dist(t, M, D, X, done[1], true);
-	for (int i = 0; i < n; i++) {
-		tb_wait_stream(t, C, D);
-		tb_wait(t, D, done[i]);
-		tb_kernel(t, D, K_DIST_INIT);
-		if (i + 2 < n)
-			copy_and_dist(t, M, D, X, done[i + 2], true);
-		tb_wait_stream_or_drop(t, C, D, i != drop);
-		tb_kernel(t, C, K_LOOKUP);
-		tb_kernel(t, C, K_GEMM);
-		tb_kernel(t, C, K_TRITON);
-	}
-	tb_end(t);
-	return t;
+	return step_a_run(n, drop, reuse, 2);
 }
 
 static void step_a_depth2(void **state)
 {
 	(void)state;
-	for (int counted = 0; counted < 2; counted++) {
-		step_a_counted = counted;
-		each_drop(step_a_depth2_loop, 8, 1, EDGE(SPARSE_FORWARD));
-	}
-	step_a_counted = false;
+	step_a_each_drop(step_a_depth2_loop);
 }
 
 /* A depth-1 loop whose collective stream's wait on the data-dist stream
