@@ -155,6 +155,18 @@ static uint64_t last_wait_ts(const struct nl_stream *s)
 	return 0;
 }
 
+/* The batch stream s holds, of tok's pipeline, still open, taken and no
+ * work done on it yet (NULL: none such). */
+const struct nl_batch *nl_held_unworked(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_batch *h;
+
+	if (s->token == NL_NO_TOKEN || nl_tok_pipe(s->token) != nl_tok_pipe(tok))
+		return NULL;
+	h = nl_batch_of(p, s->token);
+	return h && !h->closed && !h->fwd_work ? h : NULL;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -182,12 +194,10 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 	 * that now covers all of that batch's producer work, and brings a
 	 * newer batch too, is its take again. Not where implicit null-stream
 	 * edges, not waits, move compute. */
-	if (s->token != NL_NO_TOKEN && s->token < tok && nl_tok_pipe(s->token) == nl_tok_pipe(tok) &&
-	    !(nl_key_is_null(&s->key) && p->nblocking)) {
-		const struct nl_batch *h = nl_batch_of(p, s->token);
-		uint64_t last = h ? producers_before(h, s) : 0;
+	if (s->token < tok && !(nl_key_is_null(&s->key) && p->nblocking)) {
+		const struct nl_batch *h = nl_held_unworked(p, s, tok);
 
-		if (h && !h->closed && !h->fwd_work && last > last_wait_ts(s))
+		if (h && producers_before(h, s) > last_wait_ts(s))
 			return s->token;
 	}
 	mine = nl_ring_last_work_ts(s);

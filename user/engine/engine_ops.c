@@ -33,18 +33,6 @@ static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
 	p->implicit_edges++;
 }
 
-/* Stream s took its batch by a wait and did no work on it yet: a newer
- * batch of the same pipeline an implicit join brings does not move it. */
-static bool took_unworked(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
-{
-	const struct nl_batch *h;
-
-	if (s->token == NL_NO_TOKEN || nl_tok_pipe(s->token) != nl_tok_pipe(tok))
-		return false;
-	h = nl_batch_of(p, s->token);
-	return h && !h->closed && !h->fwd_work;
-}
-
 /* A sparse stream joining the null stream takes the batch due there, as
  * by a wait on the copy stream whose batch the null stream carried: not a
  * newer one the same join covers too (a loader ahead). */
@@ -89,7 +77,7 @@ static void implicit_sync(struct nl_proc *p, int slot, uint64_t ts)
 		 * batch its wait took and it did no work on yet stays */
 		if (tok > s->carry)
 			s->carry = tok;
-		if (tok > s->token && !took_unworked(p, s, tok))
+		if (tok > s->token && !nl_held_unworked(p, s, tok))
 			nl_set_token(p, slot, nl_cadence(p, slot, tok), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
