@@ -19,6 +19,15 @@
 		pl_called(&(c));            \
 	} while (0)
 
+/* A call that frees a handle, logged before any thread can reuse its address. */
+#define RUN_FREEING(c, expr)                \
+	do {                                \
+		pl_hold();                  \
+		(c).t_ns = pl_now_ns();     \
+		(c).rc = (int)(expr);       \
+		pl_called_held(&(c));       \
+	} while (0)
+
 #define U(p) ((uint64_t)(uintptr_t)(p))
 
 /* Calls with an out parameter: the handle is read only after the call. */
@@ -71,7 +80,7 @@ void hw_stream_destroy(hipStream_t s)
 {
 	struct pl_call c = { .api = "hipStreamDestroy", .fields = CF_STREAM, .stream = U(s) };
 
-	RUN(c, hipStreamDestroy(s));
+	RUN_FREEING(c, hipStreamDestroy(s));
 }
 
 void hw_stream_sync(hipStream_t s)
@@ -103,7 +112,7 @@ void hw_event_destroy(hipEvent_t e)
 {
 	struct pl_call c = { .api = "hipEventDestroy", .fields = CF_EVENT, .event = U(e) };
 
-	RUN(c, hipEventDestroy(e));
+	RUN_FREEING(c, hipEventDestroy(e));
 }
 
 void hw_event_record(hipEvent_t e, hipStream_t s, long *seq)
@@ -161,7 +170,7 @@ void hw_free(void *p)
 {
 	struct pl_call c = { .api = "hipFree", .fields = CF_DST, .dst = U(p) };
 
-	RUN(c, hipFree(p));
+	RUN_FREEING(c, hipFree(p));
 }
 
 void hw_memcpy_async(void *dst, const void *src, size_t n, hipMemcpyKind k, hipStream_t s)
@@ -269,7 +278,7 @@ void hw_graph_exec_destroy(hipGraphExec_t x)
 	struct pl_call c = { .api = "hipGraphExecDestroy", .fields = CF_FN, .fn = U(x),
 			     .fn_key = "exec" };
 
-	RUN(c, hipGraphExecDestroy(x));
+	RUN_FREEING(c, hipGraphExecDestroy(x));
 }
 
 void hw_graph_destroy(hipGraph_t g)
@@ -277,7 +286,7 @@ void hw_graph_destroy(hipGraph_t g)
 	struct pl_call c = { .api = "hipGraphDestroy", .fields = CF_FN, .fn = U(g),
 			     .fn_key = "graph" };
 
-	RUN(c, hipGraphDestroy(g));
+	RUN_FREEING(c, hipGraphDestroy(g));
 }
 
 void hw_nccl_init(ncclComm_t *comm)

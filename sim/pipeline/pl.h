@@ -111,6 +111,13 @@ void pl_truth_close(void);
 long pl_calls_logged(void);
 /* Logs c (assigning seq); a failing call ends the program (hipw.c). */
 void pl_called(struct pl_call *c);
+/*
+ * For calls that free a handle: pl_hold() before the call, pl_called_held()
+ * after it. The truth stays locked across the call, so no other thread can
+ * log the creation of a handle at the freed address before its destruction.
+ */
+void pl_hold(void);
+void pl_called_held(struct pl_call *c);
 /* One JSON object (without the braces' newline) written as a line. */
 void pl_truth_line(const char *json);
 uint64_t pl_now_ns(void);

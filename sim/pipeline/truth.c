@@ -224,11 +224,11 @@ static void format_call(struct pl_json *j, const struct pl_call *c, long seq)
 	pj_raw(j, "}\n");
 }
 
-void pl_called(struct pl_call *c)
+/* Caller holds truth_mu; releases it. */
+static void called_held(struct pl_call *c)
 {
 	struct pl_json j;
 
-	pthread_mutex_lock(&truth_mu);
 	c->seq = next_seq++;
 	if (truth_fd >= 0) {
 		format_call(&j, c, c->seq);
@@ -237,4 +237,20 @@ void pl_called(struct pl_call *c)
 	pthread_mutex_unlock(&truth_mu);
 	if (c->rc != 0 && c->rc != c->ok_rc)
 		pl_die(c->api, c->rc, c->nccl);
+}
+
+void pl_called(struct pl_call *c)
+{
+	pthread_mutex_lock(&truth_mu);
+	called_held(c);
+}
+
+void pl_hold(void)
+{
+	pthread_mutex_lock(&truth_mu);
+}
+
+void pl_called_held(struct pl_call *c)
+{
+	called_held(c);
 }
