@@ -447,6 +447,8 @@ static struct rp_call *on_stream(struct gen *g, int api, int s, uint32_t tid)
 				api = NL_API_MEMCPY_ASYNC_SPT;
 			else if (api == NL_API_STREAM_SYNCHRONIZE)
 				api = NL_API_STREAM_SYNCHRONIZE_SPT;
+			else if (api == NL_API_STREAM_WAIT_EVENT)
+				api = NL_API_STREAM_WAIT_EVENT_SPT;
 		}
 	}
 	c = emit(g, api, tid);
@@ -539,7 +541,7 @@ static void record(struct gen *g, int e, int s, uint32_t tid)
 
 	if (!c)
 		return;
-	set_arg(c, nl_api_info[NL_API_EVENT_RECORD].slot_event, g->ev[e].handle);
+	set_arg(c, nl_api_info[c->rec.api].slot_event, g->ev[e].handle);
 	stream_cmd(g, c, s);
 	g->ev[e].recorded = true;
 	g->ev[e].carry = g->carry[s];
@@ -553,8 +555,8 @@ static void wait(struct gen *g, int s, int e, uint32_t tid, int purpose, int bat
 
 	if (!c)
 		return;
-	set_arg(c, nl_api_info[NL_API_STREAM_WAIT_EVENT].slot_event, g->ev[e].handle);
-	set_arg(c, nl_api_info[NL_API_STREAM_WAIT_EVENT].slot_flags, 0);
+	set_arg(c, nl_api_info[c->rec.api].slot_event, g->ev[e].handle);
+	set_arg(c, nl_api_info[c->rec.api].slot_flags, 0);
 	implicit(g, s);
 	if (g->ev[e].recorded) {
 		for (int k = 0; k < RP_MAX_STREAMS; k++)

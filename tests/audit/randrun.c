@@ -221,6 +221,8 @@ static int make_call(int i)
 		return hipEventRecord(e, s);
 	case NL_API_STREAM_WAIT_EVENT:
 		return hipStreamWaitEvent(s, e, (unsigned)arg[a->slot_flags]);
+	case NL_API_STREAM_WAIT_EVENT_SPT:
+		return hipStreamWaitEvent_spt(s, e, (unsigned)arg[a->slot_flags]);
 	case NL_API_EVENT_QUERY:
 		rc = hipEventQuery(e);
 		return rc == hipErrorNotReady ? 0 : rc;

@@ -89,7 +89,7 @@ static bool waited_on(const struct nl_stream *s, int slot)
 	for (uint32_t k = s->nring; k > nl_ring_start(s); k--) {
 		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
 
-		if (r->api == NL_API_STREAM_WAIT_EVENT && r->ev_slot == slot)
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot)
 			return true;
 	}
 	return false;

@@ -96,7 +96,7 @@ static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t
 			for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 				const struct nl_ring_op *r = &x->ring[k % NL_RING];
 
-				if (r->api == NL_API_STREAM_WAIT_EVENT && r->token == tok && r->ev_slot >= 0 &&
+				if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->token == tok && r->ev_slot >= 0 &&
 				    taint[r->ev_slot] != UINT32_MAX && r->ev_clock > taint[r->ev_slot] &&
 				    r->ev_clock <= until[r->ev_slot]) {
 					taint[i] = r->clock - 1;
@@ -113,7 +113,7 @@ static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t
 			for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 				const struct nl_ring_op *r = &x->ring[k % NL_RING];
 
-				if (r->clock <= taint[i] || r->api != NL_API_STREAM_WAIT_EVENT)
+				if (r->clock <= taint[i] || nl_api_info[r->api].kind != NL_K_STREAM_WAIT)
 					continue;
 				if (r->token != tok || r->ev_slot < 0 || taint[r->ev_slot] == UINT32_MAX ||
 				    r->ev_clock <= taint[r->ev_slot] || r->ev_clock > until[r->ev_slot]) {
