@@ -328,6 +328,44 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 	return tok;
 }
 
+/* The stream batch b was copied on; -1 none, -2 more than one. */
+static int copy_slot(const struct nl_batch *b)
+{
+	int slot = -1;
+
+	for (int i = 0; i < b->nbs; i++) {
+		if (b->bs[i].stage != NL_STAGE_COPY || !b->bs[i].has_work)
+			continue;
+		if (slot >= 0 && slot != b->bs[i].slot)
+			return -2;
+		slot = b->bs[i].slot;
+	}
+	return slot;
+}
+
+/* Batches x and b were copied on the same one stream. */
+static bool same_copy_stream(const struct nl_batch *x, const struct nl_batch *b)
+{
+	int c = copy_slot(b);
+
+	return c >= 0 && c == copy_slot(x);
+}
+
+/* A stream other than compute and the pipeline's own producers did work
+ * since `since`: a producer the restart could be for. */
+static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x == s || nl_ring_last_work_ts(x) <= since)
+			continue;
+		if ((x->role != NL_ROLE_COPY && x->role != NL_ROLE_SPARSE) || x->pipe != pipe)
+			return true;
+	}
+	return false;
+}
+
 /* Tick cadence at compute, by the step signature: compute holds batch X
  * whose forward window began with the step's first two kernels and launches
  * the first of them again, so a new step begins. When the next batch of X's
@@ -336,8 +374,17 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
  * rather than running its forward in X's window. Only while every step so
  * far began with the same two different kernels, named (a launch counted in
  * a run carries no kernel address); the first step is enough, as the next
- * batch must be ordered already. */
-#define NL_STEP_SURE 2 /* counted: steps that began alike before a restart is trusted */
+ * batch must be ordered already.
+ *
+ * A next batch not ordered yet is taken too (its take was dropped: its
+ * forward reads it unordered) only where the windows are sure to follow
+ * the forward: one pipeline, the last NL_STEP_SURE takes tight (the next
+ * batch was produced and not yet ordered when compute began each window,
+ * nl_note_window), no stream outside the pipeline's own producers worked
+ * since the window began (another pipeline's batch may be the one due),
+ * and both batches copied on the same stream (two copy streams in turn
+ * can put compute's windows a batch ahead). */
+#define NL_STEP_SURE 2 /* steps that began alike, or takes that were tight, before a restart is trusted */
 
 /* A named launch with signature `sig` begins compute's step again inside
  * the window `w`: every step so far began with it. With launches named,
@@ -378,9 +425,33 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		return;
 	b = nl_batch_of(p, s->token + 1);
 	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
-	    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
+	    (q->has_sparse && !b->reached_sparse))
+		return;
+	if (!producers_before(b, s) && (p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
+					outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) ||
+					!same_copy_stream(x, b)))
 		return;
 	nl_set_token(p, slot, b->token, c->ts_ns);
+}
+
+/* Compute's first work op with its token: the take of that batch was
+ * tight when the next batch, copied and (with a sparse stage) begun on the
+ * data-dist stream, was not yet ordered before compute. Loose (and the run
+ * of tight takes ends) when it was, or when compute skipped a batch: a
+ * loop whose waits cover newer work than the batch they bring, where the
+ * windows the waits give compute may run ahead of its forward. */
+void nl_note_window(struct nl_proc *p, const struct nl_stream *s)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, s->token);
+	const struct nl_batch *b;
+
+	if (!q || s->token <= q->fwd_max)
+		return;
+	b = nl_batch_of(p, s->token + 1);
+	if (q->fwd_max != NL_NO_TOKEN && s->token != q->fwd_max + 1)
+		q->tight_run = 0;
+	else if (b && b->copy_closed && (!q->has_sparse || b->reached_sparse))
+		q->tight_run = producers_before(b, s) ? 0 : q->tight_run + 1;
 }
 
 /* A wait of compute that moved it to batch `got` brought batch `due`: the

@@ -82,6 +82,8 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
 		  const struct nl_event *ev);
 /* A launch on compute that begins a new step may take the next batch. */
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c);
+/* Compute's first work op in the window of its token: was the take tight? */
+void nl_note_window(struct nl_proc *p, const struct nl_stream *s);
 /* Every copy op of batch b is ordered before stream s's clock. */
 bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
 

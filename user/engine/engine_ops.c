@@ -540,8 +540,10 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
 		nl_take_first_compute(p, s);
 	nl_step_begins(p, slot, c);
-	if (slot == p->compute_slot && s->token != NL_NO_TOKEN && !s->orphan)
+	if (slot == p->compute_slot && s->token != NL_NO_TOKEN && !s->orphan) {
+		nl_note_window(p, s);
 		nl_compute_advance(e, p, s->token, c->ts_ns); /* only a later token of its pipeline */
+	}
 	clock = ++s->vc[slot];
 	s->gate = clock;
 	if (slot == p->compute_slot)

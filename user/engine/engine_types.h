@@ -298,6 +298,9 @@ struct nl_pipe {
 	uint32_t run_n;
 	bool run_varied;
 	uint64_t run_min_work; /* the fewest work ops a closed forward window had */
+	/* forward windows in a row that began before the next batch was
+	 * ordered before compute (its take was tight) */
+	uint32_t tight_run;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */

@@ -153,6 +153,19 @@ static void add_unordered(const struct nl_proc *p, struct nl_batch_audit *a, uin
 	to_ref(p, cons, &u->consumer);
 }
 
+/* Edge e is not named after all (a consequence of another one). */
+static void drop_edge(struct nl_batch_audit *a, uint32_t *by_flags, int e)
+{
+	uint32_t k = 0;
+
+	a->missing_mask &= ~(1u << e);
+	*by_flags &= ~(1u << e);
+	for (uint32_t i = 0; i < a->nunordered; i++)
+		if (a->unordered[i].edge != e)
+			a->unordered[k++] = a->unordered[i];
+	a->nunordered = k;
+}
+
 /* The first op of the batch on bs's stream with a clock above `seen`. */
 static struct nl_seen_op first_unseen(const struct nl_proc *p, const struct nl_batch *b,
 				      const struct nl_batch_stream *bs, uint32_t seen)
@@ -232,6 +245,13 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 				      &b->fwd_last);
 		}
 	}
+	/* The same the other way: a copy ordered before the sparse stage
+	 * reaches forward through it, so with sparse->forward named its
+	 * copy->forward is that fault (one wait of compute on the data-dist
+	 * stream orders both). */
+	if ((a->missing_mask & (1u << NL_EDGE_SPARSE_FORWARD)) &&
+	    !(a->missing_mask & (1u << NL_EDGE_COPY_SPARSE)))
+		drop_edge(a, by_flags, NL_EDGE_COPY_FORWARD);
 }
 
 static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a)
