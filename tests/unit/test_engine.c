@@ -171,6 +171,57 @@ static void null_stream_nonblocking(void **state)
 	tb_free(t);
 }
 
+/* Blocking copy and data-dist streams, compute on the null stream, depth
+ * 2: D's wait for batch i+1 comes after copy(i+2) (it covers that copy
+ * too), and compute's backward on the null stream, between D's sparse
+ * work of i+1 and D's record, joins the copy stream: the null stream
+ * carries batch i+2. D's record then joins the null stream. The record
+ * ends batch i+1's sparse stage, and its event carries i+1; the newer
+ * batch is D's at its next work op. Before, the record took i+2, compute's
+ * wait on it took a batch a step early, forward(i+1) ran in i+2's window
+ * ahead of sparse(i+2): clean batches accused sparse->forward. */
+static void null_stream_record_keeps_batch(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int n = 0; n < 4; n++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t m, d;
+
+		t->reuse_events = n % 2;
+		t->counted = n >= 2;
+		m = tb_stream_create(t, 0);
+		d = tb_stream_create(t, 0);
+		tb_copy(t, m, 1, 1024);
+		tb_copy(t, m, 1, 1024);
+		tb_wait_stream(t, d, m);
+		tb_kernel(t, d, K_INPUT_DIST);
+		tb_kernel(t, d, K_DIST_INIT);
+		tb_wait_stream(t, 0, d);
+		for (int i = 0; i < N; i++) {
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			tb_kernel(t, 0, K_TRITON);
+			if (i + 2 < N)
+				tb_copy(t, m, 1, 1024);
+			if (i + 1 < N) {
+				tb_wait_stream(t, d, m);
+				tb_kernel(t, d, K_INPUT_DIST);
+				tb_kernel(t, d, K_DIST_INIT);
+			}
+			tb_kernel(t, 0, K_BWD_EMB);
+			tb_kernel(t, 0, K_BWD_GEMM);
+			if (i + 1 < N)
+				tb_wait_stream(t, 0, d);
+		}
+		end_job(t);
+		assert_one_fault(t, N, -1, 0, n % 2 ? "reused events" : "fresh events");
+		assert_true(t->sum.implicit_edges > 0);
+		tb_free(t);
+	}
+}
+
 /* Blocking copy and data-dist streams, compute on the null stream, one
  * event per edge re-recorded, the loader a batch ahead: D's wait on the
  * copy stream covers the next batch's copy too, and every op of the null
@@ -749,6 +800,7 @@ int main(void)
 		cmocka_unit_test(null_stream_blocking),
 		cmocka_unit_test(null_stream_nonblocking),
 		cmocka_unit_test(null_stream_joins_keep_batch),
+		cmocka_unit_test(null_stream_record_keeps_batch),
 		cmocka_unit_test(collective_after_inner_launch),
 		cmocka_unit_test(completion_evidence),
 		cmocka_unit_test(post_step_confirmed),

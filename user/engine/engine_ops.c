@@ -53,9 +53,10 @@ static int64_t implicit_due(struct nl_proc *p, int slot, int64_t tok)
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
  * it takes the newest token among them. */
-static void implicit_sync(struct nl_proc *p, int slot, uint64_t ts)
+static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
+	uint64_t ts = c->ts_ns;
 
 	if (slot == p->null_slot) {
 		int64_t tok = NL_NO_TOKEN;
@@ -86,10 +87,25 @@ static void implicit_sync(struct nl_proc *p, int slot, uint64_t ts)
 		 * moved compute's batch */
 		int64_t tok = ns->carry > ns->token ? ns->carry : ns->token;
 
+		/* A record ends the batch the stream's work before it was
+		 * for: its event carries that batch. A newer batch the join
+		 * brings is taken at the stream's next work op (a record
+		 * that took it handed compute a batch a step early: every
+		 * batch of a clean loop accused). */
+		bool rec = c->kind == NL_K_EVENT_RECORD && s->role == NL_ROLE_SPARSE;
+
+		if (c->kind == NL_K_STREAM_WAIT) {
+			s->implicit_tok = NL_NO_TOKEN; /* the wait decides */
+		} else if (c->kind != NL_K_EVENT_RECORD && s->implicit_tok > s->token) {
+			nl_set_token(p, slot, implicit_due(p, slot, s->implicit_tok), ts);
+			s->implicit_tok = NL_NO_TOKEN;
+		}
 		if (ns->capturing || ns->vc[n] <= s->vc[n])
 			return;
 		join_implicit(p, slot, n, ts);
-		if (tok > s->token)
+		if (rec && tok > s->token)
+			s->implicit_tok = tok;
+		else if (tok > s->token)
 			nl_set_token(p, slot, implicit_due(p, slot, tok), ts);
 	}
 }
@@ -104,7 +120,7 @@ static bool op_prepare(struct nl_proc *p, int slot, const struct nl_call *c)
 		nl_capture_note(p, slot);
 		return false;
 	}
-	implicit_sync(p, slot, c->ts_ns);
+	implicit_sync(p, slot, c);
 	return true;
 }
 

@@ -100,6 +100,7 @@ struct nl_stream {
 	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
 	int64_t token;        /* current batch token */
 	int64_t carry;        /* null stream: the newest token its implicit joins brought */
+	int64_t implicit_tok; /* blocking sparse stream: a token its record's join brought, for its next work */
 	/* copy stream: an open segment, its thread and that thread's compute work then */
 	bool seg_open;
 	uint32_t seg_tid;
