@@ -222,6 +222,55 @@ static void null_stream_record_keeps_batch(void **state)
 	}
 }
 
+/* Blocking copy and data-dist streams, compute on the null stream, the
+ * loader `depth` batches ahead: compute's backward on the null stream
+ * comes after the copy of a batch the data-dist stream has not reached,
+ * and joins the copy stream. Compute takes a batch of a pipeline with a
+ * sparse stage from its sparse streams, so that join orders but brings no
+ * batch (as a wait on the copy stream). Before, compute took the copy
+ * stream's batch there, closing the batches before it; the data-dist
+ * stream's next wait then skipped a batch, accused copy->sparse (never
+ * reached). */
+static void null_stream_copy_join(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int n = 0; n < 8; n++) {
+		struct tb *t = tb_new(NULL);
+		int depth = 1 + n % 2;
+		uint64_t m, d;
+
+		t->reuse_events = n / 2 % 2;
+		t->counted = n >= 4;
+		m = tb_stream_create(t, 0);
+		d = tb_stream_create(t, 0);
+		for (int k = 0; k < depth; k++)
+			tb_copy(t, m, 1, 1024);
+		tb_wait_stream(t, d, m);
+		tb_kernel(t, d, K_INPUT_DIST);
+		tb_kernel(t, d, K_DIST_INIT);
+		for (int i = 0; i < N; i++) {
+			tb_wait_stream(t, 0, d);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			if (i + depth < N)
+				tb_copy(t, m, 1, 1024);
+			tb_kernel(t, 0, K_BWD_EMB);
+			tb_kernel(t, 0, K_BWD_GEMM);
+			if (i + 1 < N) {
+				tb_wait_stream(t, d, m);
+				tb_kernel(t, d, K_INPUT_DIST);
+				tb_kernel(t, d, K_DIST_INIT);
+			}
+		}
+		end_job(t);
+		assert_one_fault(t, N, -1, 0, n % 2 ? "depth 2" : "depth 1");
+		assert_true(t->sum.implicit_edges > 0);
+		tb_free(t);
+	}
+}
+
 /* Blocking copy and data-dist streams, compute on the null stream, one
  * event per edge re-recorded, the loader a batch ahead: D's wait on the
  * copy stream covers the next batch's copy too, and every op of the null
@@ -801,6 +850,7 @@ int main(void)
 		cmocka_unit_test(null_stream_nonblocking),
 		cmocka_unit_test(null_stream_joins_keep_batch),
 		cmocka_unit_test(null_stream_record_keeps_batch),
+		cmocka_unit_test(null_stream_copy_join),
 		cmocka_unit_test(collective_after_inner_launch),
 		cmocka_unit_test(completion_evidence),
 		cmocka_unit_test(post_step_confirmed),

@@ -49,6 +49,16 @@ static int64_t implicit_due(struct nl_proc *p, int slot, int64_t tok)
 	return tok;
 }
 
+/* Compute joining the copy stream of a pipeline with a sparse stage: it
+ * takes that pipeline's batches from the sparse streams, so the join
+ * orders but brings no batch (as a wait on the copy stream, nl_over_copy). */
+static bool over_copy_join(struct nl_proc *p, const struct nl_stream *b)
+{
+	const struct nl_pipe *q = b->role == NL_ROLE_COPY ? nl_pipe_of_stream(p, b) : NULL;
+
+	return q && q->has_sparse;
+}
+
 /* The legacy null stream waits for all prior work of blocking streams, and
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
@@ -59,7 +69,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 	uint64_t ts = c->ts_ns;
 
 	if (slot == p->null_slot) {
-		int64_t tok = NL_NO_TOKEN;
+		int64_t tok = NL_NO_TOKEN, all = NL_NO_TOKEN;
 
 		if (!p->nblocking)
 			return;
@@ -70,14 +80,16 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 			    b->vc[i] <= s->vc[i])
 				continue;
 			join_implicit(p, slot, (int)i, ts);
-			if (b->token > tok)
+			if (b->token > all)
+				all = b->token;
+			if (b->token > tok && !(slot == p->compute_slot && over_copy_join(p, b)))
 				tok = b->token;
 		}
 		/* compute takes the due batch the join covers, not the newest
 		 * (tick cadence), and what was joined travels on (carry); a
 		 * batch its wait took and it did no work on yet stays */
-		if (tok > s->carry)
-			s->carry = tok;
+		if (all > s->carry)
+			s->carry = all;
 		if (tok > s->token && !nl_held_unworked(p, s, tok))
 			nl_set_token(p, slot, nl_cadence(p, slot, tok), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
