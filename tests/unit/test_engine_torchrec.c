@@ -1341,23 +1341,32 @@ static void dropped_tight_take(void **state)
 	tight_drop_cs = -1;
 }
 
-/* A depth-1 loop whose collective stream's wait on the data-dist stream
- * is dropped for batch k: its all-to-all reads k's input_dist unordered,
- * copy->sparse on k alone. For batch 0 that all-to-all is the collective
- * stream's first work, before any batch reached it: the oldest batch's. */
-static struct tb *coll_edge_loop(int n, int drop, bool reuse)
+/* The TorchRec step with a collective stream: copy, D.wait_stream(M),
+ * input_dist, X.wait_stream(D), the all-to-all recording done[i],
+ * D.wait(done[i]), dist_init, C.wait_stream(D), forward. `ahead`: the
+ * loader copies batch i+1 before D's wait for batch i (that wait covers
+ * the next copy too; the tick cadence gives D batch i). For batch `drop`,
+ * X's wait on D is dropped (`drop_end` false) or D's wait on done[i]. */
+static bool dist_counted;
+
+static struct tb *dist_loop(int n, int drop, bool reuse, bool ahead, bool drop_end)
 {
 	struct four q;
 	struct tb *t = four_streams(&q, n, reuse);
 	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
 
-	for (int i = 0; i < n; i++) {
+	t->counted = dist_counted;
+	if (ahead)
 		tb_copy(t, M, 1, 4096);
+	for (int i = 0; i < n; i++) {
+		if (!ahead || i + 1 < n)
+			tb_copy(t, M, 1, 4096);
 		tb_wait_stream(t, D, M);
 		tb_kernel(t, D, K_INPUT_DIST);
-		tb_wait_stream_or_drop(t, X, D, i != drop);
+		tb_wait_stream_or_drop(t, X, D, i != drop || drop_end);
 		tb_alltoall(t, X, done[i]);
-		tb_wait(t, D, done[i]);
+		if (i != drop || !drop_end)
+			tb_wait(t, D, done[i]);
 		tb_kernel(t, D, K_DIST_INIT);
 		tb_wait_stream(t, C, D);
 		tb_kernel(t, C, K_LOOKUP);
@@ -1368,10 +1377,43 @@ static struct tb *coll_edge_loop(int n, int drop, bool reuse)
 	return t;
 }
 
+/* A depth-1 loop whose collective stream's wait on the data-dist stream
+ * is dropped for batch k: its all-to-all reads k's input_dist unordered,
+ * copy->sparse on k alone. For batch 0 that all-to-all is the collective
+ * stream's first work, before any batch reached it: the oldest batch's. */
+static struct tb *coll_edge_loop(int n, int drop, bool reuse)
+{
+	return dist_loop(n, drop, reuse, false, false);
+}
+
 static void first_collective_without_edge(void **state)
 {
 	(void)state;
 	each_drop(coll_edge_loop, 8, 0, EDGE(COPY_SPARSE));
+}
+
+/* The loader a batch ahead, D's wait on the collective stream's end of
+ * batch k dropped: dist_init(k) follows D's record that the collective
+ * stream waited on, with no wait between, and reads the all-to-all's
+ * output unordered: sparse->forward on k alone. That work is batch k's
+ * (another kernel than its input_dist: the stage goes on after the
+ * hand-off to the collective stream), not batch k+1's sparse stage begun
+ * without its edge, so D's next wait still takes k+1. Before, it passed
+ * k+1 over: k+1 accused copy->sparse (never reached), k+2
+ * sparse->forward. Launches named, then counted in runs. */
+static struct tb *dist_end_loop(int n, int drop, bool reuse)
+{
+	return dist_loop(n, drop, reuse, true, true);
+}
+
+static void dropped_dist_end_wait(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		dist_counted = counted;
+		each_drop(dist_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
+	}
+	dist_counted = false;
 }
 
 /* A smoke run of four batches at depth 3, copied by a loader thread: the
@@ -1537,6 +1579,7 @@ int main(void)
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
+		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(counted_tail_taken),
 	};

@@ -251,6 +251,29 @@ static bool worked_on(const struct nl_stream *s, int64_t tok)
 	return worked_before(s, s->nring, tok);
 }
 
+/* Another sparse stream waited on the record at `clock` of stream s (D
+ * handing its input_dist to the collective stream): the batch goes on on s
+ * after it. */
+static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+{
+	int slot = (int)(s - p->s);
+
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x == s || x->role != NL_ROLE_SPARSE)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot &&
+			    r->ev_clock == clock)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* The stream did work after ts that no wait made after ts preceded with
  * only work between (a segment begun before ts, or after one of its records
  * with no wait between): that work could be a batch's sparse stage begun
@@ -258,23 +281,32 @@ static bool worked_on(const struct nl_stream *s, int64_t tok)
  * rule gave a batch of its own (a token other than the wait's or the work's
  * before it, that no earlier work carried), nor the stream's first work
  * when nl_take_first gave it the oldest batch and it began after ts (it
- * began after the newer batch's copy, yet was the older batch's). */
-static bool unfed_work_since(const struct nl_stream *s, uint64_t ts)
+ * began after the newer batch's copy, yet was the older batch's). A record
+ * another sparse stream waited on (the hand-off to the collective stream)
+ * does not end a segment: the work after it goes on with the batch, unless
+ * it launches again the kernel the batch's sparse stage began with. */
+static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts)
 {
 	uint32_t k = nl_ring_start(s);
 	int64_t last = NL_NO_TOKEN;
-	bool fed = false;
+	bool fed = false, handed = false;
 
 	for (; k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
 		int kind = nl_api_info[r->api].kind;
 
 		if (kind == NL_K_STREAM_WAIT) {
+			handed = false;
 			fed = r->ts > ts;
 			last = r->token;
 		} else if (kind == NL_K_EVENT_RECORD) {
-			fed = false;
+			handed = handed_on(p, s, r->clock);
+			if (!handed)
+				fed = false;
 		} else if (r->work) {
+			if (handed && r->again)
+				fed = false;
+			handed = false;
 			if (!fed && r->token != NL_NO_TOKEN && r->token != last &&
 			    (last != NL_NO_TOKEN || (r->token == s->first_taken && r->ts > ts)) &&
 			    !worked_before(s, k, r->token))
@@ -321,7 +353,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		 * it began is not the one that was to run it (a pipeline's streams
 		 * created again): the edges decide then */
 		if ((s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts) ||
-		    unfed_work_since(s, b->st[NL_STAGE_COPY].first_ts))
+		    unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts))
 			return tok;
 		return t;
 	}

@@ -531,6 +531,17 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	s->seg_work++;
 }
 
+/* Launch c on sparse stream s names the kernel its batch's sparse stage
+ * began with (both named), after that stage's first work op. */
+static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
+{
+	const struct nl_batch *b = nl_batch_of(p, s->token);
+	const struct nl_stage_acc *acc = b ? &b->st[NL_STAGE_SPARSE] : NULL;
+
+	return acc && c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) && acc->work &&
+	       acc->first_named[0] && acc->first_sig[0] == ((uint64_t)c->api << 48 ^ c->fn);
+}
+
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -590,6 +601,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		return;
 	}
 	nl_ring_push(s, clock, c, s->token, true);
+	if (s->role == NL_ROLE_SPARSE)
+		s->ring[(s->nring - 1) % NL_RING].again = sparse_again(p, s, c);
 	nl_account(e, p, slot, c, clock, s->token, true, coll);
 }
 

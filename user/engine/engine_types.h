@@ -76,6 +76,9 @@ struct nl_ring_op {
 	int64_t token;
 	uint64_t ts;
 	bool work;
+	/* a sparse stream's launch of the kernel its batch's sparse stage began
+	 * with, again: a new batch's stage begun, not more of this one */
+	bool again;
 	/* a wait: the stream and clock of the record it waited on (-1: none) */
 	int16_t ev_slot;
 	uint32_t ev_clock;
