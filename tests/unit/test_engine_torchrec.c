@@ -1273,7 +1273,7 @@ static struct tb *tight_take_loop(int n, int drop, bool reuse)
 {
 	struct tb *t = tb_new(NULL);
 	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
-	uint64_t C = tb_stream_create(t, 1), ev[16];
+	uint64_t C = tb_stream_create(t, 1), ev[16] = { 0 };
 
 	assert_true(n <= 16);
 	t->reuse_events = reuse;
