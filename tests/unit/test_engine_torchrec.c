@@ -199,7 +199,10 @@ static void simple_drop_copy_forward(void **state)
 	t = tr_bench(NULL, &o, &r);
 	assert_int_equal(t->n, 6);
 	assert_all_trusted_except(t, 6, 2, EDGE(COPY_FORWARD));
-	assert_true(tb_batch(t, 2)->unordered[0].never_reached);
+	/* compute takes batch 2 where its step begins again (each take was
+	 * made before a newer batch was copied): the forward ops it saw read
+	 * the batch unordered, rather than the token never reaching compute */
+	assert_false(tb_batch(t, 2)->unordered[0].never_reached);
 	assert_int_equal(tb_batch(t, 2)->unordered[0].consumer.stream, 0);
 	tb_free(t);
 }
@@ -1258,6 +1261,14 @@ static void step_a_depth2(void **state)
  * k's sparse work, forward(k) had run in k-1's window, and k was trusted. */
 static bool tight_counted;
 
+/* forward's three kernels on C */
+static void forward3(struct tb *t, uint64_t C)
+{
+	tb_kernel(t, C, K_LOOKUP);
+	tb_kernel(t, C, K_GEMM);
+	tb_kernel(t, C, K_TRITON);
+}
+
 /* D's wait on the copy of this batch dropped too (-1: none) */
 static int tight_drop_cs = -1;
 
@@ -1286,9 +1297,7 @@ static struct tb *tight_take_loop(int n, int drop, bool reuse)
 	for (int i = 0; i < n; i++) {
 		if (i != drop)
 			tb_wait(t, C, ev[i]);
-		tb_kernel(t, C, K_LOOKUP);
-		tb_kernel(t, C, K_GEMM);
-		tb_kernel(t, C, K_TRITON);
+		forward3(t, C);
 		if (i + 2 < n)
 			produce(t, M, D, ev[i + 2], i + 2);
 	}
@@ -1341,6 +1350,62 @@ static void dropped_tight_take(void **state)
 	tight_drop_cs = -1;
 }
 
+/* A depth-1 loop that enqueues forward(i) before copy(i+1) and sparse(i+1)
+ * (the first loop of issue 16, section 2): when compute takes batch i, no
+ * newer batch was copied yet, so its window cannot run ahead of the
+ * forward. Compute's take of batch k dropped and D's wait on the copy of
+ * k+1 dropped too: forward(k) begins in k-1's window; the restart takes k
+ * there (sparse->forward on k), and k+1 is copy->sparse. Before, a take
+ * counted as tight only when the next batch had been produced, which this
+ * issue order never shows: forward(k) stayed in k-1's window, the next
+ * take covered k, and k was trusted. The restart's take hands k over
+ * from the data-dist stream as a wait would: its input_dist(k+1), made
+ * before a batch reached it again, is k+1's (the hand-off rule), not more
+ * of k's stage. From batch 2, launches named: counted in runs, the
+ * backward before the dropped take and forward(k) are one run, and the
+ * restart does not show (docs/engine.md, "Known limits"). */
+static struct tb *forward_first_loop(int n, int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t C = tb_stream_create(t, 1);
+
+	t->reuse_events = reuse;
+	tb_copy(t, M, 1, 4096);
+	tb_wait_stream(t, D, M);
+	tb_kernel(t, D, K_INPUT_DIST);
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream_or_drop(t, C, D, i != drop);
+		forward3(t, C);
+		if (i + 1 < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, i != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+		}
+		tb_kernel(t, C, K_BWD_EMB);
+		tb_kernel(t, C, K_BWD_GEMM);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void forward_first_double_drop(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++)
+		for (int k = 2; k < N - 2; k++) {
+			struct tb *t = forward_first_loop(N, k, reuse);
+
+			for (int i = 0; i < N; i++)
+				assert_verdict(t, (uint64_t)i,
+					       i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
+					       i == k ? EDGE(SPARSE_FORWARD) : i == k + 1 ? EDGE(COPY_SPARSE) : 0, 0);
+			tb_free(t);
+		}
+}
+
 /* The TorchRec step with a collective stream: copy, D.wait_stream(M),
  * input_dist, X.wait_stream(D), the all-to-all recording done[i],
  * D.wait(done[i]), dist_init, C.wait_stream(D), forward. `ahead`: the
@@ -1369,9 +1434,7 @@ static struct tb *dist_loop(int n, int drop, bool reuse, bool ahead, bool drop_e
 			tb_wait(t, D, done[i]);
 		tb_kernel(t, D, K_DIST_INIT);
 		tb_wait_stream(t, C, D);
-		tb_kernel(t, C, K_LOOKUP);
-		tb_kernel(t, C, K_GEMM);
-		tb_kernel(t, C, K_TRITON);
+		forward3(t, C);
 	}
 	tb_end(t);
 	return t;
@@ -1577,6 +1640,7 @@ int main(void)
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(dropped_tight_take),
+		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),

@@ -459,19 +459,36 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
 	    (q->has_sparse && !b->reached_sparse))
 		return;
-	if (!producers_before(b, s) && (p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
-					outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) ||
-					!same_copy_stream(x, b)))
-		return;
+	if (!producers_before(b, s)) {
+		if (p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
+		    outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
+			return;
+		/* taken as by a wait on the sparse streams carrying it: what
+		 * they enqueue next, before a newer batch reaches them, is not
+		 * its stage (the hand-off rule) */
+		for (uint32_t i = 0; i < p->w; i++) {
+			struct nl_stream *d = &p->s[i];
+
+			if (d->used && d->role == NL_ROLE_SPARSE && d->pipe == nl_tok_pipe(b->token) &&
+			    d->token == b->token) {
+				d->handed = true;
+				d->handed_in = false;
+				d->handed_tok = b->token;
+			}
+		}
+	}
 	nl_set_token(p, slot, b->token, c->ts_ns);
 }
 
 /* Compute's first work op with its token: the take of that batch was
  * tight when the next batch, copied and (with a sparse stage) begun on the
- * data-dist stream, was not yet ordered before compute. Loose (and the run
- * of tight takes ends) when it was, or when compute skipped a batch: a
- * loop whose waits cover newer work than the batch they bring, where the
- * windows the waits give compute may run ahead of its forward. */
+ * data-dist stream, was not yet ordered before compute, or when no newer
+ * batch was copied yet and no take of the pipeline was ever loose. Loose
+ * (and the run of tight takes ends) when the next batch was ordered
+ * already, or when compute skipped a batch (its first window not the
+ * pipeline's first batch): a loop whose waits cover newer work than the
+ * batch they bring, where the windows the waits give compute may run
+ * ahead of its forward. */
 void nl_note_window(struct nl_proc *p, const struct nl_stream *s)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, s->token);
@@ -480,10 +497,17 @@ void nl_note_window(struct nl_proc *p, const struct nl_stream *s)
 	if (!q || s->token <= q->fwd_max)
 		return;
 	b = nl_batch_of(p, s->token + 1);
-	if (q->fwd_max != NL_NO_TOKEN && s->token != q->fwd_max + 1)
-		q->tight_run = 0;
-	else if (b && b->copy_closed && (!q->has_sparse || b->reached_sparse))
-		q->tight_run = producers_before(b, s) ? 0 : q->tight_run + 1;
+	if ((q->fwd_max != NL_NO_TOKEN && s->token != q->fwd_max + 1) ||
+	    (q->fwd_max == NL_NO_TOKEN && nl_tok_seq(s->token) != 0))
+		q->tight_run = 0, q->loose = true;
+	else if (b && b->copy_closed && (!q->has_sparse || b->reached_sparse)) {
+		if (producers_before(b, s))
+			q->tight_run = 0, q->loose = true;
+		else
+			q->tight_run++;
+	} else if (!b && !q->loose) {
+		q->tight_run++; /* nothing newer yet: the window cannot be ahead */
+	}
 }
 
 /* A wait of compute that moved it to batch `got` brought batch `due`: the

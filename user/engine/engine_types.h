@@ -303,8 +303,10 @@ struct nl_pipe {
 	bool run_varied;
 	uint64_t run_min_work; /* the fewest work ops a closed forward window had */
 	/* forward windows in a row that began before the next batch was
-	 * ordered before compute (its take was tight) */
+	 * ordered before compute (its take was tight), and whether one ever
+	 * began after (nl_note_window) */
 	uint32_t tight_run;
+	bool loose;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
