@@ -558,11 +558,62 @@ static void prefetch_across_eval(void **state)
 	}
 }
 
+/* Training whose compute waits after the next batch's copy (each take
+ * covers the next batch too), an evaluation turn of two batches on a copy
+ * stream of its own, then training again with the first take dropped: it
+ * was redundant (the last take before the turn covered that batch), so
+ * every batch is trusted. Compute's step begins again in the evaluation's
+ * window with nothing of that pipeline left to begin: the training batch
+ * ordered already is the one it begins. Before, the restart only took the
+ * next batch of the window's own pipeline, so forward went on in the
+ * evaluation's window, every later take of training was one batch behind,
+ * and the last training batch never reached compute (target_exited).
+ * Launches named and counted, fresh and reused events. */
+static void restart_after_eval_turn(void **state)
+{
+	enum { TRAIN = 10, EVAL = 2, RESUME = 6 };
+
+	(void)state;
+	for (int n = 0; n < 4; n++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, m = 0, C;
+
+		t->reuse_events = n % 2;
+		t->counted = n >= 2;
+		M = tb_stream_create(t, 1);
+		C = tb_stream_create(t, 1);
+		tb_copy(t, M, 1, 4096);
+		for (int i = 0; i < TRAIN; i++) {
+			if (i == RESUME) {
+				m = stream_create_handle(t, 0x7e0000001000ull);
+				for (int k = 0; k < EVAL; k++)
+					tb_copy(t, m, 1, 4096);
+				for (int k = 0; k < EVAL; k++) {
+					tb_wait_stream(t, C, m);
+					tb_kernel(t, C, K_LOOKUP);
+					tb_kernel(t, C, K_GEMM);
+				}
+			}
+			if (i + 1 < TRAIN)
+				tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, C, M, i != RESUME);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			tb_kernel(t, C, K_BWD_EMB);
+		}
+		tb_end(t);
+		expect(t, 0, TRAIN, -1, 0);
+		expect(t, 1, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(train_eval_clean),
 		cmocka_unit_test(train_eval_one_fault),
+		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),
 		cmocka_unit_test(two_copy_streams),

@@ -418,6 +418,33 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
  * can put compute's windows a batch ahead). */
 #define NL_STEP_SURE 2 /* steps that began alike, or takes that were tight, before a restart is trusted */
 
+/* The one batch of a pipeline other than `pipe` that compute could begin
+ * now: the oldest of its pipeline with no forward begun, copied, its sparse
+ * stage reached, and every producer op ordered before compute (NULL: none,
+ * or more than one pipeline has one). */
+static const struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, int pipe)
+{
+	const struct nl_batch *found = NULL;
+
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *q = &p->pipes[i];
+		const struct nl_batch *b = NULL;
+
+		if (i == pipe || !q->used)
+			continue;
+		for (int64_t t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+		     t < q->next_token && !b; t++)
+			b = nl_batch_of(p, t);
+		if (!b || b->closed || b->fwd_started || !b->copy_closed ||
+		    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
+			continue;
+		if (found)
+			return NULL;
+		found = b;
+	}
+	return found;
+}
+
 /* A named launch with signature `sig` begins compute's step again inside
  * the window `w`: every step so far began with it. With launches named,
  * the step's two first kernels (different) are known and `w` began with
@@ -456,8 +483,16 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!step_again(q, w, (uint64_t)c->api << 48 ^ c->fn))
 		return;
 	b = nl_batch_of(p, s->token + 1);
-	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
-	    (q->has_sparse && !b->reached_sparse))
+	if (!b || b->closed || b->fwd_started) {
+		/* nothing of X's pipeline left to begin: another pipeline's
+		 * batch, ordered already (an evaluation turn ended) */
+		const struct nl_batch *o = other_due(p, s, nl_tok_pipe(s->token));
+
+		if (o)
+			nl_set_token(p, slot, o->token, c->ts_ns);
+		return;
+	}
+	if (!b->copy_closed || (q->has_sparse && !b->reached_sparse))
 		return;
 	if (!producers_before(b, s)) {
 		if (p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
