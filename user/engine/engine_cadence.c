@@ -528,20 +528,23 @@ void nl_note_window(struct nl_proc *p, const struct nl_stream *s)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, s->token);
 	const struct nl_batch *b;
+	bool loose = false;
 
 	if (!q || s->token <= q->fwd_max)
 		return;
 	b = nl_batch_of(p, s->token + 1);
-	if ((q->fwd_max != NL_NO_TOKEN && s->token != q->fwd_max + 1) ||
-	    (q->fwd_max == NL_NO_TOKEN && nl_tok_seq(s->token) != 0))
-		q->tight_run = 0, q->loose = true;
-	else if (b && b->copy_closed && (!q->has_sparse || b->reached_sparse)) {
-		if (producers_before(b, s))
-			q->tight_run = 0, q->loose = true;
-		else
-			q->tight_run++;
-	} else if (!b && !q->loose) {
-		q->tight_run++; /* nothing newer yet: the window cannot be ahead */
+	if (q->fwd_max == NL_NO_TOKEN ? nl_tok_seq(s->token) != 0 : s->token != q->fwd_max + 1)
+		loose = true; /* a batch skipped */
+	else if (b && b->copy_closed && (!q->has_sparse || b->reached_sparse))
+		loose = producers_before(b, s) != 0; /* the next one ordered already */
+	else if (b || q->loose)
+		return; /* the next one not produced yet: says nothing */
+	/* else nothing newer copied yet: the window cannot be ahead */
+	if (loose) {
+		q->tight_run = 0;
+		q->loose = true;
+	} else {
+		q->tight_run++;
 	}
 }
 
