@@ -1406,6 +1406,45 @@ static void forward_first_double_drop(void **state)
 		}
 }
 
+/* A depth-2 loop with no sparse stage whose loader copies two batches
+ * before compute's first wait (each copy recorded on one event), and
+ * compute's first take dropped. Compute's work before any wait is batch 0's
+ * forward, begun without its edge (copy->forward on 0). Its first wait
+ * covers batches 1 and 2: batch 1 is taken, not passed over as if its
+ * forward had begun in batch 0's window too. Before, with launches counted
+ * in runs (one run: no kernel address tells a step begun again), batch 1
+ * was passed over and accused copy->forward. Named and counted. */
+static void first_window_one_step(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+		uint64_t e = tb_event_create(t);
+
+		t->counted = counted;
+		for (int k = 0; k < 2; k++) {
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, e, M);
+		}
+		for (int i = 0; i < N; i++) {
+			if (i + 2 < N) {
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, e, M);
+			}
+			if (i != 0)
+				tb_wait(t, C, e);
+			forward3(t, C);
+			tb_kernel(t, C, K_BWD_EMB);
+		}
+		tb_end(t);
+		assert_one_fault(t, N, 0, EDGE(COPY_FORWARD), counted ? "counted" : "named");
+		tb_free(t);
+	}
+}
+
 /* The TorchRec step with a collective stream: copy, D.wait_stream(M),
  * input_dist, X.wait_stream(D), the all-to-all recording done[i],
  * D.wait(done[i]), dist_init, C.wait_stream(D), forward. `ahead`: the
@@ -1641,6 +1680,7 @@ int main(void)
 		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(forward_first_double_drop),
+		cmocka_unit_test(first_window_one_step),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),

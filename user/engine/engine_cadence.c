@@ -128,6 +128,19 @@ static bool watched(const struct nl_batch *b, uint64_t last)
 	return !cw->valid && !cw->blind && cw->armed && cw->armed_ts <= last;
 }
 
+/* Compute holds the first batch it ever worked on, taken by its first work
+ * op without a wait (nl_take_first_compute: that take was dropped), and b
+ * is the next one: the work of that window is one step, the first
+ * batch's. With launches counted in runs nothing else could tell b's
+ * forward begun in it too (two dropped takes in a row: then b is missed,
+ * not a healthy b accused). */
+static bool after_first_window(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
+{
+	const struct nl_batch *own = nl_batch_of(p, s->token);
+
+	return own && own->fwd_adopted && b->token == own->token + 1 && nl_tok_seq(own->token) == 0;
+}
+
 /* Every producer op of the batch is ordered before the stream's clock, and
  * the stream's last work (at `mine`) cannot be this batch's forward begun
  * without its edge. */
@@ -143,7 +156,8 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 	 * thread): a forward begun again without the edge would have repeated
 	 * them there (watch[NL_CONSUMER_COMPUTE].repeat, "end of a run"). */
 	return last && (mine < last || watched(b, last) || restart_watched(p, s, b, last) ||
-			(b->prev_covered && last <= b->prev_ts));
+			(b->prev_covered && last <= b->prev_ts) ||
+			after_first_window(p, s, b));
 }
 
 /* When the stream's last remembered wait was made (0: none). */
