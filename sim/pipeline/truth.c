@@ -224,8 +224,8 @@ static void format_call(struct pl_json *j, const struct pl_call *c, long seq)
 	pj_raw(j, "}\n");
 }
 
-/* Caller holds truth_mu; releases it. */
-static void called_held(struct pl_call *c)
+/* Caller holds truth_mu (pl_hold); releases it. */
+void pl_called_held(struct pl_call *c)
 {
 	struct pl_json j;
 
@@ -242,15 +242,10 @@ static void called_held(struct pl_call *c)
 void pl_called(struct pl_call *c)
 {
 	pthread_mutex_lock(&truth_mu);
-	called_held(c);
+	pl_called_held(c);
 }
 
 void pl_hold(void)
 {
 	pthread_mutex_lock(&truth_mu);
-}
-
-void pl_called_held(struct pl_call *c)
-{
-	called_held(c);
 }

@@ -519,11 +519,8 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			struct nl_stream *d = &p->s[i];
 
 			if (d->used && d->role == NL_ROLE_SPARSE && d->pipe == nl_tok_pipe(b->token) &&
-			    d->token == b->token) {
-				d->handed = true;
-				d->handed_in = false;
-				d->handed_tok = b->token;
-			}
+			    d->token == b->token)
+				nl_hand_over(d, b->token);
 		}
 	}
 	nl_set_token(p, slot, b->token, c->ts_ns);

@@ -225,6 +225,15 @@ static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next)
 			nl_close_segment(p, &p->s[i]);
 }
 
+/* Compute took batch tok from sparse stream s: the hand-off rule applies
+ * to s's work until a newer batch reaches it (nl_take_over). */
+void nl_hand_over(struct nl_stream *s, int64_t tok)
+{
+	s->handed = true;
+	s->handed_in = false;
+	s->handed_tok = tok;
+}
+
 /* The hand-off rule: once compute took batch T from a sparse stream, work
  * that stream enqueues before a newer batch reaches it is not T's. If a
  * newer batch was copied it is the oldest newer one's that the stream has

@@ -481,11 +481,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		}
 		if (slot == p->compute_slot && from && ev->slot != slot &&
 		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN) {
-			if (from->token == ev->token) {
-				p->s[ev->slot].handed = true;
-				p->s[ev->slot].handed_in = false;
-				p->s[ev->slot].handed_tok = ev->token;
-			}
+			if (from->token == ev->token)
+				nl_hand_over(&p->s[ev->slot], ev->token);
 			nl_take_after_record(e, p, ev);
 		} else if (s->role == NL_ROLE_SPARSE && from && ev->slot != slot &&
 			   from->role == NL_ROLE_SPARSE && from->pipe == s->pipe &&
