@@ -1406,6 +1406,39 @@ static void forward_first_double_drop(void **state)
 		}
 }
 
+/* The job exits right after the data-dist stream began the last batch's
+ * input distribution without its wait on the copy stream: that read of the
+ * copy was unordered whatever compute would have done, and the batch is
+ * untrusted copy->sparse, not skipped target_exited. Before, it was judged
+ * only where the data-dist stream had begun its work again. Named and
+ * counted. */
+static void exit_after_sparse_without_edge(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+		uint64_t C = tb_stream_create(t, 1);
+
+		t->counted = counted;
+		for (int i = 0; i < N; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, i != N - 1);
+			tb_kernel(t, D, K_INPUT_DIST);
+			if (i == N - 1)
+				break; /* the job ends here */
+			tb_wait_stream(t, C, D);
+			forward3(t, C);
+			tb_kernel(t, C, K_BWD_EMB);
+		}
+		tb_end(t);
+		assert_all_trusted_except(t, N, N - 1, EDGE(COPY_SPARSE));
+		tb_free(t);
+	}
+}
+
 /* A depth-2 loop with no sparse stage whose loader copies two batches
  * before compute's first wait (each copy recorded on one event), and
  * compute's first take dropped. Compute's work before any wait is batch 0's
@@ -1681,6 +1714,7 @@ int main(void)
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),
+		cmocka_unit_test(exit_after_sparse_without_edge),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),

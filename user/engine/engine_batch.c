@@ -251,11 +251,13 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		if (b->closed)
 			continue;
 		/* Final at exit: a batch whose forward the job saw complete (a host
-		 * sync after its last op), and one whose token never arrived while
-		 * the next stage ran its work again without it. Anything else was
-		 * cut short. */
+		 * sync after its last op), one whose token never arrived while
+		 * the next stage ran its work again without it, and one whose
+		 * sparse stage began without its token (that read of the copy was
+		 * unordered, whatever came after). Anything else was cut short. */
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
-		    !(exited && !b->fwd_started && b->watch[k].repeat))
+		    !(exited && !b->fwd_started && b->watch[k].repeat) &&
+		    !(exited && k == NL_CONSUMER_SPARSE && b->st[NL_STAGE_SPARSE].work))
 			b->skip |= NL_SKIP_BIT(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
 		close_batch(e, p, b, ts);
 	}
