@@ -151,11 +151,11 @@ static void group_name(const char *cls, char *out, size_t len)
 		where = " clean";
 	else if (sp && !strncmp(sp + 1, "cross-pipeline", 14))
 		where = " cross-pipeline";
-	snprintf(out, len, "%.*s%s%s%s%s%s%s", kind, cls, where,
+	snprintf(out, len, "%.*s%s%s%s%s%s%s%s", kind, cls, where,
 		 strstr(cls, "[oversync]") ? " [oversync]" : "",
 		 strstr(cls, "[implicit]") ? " [implicit]" : "",
 		 strstr(cls, "[altcopy]") ? " [altcopy]" : "", strstr(cls, "[pipes]") ? " [pipes]" : "",
-		 strstr(cls, "[recreate]") ? " [recreate]" : "");
+		 strstr(cls, "[recreate]") ? " [recreate]" : "", strstr(cls, "[reuse]") ? " [reuse]" : "");
 }
 
 static int by_programs(const void *a, const void *b)

@@ -180,10 +180,10 @@ static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const 
 		snprintf(pipe, sizeof(pipe), " p%d", p->pipe[T]);
 	/* tags: a wait covered a newer batch; blocking streams ordered by the null
 	 * stream; the shape beyond one pipeline with one copy stream */
-	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
 		 pipe, p->oversync ? " [oversync]" : "",
 		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "",
-		 shape_tag(p));
+		 shape_tag(p), p->spec.reuse ? " [reuse]" : "");
 	r->diff_batch[r->ndiffs++] = T;
 }
 

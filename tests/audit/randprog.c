@@ -167,6 +167,7 @@ static void spec_shape(struct rp_spec *s, uint64_t seed)
 	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
 	int sh = below(&r, 100);
 
+	s->reuse = below(&r, 100) < 25;
 	s->shape = sh < 64 ? RP_S_SINGLE : sh < 76 ? RP_S_ALTCOPY : sh < 88 ? RP_S_TWO
 									: RP_S_RECREATE;
 	if (s->shape < RP_S_TWO)
@@ -304,6 +305,8 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 		 s->added_cm ? " added_cm" : "", s->noise_pool ? " pool" : "",
 		 s->noise_watchdog ? " watchdog" : "", s->noise_item ? " item" : "",
 		 s->blocking ? " blocking" : "", s->pretrace ? " pretrace" : "", drops);
+	if (s->reuse)
+		snprintf(buf + strlen(buf), len - strlen(buf), " reuse");
 	if (s->shape == RP_S_ALTCOPY)
 		snprintf(buf + strlen(buf), len - strlen(buf), " shape=altcopy");
 	else if (s->shape >= RP_S_TWO)
@@ -834,8 +837,9 @@ static void item_bwd(struct gen *g, int T)
 		}
 		return;
 	}
-	for (int k = 2 + below(&g->r, 3); k > 0; k--)
-		kernel(g, g->sC, tb, K_BWD + (uint64_t)k, NL_STAGE_FORWARD, T, false);
+	for (int k = 2 + below(&g->r, 3), i = 0; k > 0; k--, i++)
+		kernel(g, g->sC, tb, g->s->reuse && !i ? K_FWD + 1 : K_BWD + (uint64_t)k,
+		       NL_STAGE_FORWARD, T, false);
 }
 
 static void item_copy(struct gen *g, int T)

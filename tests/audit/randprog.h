@@ -90,6 +90,10 @@ struct rp_spec {
 	bool noise_item;     /* loss.item(): D2H copy on compute + hipStreamSynchronize */
 	bool blocking;       /* producer streams created blocking (flags 0) */
 	bool pretrace;       /* producer streams created before tracing (no create calls) */
+	/* drawn apart (randprog.c), so that the programs of every other seed
+	 * stay as they were: backward on compute begins with forward's first
+	 * kernel (a model whose step launches that kernel again) */
+	bool reuse;
 	uint8_t order[RP_NITEMS]; /* the items of a tick in issue order */
 	int ncopies;         /* copies per batch (constant, as a batch's tensors are) */
 	int ndrops;
