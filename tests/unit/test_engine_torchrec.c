@@ -1271,6 +1271,9 @@ static void forward3(struct tb *t, uint64_t C)
 
 /* D's wait on the copy of this batch dropped too (-1: none) */
 static int tight_drop_cs = -1;
+/* backward on C, after the next batch's production, begins with forward's
+ * first kernel */
+static bool tight_bwd_reuse;
 
 static void produce(struct tb *t, uint64_t M, uint64_t D, uint64_t ev, int k)
 {
@@ -1300,6 +1303,10 @@ static struct tb *tight_take_loop(int n, int drop, bool reuse)
 		forward3(t, C);
 		if (i + 2 < n)
 			produce(t, M, D, ev[i + 2], i + 2);
+		if (tight_bwd_reuse) {
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_BWD_EMB);
+		}
 	}
 	tb_end(t);
 	return t;
@@ -1437,6 +1444,42 @@ static void exit_after_sparse_without_edge(void **state)
 		assert_all_trusted_except(t, N, N - 1, EDGE(COPY_SPARSE));
 		tb_free(t);
 	}
+}
+
+/* The tight loop whose backward begins with forward's first kernel, as a
+ * model's backward or optimizer may (an elementwise kernel both use): that
+ * launch, inside every step, does not begin the step again. Clean, nothing
+ * is accused; a dropped take is named on its batch alone: in the first
+ * window by forward's two first kernels again in a row, later by a third
+ * launch of the first kernel in a window, where every window from one wait
+ * to the next had two. Before, the first launch of it in a window began the next
+ * step: with the takes tight, the next batch was taken before its wait and
+ * accused sparse->forward, and with launches counted in runs a watch charged
+ * the restart to a batch not yet taken. Named and counted, events fresh and
+ * reused. */
+static void backward_reuses_first_kernel(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	tight_bwd_reuse = true;
+	for (int counted = 0; counted < 2; counted++)
+		for (int reuse = 0; reuse < 2; reuse++)
+			for (int k = -1; k < N - 1; k++) {
+				struct tb *t;
+				char what[64];
+
+				if (k == 0)
+					continue;
+				tight_counted = counted;
+				t = tight_take_loop(N, k, reuse);
+				snprintf(what, sizeof(what), "counted %d reuse %d drop %d", counted, reuse,
+					 k);
+				assert_one_fault(t, N, k, k < 0 ? 0 : EDGE(SPARSE_FORWARD), what);
+				tb_free(t);
+			}
+	tight_counted = false;
+	tight_bwd_reuse = false;
 }
 
 /* A depth-2 loop with no sparse stage whose loader copies two batches
@@ -1714,6 +1757,7 @@ int main(void)
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),
+		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(exit_after_sparse_without_edge),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),

@@ -72,6 +72,24 @@ static const struct nl_batch_stream *unordered_producer(const struct nl_batch *b
 	return NULL;
 }
 
+/* A restart of compute's step seen in window `w` of batch `token` (its
+ * first kernel launched again, then its second) stands: the window has had
+ * more launches of its first kernel than every window from one wait to the
+ * next had. None such closed yet: with launches named the pair is the
+ * step's two first kernels and stands; counted in runs, the pair is that
+ * kernel and any launch after it, as a backward beginning with the same
+ * kernel makes, and does not. */
+static bool restart_stands(struct nl_proc *p, const struct nl_stage_acc *w, int64_t token)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, token);
+
+	if (!q)
+		return false;
+	if (q->first_min)
+		return w->first_hits > q->first_min;
+	return w->first_named[1];
+}
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
@@ -118,7 +136,13 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		b->watch[k].prog = pair_progress(w->first_sig, b->watch[k].prog, op->sig);
 		if (b->watch[k].prog == 1)
 			b->watch[k].restart = *op;
+		if (b->watch[k].prog == 2 && k == NL_CONSUMER_COMPUTE && !restart_stands(p, w, token)) {
+			b->watch[k].prog = 0;
+			continue;
+		}
 		if (b->watch[k].prog == 2) {
+			if (k == NL_CONSUMER_COMPUTE && nl_batch_of(p, token))
+				nl_batch_of(p, token)->restart_seen = true;
 			b->watch[k].repeat = true;
 			marked = true;
 			b->watch[k].consumer = b->watch[k].restart;
@@ -322,11 +346,21 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 	if (c->ts_ns > acc->last_ts)
 		acc->last_ts = c->ts_ns;
 	acc->ops++;
+	if (work) {
+		acc->hit_pending = acc->work && acc->first_named[0] && op.sig == acc->first_sig[0] &&
+				   c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN);
+		if (acc->hit_pending) {
+			acc->first_hits++;
+			acc->hit_op = op;
+		}
+	}
 	if (work && acc->work < 2) {
 		if (!acc->work)
 			acc->first_tid = c->tid;
 		acc->first_sig[acc->work] = op.sig;
 		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
+		if (!acc->work && acc->first_named[0] && c->kind == NL_K_LAUNCH)
+			acc->first_hits = 1;
 	} else if (work) {
 		note_again(acc, &op, c);
 	}

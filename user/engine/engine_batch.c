@@ -203,6 +203,21 @@ void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts)
 	p->nfwd++;
 }
 
+/* Compute's window of batch b ends where batch n's begins: a window from
+ * one wait to the next, in which no restart of the step was seen, tells how
+ * many launches of its first kernel a step makes (q->first_min, the fewest
+ * any such window had; docs/engine.md, "Tick cadence at compute"). */
+static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const struct nl_batch *n)
+{
+	uint32_t hits = b ? b->st[NL_STAGE_FORWARD].first_hits : 0;
+
+	if (!hits || !n || !b->fwd_started || b->closed || !b->fwd_waited || b->restart_seen ||
+	    !n->fwd_waited)
+		return;
+	if (!q->first_min || hits < q->first_min)
+		q->first_min = hits;
+}
+
 /* Compute's first work op with token `to`: forward(to) begins and closes
  * every earlier batch of its pipeline. */
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)
@@ -212,6 +227,7 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 
 	if (!q || to <= q->fwd_max)
 		return;
+	note_first_hits(q, nl_batch_of(p, q->fwd_max), nl_batch_of(p, to));
 	nl_compute_tick(p, to, ts);
 	/* the window before ends at the first op that carried `to`, the wait
 	 * that brought it when one did */

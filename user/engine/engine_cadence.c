@@ -436,13 +436,13 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
  * now: the oldest of its pipeline with no forward begun, copied, its sparse
  * stage reached, and every producer op ordered before compute (NULL: none,
  * or more than one pipeline has one). */
-static const struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, int pipe)
+static struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, int pipe)
 {
-	const struct nl_batch *found = NULL;
+	struct nl_batch *found = NULL;
 
 	for (int i = 0; i < p->npipes; i++) {
 		const struct nl_pipe *q = &p->pipes[i];
-		const struct nl_batch *b = NULL;
+		struct nl_batch *b = NULL;
 
 		if (i == pipe || !q->used)
 			continue;
@@ -479,12 +479,37 @@ static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, ui
 	       w->first_sig[0] == q->run_sig && q->run_min_work && w->work >= q->run_min_work;
 }
 
+/* Compute's step begun again takes batch b. Begun at the launch of the
+ * step's first kernel just before (`pair`): that launch is b's first op. */
+static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
+			 const struct nl_stage_acc *w, bool pair, const struct nl_call *c)
+{
+	struct nl_stage_acc *f = &b->st[NL_STAGE_FORWARD];
+
+	if (!pair) {
+		nl_set_token(p, slot, b->token, c->ts_ns);
+		return;
+	}
+	nl_set_token(p, slot, b->token, w->hit_op.ts);
+	if (f->work)
+		return;
+	f->ops = f->work = 1;
+	f->first_sig[0] = w->hit_op.sig;
+	f->first_named[0] = true;
+	f->first_tid = w->hit_op.tid;
+	f->first_hits = 1;
+	f->first_ts = f->last_ts = w->hit_op.ts;
+}
+
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
 	const struct nl_stage_acc *w;
-	const struct nl_batch *x, *b;
+	const struct nl_batch *x;
+	struct nl_batch *b;
 	const struct nl_pipe *q;
+	uint64_t sig;
+	bool again, counted, pair;
 
 	if (slot != p->compute_slot || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) ||
 	    s->token == NL_NO_TOKEN)
@@ -494,16 +519,43 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!q || !x)
 		return;
 	w = &x->st[NL_STAGE_FORWARD];
-	if (!step_again(q, w, (uint64_t)c->api << 48 ^ c->fn))
-		return;
+	sig = (uint64_t)c->api << 48 ^ c->fn;
+	again = step_again(q, w, sig);
+	/* With launches counted in runs, where step_again's guards do not hold
+	 * (NL_STEP_SURE windows begun alike, as much work as the shortest
+	 * window had), a run begun again with the window's first kernel (same
+	 * thread) still takes the next batch where that batch is ordered
+	 * before compute already: nothing is accused by it. */
+	counted = !again && w->work >= 2 && w->first_named[0] && !w->first_named[1] &&
+		  sig == w->first_sig[0] && c->tid == w->first_tid;
+	/* A model may launch its step's first kernel again inside the step
+	 * (its backward or optimizer beginning with the same kernel): a launch
+	 * of it begins the step again only where the window has had more of
+	 * them than every window from one wait to the next had (first_min).
+	 * Before such a window closed, only the step's two first kernels again
+	 * in a row (named, same thread) do: `pair`, seen at the second. */
+	if (q->first_min) {
+		pair = false;
+		if ((!again && !counted) || w->first_hits + 1 <= q->first_min)
+			return;
+	} else {
+		pair = w->hit_pending && w->hit_op.tid == c->tid && opens_step(q, w) &&
+		       sig == q->step_sig[1];
+		counted = false;
+		if (!pair)
+			return;
+	}
 	b = nl_batch_of(p, s->token + 1);
+	if (counted && (!b || b->closed || b->fwd_started || !b->copy_closed ||
+			(q->has_sparse && !b->reached_sparse) || !producers_before(b, s)))
+		return;
 	if (!b || b->closed || b->fwd_started) {
 		/* nothing of X's pipeline left to begin: another pipeline's
 		 * batch, ordered already (an evaluation turn ended) */
-		const struct nl_batch *o = other_due(p, s, nl_tok_pipe(s->token));
+		struct nl_batch *o = other_due(p, s, nl_tok_pipe(s->token));
 
 		if (o)
-			nl_set_token(p, slot, o->token, c->ts_ns);
+			restart_take(p, slot, o, w, pair, c);
 		return;
 	}
 	if (!b->copy_closed || (q->has_sparse && !b->reached_sparse))
@@ -523,7 +575,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 				nl_hand_over(d, b->token);
 		}
 	}
-	nl_set_token(p, slot, b->token, c->ts_ns);
+	restart_take(p, slot, b, w, pair, c);
 }
 
 /* Compute's first work op with its token: the take of that batch was

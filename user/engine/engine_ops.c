@@ -461,8 +461,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
 			int64_t got = nl_cadence(p, slot, due);
 
-			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token)
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token) {
+				struct nl_batch *g = nl_batch_of(p, got);
+
 				nl_note_lag(p, due, got);
+				if (g && !g->fwd_started)
+					g->fwd_waited = true;
+			}
 			nl_set_token(p, slot, got, c->ts_ns);
 		}
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&

@@ -198,6 +198,11 @@ struct nl_stage_acc {
 	bool first_named[2];     /* ...and whether each named its kernel (a launch the
 				  * kernel counted in a run arrives without it) */
 	uint32_t first_tid;      /* the thread of the first */
+	/* named launches of the first's kernel, the first included; whether
+	 * the stage's last work op was one of them, past the first, and which */
+	uint32_t first_hits;
+	bool hit_pending;
+	struct nl_seen_op hit_op;
 	/* when its work, past the opening, last showed those two again in a
 	 * row (the first's thread, both named): a restart seen */
 	uint64_t again_ts;
@@ -216,6 +221,8 @@ struct nl_batch {
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
 	bool fwd_adopted;      /* compute took it without an edge (nl_take_first_compute) */
+	bool fwd_waited;       /* compute's wait took it (not a restart of the step) */
+	bool restart_seen;     /* its forward window began another batch's (a watch's repeat) */
 	/* when the batch before it began its forward, compute was ordered
 	 * after all of this batch's producer work done by then (at prev_ts) */
 	bool prev_covered;
@@ -302,6 +309,10 @@ struct nl_pipe {
 	uint32_t run_n;
 	bool run_varied;
 	uint64_t run_min_work; /* the fewest work ops a closed forward window had */
+	/* the fewest launches of its window's first kernel (named) a forward
+	 * window had, among windows a wait began and a wait ended (0: none
+	 * yet): a step that launches that kernel again has more than one */
+	uint32_t first_min;
 	/* forward windows in a row that began before the next batch was
 	 * ordered before compute (its take was tight), and whether one ever
 	 * began after (nl_note_window) */
