@@ -493,12 +493,16 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 	nl_set_token(p, slot, b->token, w->hit_op.ts);
 	if (f->work)
 		return;
-	f->ops = f->work = 1;
+	if (!f->ops || w->hit_op.ts < f->first_ts)
+		f->first_ts = w->hit_op.ts;
+	if (w->hit_op.ts > f->last_ts)
+		f->last_ts = w->hit_op.ts;
+	f->ops++;
+	f->work = 1;
 	f->first_sig[0] = w->hit_op.sig;
 	f->first_named[0] = true;
 	f->first_tid = w->hit_op.tid;
 	f->first_hits = 1;
-	f->first_ts = f->last_ts = w->hit_op.ts;
 }
 
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
