@@ -1446,6 +1446,58 @@ static void exit_after_sparse_without_edge(void **state)
 	}
 }
 
+/* A depth-1 loop in the plain issue order (take i, copy(i+1), forward(i),
+ * D's wait on the copy, input_dist(i+1), backward(i)) with two faults
+ * side by side: compute's take of batch k dropped, and D's wait on the
+ * copy of k+1. forward(k) begins in k-1's window (a restart, charged to k)
+ * before D's input_dist(k+1): that work is not k's (the hand-off rule, a
+ * restart charged to a batch hands it over as a take does) but k+1's,
+ * begun without its edge. k is untrusted sparse->forward, k+1 copy->sparse.
+ * Before, input_dist(k+1) was charged to k, compute's next wait took k, and
+ * both faults were missed. Named and counted. */
+static void restart_hands_over(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int k = 2; k < N - 2; k++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+			uint64_t C = tb_stream_create(t, 1);
+			uint64_t em = tb_event_create(t), ed = tb_event_create(t);
+
+			t->counted = counted;
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em, M);
+			tb_wait(t, D, em);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, ed, D);
+			for (int i = 0; i < N; i++) {
+				if (i != k)
+					tb_wait(t, C, ed);
+				if (i + 1 < N) {
+					tb_copy(t, M, 1, 4096);
+					tb_record(t, em, M);
+				}
+				forward3(t, C);
+				if (i + 1 < N) {
+					if (i + 1 != k + 1)
+						tb_wait(t, D, em);
+					tb_kernel(t, D, K_INPUT_DIST);
+					tb_record(t, ed, D);
+				}
+				tb_kernel(t, C, K_BWD_EMB);
+			}
+			tb_end(t);
+			for (int i = 0; i < N; i++)
+				assert_verdict(t, (uint64_t)i,
+					       i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
+					       i == k ? EDGE(SPARSE_FORWARD) : i == k + 1 ? EDGE(COPY_SPARSE) : 0, 0);
+			tb_free(t);
+		}
+}
+
 /* The tight loop whose backward begins with forward's first kernel, as a
  * model's backward or optimizer may (an elementwise kernel both use): that
  * launch, inside every step, does not begin the step again. Clean, nothing
@@ -1758,6 +1810,7 @@ int main(void)
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),
 		cmocka_unit_test(backward_reuses_first_kernel),
+		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(exit_after_sparse_without_edge),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),

@@ -143,6 +143,10 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		if (b->watch[k].prog == 2) {
 			if (k == NL_CONSUMER_COMPUTE && nl_batch_of(p, token))
 				nl_batch_of(p, token)->restart_seen = true;
+			/* forward(b) began: b is handed over from the
+			 * sparse streams that carry it, as by a take */
+			if (k == NL_CONSUMER_COMPUTE)
+				nl_hand_over_all(p, b->token);
 			b->watch[k].repeat = true;
 			marked = true;
 			b->watch[k].consumer = b->watch[k].restart;

@@ -571,13 +571,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		/* taken as by a wait on the sparse streams carrying it: what
 		 * they enqueue next, before a newer batch reaches them, is not
 		 * its stage (the hand-off rule) */
-		for (uint32_t i = 0; i < p->w; i++) {
-			struct nl_stream *d = &p->s[i];
-
-			if (d->used && d->role == NL_ROLE_SPARSE && d->pipe == nl_tok_pipe(b->token) &&
-			    d->token == b->token)
-				nl_hand_over(d, b->token);
-		}
+		nl_hand_over_all(p, b->token);
 	}
 	restart_take(p, slot, b, w, pair, c);
 }

@@ -234,6 +234,17 @@ void nl_hand_over(struct nl_stream *s, int64_t tok)
 	s->handed_tok = tok;
 }
 
+void nl_hand_over_all(struct nl_proc *p, int64_t tok)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *d = &p->s[i];
+
+		if (d->used && d->role == NL_ROLE_SPARSE && d->pipe == nl_tok_pipe(tok) &&
+		    d->token == tok)
+			nl_hand_over(d, tok);
+	}
+}
+
 /* The hand-off rule: once compute took batch T from a sparse stream, work
  * that stream enqueues before a newer batch reaches it is not T's. If a
  * newer batch was copied it is the oldest newer one's that the stream has

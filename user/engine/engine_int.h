@@ -84,6 +84,9 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c);
 /* Compute took batch tok from sparse stream s (the hand-off rule). */
 void nl_hand_over(struct nl_stream *s, int64_t tok);
+/* Compute's forward of batch tok began without a wait: hand tok over from
+ * every sparse stream of its pipeline that carries it. */
+void nl_hand_over_all(struct nl_proc *p, int64_t tok);
 /* Compute's first work op in the window of its token: was the take tight? */
 void nl_note_window(struct nl_proc *p, const struct nl_stream *s);
 /* Every copy op of batch b is ordered before stream s's clock. */
