@@ -1498,6 +1498,64 @@ static void restart_hands_over(void **state)
 		}
 }
 
+/* A depth-2 loop on reused events, copies from a loader thread, with the
+ * take of batch k dropped together with the data-dist stream's record
+ * after sparse(k): the take of k-1 then waits on the record it waited on
+ * already (nothing new), and forward(k) runs on in k-1's window. That
+ * stale wait tells nothing of the takes' lag; before, it reset the lag
+ * learned, the next take's cadence could not take k+1 by it, and with
+ * launches counted (no kernel address to show that forward(k+1) had not
+ * begun) k+1 was passed over and accused sparse->forward. k alone is
+ * untrusted. Named and counted; from batch 3, after two takes that had
+ * the lag (NL_LAG_SURE): dropped at batch 2, counted, k+1 is still
+ * passed over. */
+static void stale_wait_keeps_lag(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int k = 3; k < N - 2; k++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+			uint64_t C = tb_stream_create(t, 1);
+			uint64_t em = tb_event_create(t), ed = tb_event_create(t);
+			uint32_t main_tid = t->tid, loader = t->tid + 1;
+			char what[48];
+
+			t->counted = counted;
+			for (int i = -2; i < N; i++) {
+				if (i >= 0 && i != k)
+					tb_wait(t, C, ed);
+				if (i + 2 < N) {
+					t->tid = loader;
+					tb_copy(t, M, 1, 4096);
+					tb_copy(t, M, 1, 4096);
+					tb_record(t, em, M);
+					t->tid = main_tid;
+				}
+				if (i >= 0) {
+					forward3(t, C);
+					tb_copy(t, C, 2, 4096); /* loss.item() */
+				}
+				if (i + 2 < N) {
+					tb_wait(t, D, em);
+					tb_kernel(t, D, K_INPUT_DIST);
+					if (i + 2 != k)
+						tb_record(t, ed, D);
+				}
+				if (i >= 0) {
+					tb_kernel(t, C, K_BWD_EMB);
+					tb_kernel(t, C, K_BWD_GEMM);
+				}
+			}
+			tb_end(t);
+			snprintf(what, sizeof(what), "counted %d drop %d", counted, k);
+			assert_one_fault(t, N, k, EDGE(SPARSE_FORWARD), what);
+			tb_free(t);
+		}
+}
+
 /* The tight loop whose backward begins with forward's first kernel, as a
  * model's backward or optimizer may (an elementwise kernel both use): that
  * launch, inside every step, does not begin the step again. Clean, nothing
@@ -1811,6 +1869,7 @@ int main(void)
 		cmocka_unit_test(first_window_one_step),
 		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(restart_hands_over),
+		cmocka_unit_test(stale_wait_keeps_lag),
 		cmocka_unit_test(exit_after_sparse_without_edge),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),

@@ -426,8 +426,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		}
 	} else if (ev->recorded) {
 		const struct nl_stream *from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
+		bool news = nl_vc_news(s->vc, ev->vc, p->w);
 
-		if (nl_vc_news(s->vc, ev->vc, p->w)) {
+		if (news) {
 			nl_vc_join(s->vc, ev->vc, p->w);
 			s->joins++;
 		}
@@ -464,7 +465,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token) {
 				struct nl_batch *g = nl_batch_of(p, got);
 
-				nl_note_lag(p, due, got);
+				/* a wait on a record compute waited on
+				 * already says nothing of the lag */
+				if (news)
+					nl_note_lag(p, due, got);
 				if (g && !g->fwd_started)
 					g->fwd_waited = true;
 			}
