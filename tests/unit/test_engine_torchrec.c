@@ -1446,6 +1446,27 @@ static void exit_after_sparse_without_edge(void **state)
 	}
 }
 
+/* A process with a copy stream M, a data-dist stream D and a compute
+ * stream C, and one event re-recorded for each edge (em: M->D, ed: D->C). */
+struct mdc {
+	struct tb *t;
+	uint64_t M, D, C, em, ed;
+};
+
+static struct mdc mdc_new(bool counted)
+{
+	struct mdc m;
+
+	m.t = tb_new(NULL);
+	m.t->counted = counted;
+	m.M = tb_stream_create(m.t, 1);
+	m.D = tb_stream_create(m.t, 1);
+	m.C = tb_stream_create(m.t, 1);
+	m.em = tb_event_create(m.t);
+	m.ed = tb_event_create(m.t);
+	return m;
+}
+
 /* A depth-1 loop in the plain issue order (take i, copy(i+1), forward(i),
  * D's wait on the copy, input_dist(i+1), backward(i)) with two faults
  * side by side: compute's take of batch k dropped, and D's wait on the
@@ -1462,12 +1483,10 @@ static void restart_hands_over(void **state)
 	(void)state;
 	for (int counted = 0; counted < 2; counted++)
 		for (int k = 2; k < N - 2; k++) {
-			struct tb *t = tb_new(NULL);
-			uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
-			uint64_t C = tb_stream_create(t, 1);
-			uint64_t em = tb_event_create(t), ed = tb_event_create(t);
+			struct mdc m = mdc_new(counted);
+			struct tb *t = m.t;
+			uint64_t M = m.M, D = m.D, C = m.C, em = m.em, ed = m.ed;
 
-			t->counted = counted;
 			tb_copy(t, M, 1, 4096);
 			tb_record(t, em, M);
 			tb_wait(t, D, em);
@@ -1516,14 +1535,12 @@ static void stale_wait_keeps_lag(void **state)
 	(void)state;
 	for (int counted = 0; counted < 2; counted++)
 		for (int k = 3; k < N - 2; k++) {
-			struct tb *t = tb_new(NULL);
-			uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
-			uint64_t C = tb_stream_create(t, 1);
-			uint64_t em = tb_event_create(t), ed = tb_event_create(t);
+			struct mdc m = mdc_new(counted);
+			struct tb *t = m.t;
+			uint64_t M = m.M, D = m.D, C = m.C, em = m.em, ed = m.ed;
 			uint32_t main_tid = t->tid, loader = t->tid + 1;
 			char what[48];
 
-			t->counted = counted;
 			for (int i = -2; i < N; i++) {
 				if (i >= 0 && i != k)
 					tb_wait(t, C, ed);
