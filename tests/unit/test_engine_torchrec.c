@@ -1573,6 +1573,59 @@ static void stale_wait_keeps_lag(void **state)
 		}
 }
 
+/* A depth-2 loop on reused events whose data-dist stream's wait on the
+ * copy of batch k is dropped with the copy stream's record after it: D
+ * launches input_dist(k) right after its record of k-1, with no wait
+ * between, while k's copy was never ordered before it. That launch of the
+ * kernel k-1's sparse stage began with is k's stage begun without its
+ * edge (copy->sparse on k), not more of k-1. Before, it was charged to k-1,
+ * D's next wait gave k the next batch's input_dist, and k+1 was accused
+ * copy->sparse too. Named and counted, from batch 1. */
+static void sparse_again_after_record(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int k = 1; k < N - 2; k++) {
+			struct mdc m = mdc_new(counted);
+			struct tb *t = m.t;
+			char what[48];
+
+			/* copy(i) and its record; D: input_dist(i), its record */
+			for (int i = 0; i < 2; i++) {
+				tb_copy(t, m.M, 1, 4096);
+				tb_copy(t, m.M, 1, 4096);
+				if (i != k)
+					tb_record(t, m.em, m.M);
+			}
+			tb_wait(t, m.D, m.em);
+			tb_kernel(t, m.D, K_INPUT_DIST);
+			tb_record(t, m.ed, m.D);
+			for (int i = 0; i < N; i++) {
+				if (i + 2 < N) {
+					tb_copy(t, m.M, 1, 4096);
+					tb_copy(t, m.M, 1, 4096);
+					if (i + 2 != k)
+						tb_record(t, m.em, m.M);
+				}
+				if (i + 1 < N) {
+					if (i + 1 != k)
+						tb_wait(t, m.D, m.em);
+					tb_kernel(t, m.D, K_INPUT_DIST);
+					tb_record(t, m.ed, m.D);
+				}
+				tb_wait(t, m.C, m.ed);
+				forward3(t, m.C);
+				tb_kernel(t, m.C, K_BWD_EMB);
+			}
+			tb_end(t);
+			snprintf(what, sizeof(what), "counted %d drop %d", counted, k);
+			assert_one_fault(t, N, k, EDGE(COPY_SPARSE), what);
+			tb_free(t);
+		}
+}
+
 /* The tight loop whose backward begins with forward's first kernel, as a
  * model's backward or optimizer may (an elementwise kernel both use): that
  * launch, inside every step, does not begin the step again. Clean, nothing
@@ -1887,6 +1940,7 @@ int main(void)
 		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(stale_wait_keeps_lag),
+		cmocka_unit_test(sparse_again_after_record),
 		cmocka_unit_test(exit_after_sparse_without_edge),
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),

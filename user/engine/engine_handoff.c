@@ -264,10 +264,13 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s)
  * when the next batch's copy is already ordered before it (the wait that
  * brought the stream its batch covered the next one's copy too) and no
  * sparse work reached that batch yet, the work is that batch's: one
- * sparse segment per batch, ended by the record compute takes. Not after
- * a record another sparse stream waited on (the data-dist stream handing
- * its input_dist to the collective stream: the batch goes on after it). */
-void nl_take_at_record(struct nl_proc *p, struct nl_stream *s)
+ * sparse segment per batch, ended by the record compute takes. So is a
+ * launch, `again`, of the kernel the batch's sparse stage began with,
+ * whatever orders the next copy: that batch's stage begun without its
+ * edge (judged copy->sparse). Not after a record another sparse stream
+ * waited on (the data-dist stream handing its input_dist to the
+ * collective stream: the batch goes on after it). */
+void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *n;
@@ -281,7 +284,9 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s)
 		return;
 	next = next_batch(p, s, s->token);
 	n = nl_batch_of(p, next);
-	if (!n || !n->copy_closed || n->st[NL_STAGE_SPARSE].work || !nl_copy_covered(n, s))
+	if (!n || !n->copy_closed || n->st[NL_STAGE_SPARSE].work)
+		return;
+	if (!nl_copy_covered(n, s) && !again)
 		return;
 	take_token(p, s, next);
 }
