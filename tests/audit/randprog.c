@@ -167,7 +167,6 @@ static void spec_shape(struct rp_spec *s, uint64_t seed)
 	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
 	int sh = below(&r, 100);
 
-	s->reuse = below(&r, 100) < 25;
 	s->shape = sh < 64 ? RP_S_SINGLE : sh < 76 ? RP_S_ALTCOPY : sh < 88 ? RP_S_TWO
 									: RP_S_RECREATE;
 	if (s->shape < RP_S_TWO)
@@ -280,6 +279,9 @@ void rp_spec_random(struct rp_spec *s, uint64_t seed)
 		s->ndrops++;
 	}
 	spec_shape(s, seed);
+	/* a stream of its own, so that the rest of every program stays as it was */
+	r = seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
+	s->reuse = below(&r, 100) < 25;
 }
 
 void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
