@@ -325,8 +325,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 	struct nl_stream *s = &p->s[slot];
 	int st = nl_stage_of_role(s->role);
 	struct nl_seen_op op = {
-		true, slot, clock, c->api, c->tid, c->ts_ns,
-		(uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg)
+		true, slot, clock, c->api, c->tid, c->ts_ns, nl_call_sig(c)
 	};
 	struct nl_stage_acc *acc;
 	struct nl_batch_stream *bs;

@@ -432,10 +432,18 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
  * can put compute's windows a batch ahead). */
 #define NL_STEP_SURE 2 /* steps that began alike, or takes that were tight, before a restart is trusted */
 
+/* Compute (stream s) could begin batch b of pipeline q now, ordered: no
+ * forward of it begun, copied, its sparse stage reached, and every producer
+ * op of it ordered before compute. */
+static bool ordered_due(const struct nl_pipe *q, const struct nl_batch *b, const struct nl_stream *s)
+{
+	return b && !b->closed && !b->fwd_started && b->copy_closed &&
+	       (!q->has_sparse || b->reached_sparse) && producers_before(b, s);
+}
+
 /* The one batch of a pipeline other than `pipe` that compute could begin
- * now: the oldest of its pipeline with no forward begun, copied, its sparse
- * stage reached, and every producer op ordered before compute (NULL: none,
- * or more than one pipeline has one). */
+ * now: the oldest of its pipeline, ordered_due (NULL: none, or more than
+ * one pipeline has one). */
 static struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, int pipe)
 {
 	struct nl_batch *found = NULL;
@@ -449,8 +457,7 @@ static struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, 
 		for (int64_t t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 		     t < q->next_token && !b; t++)
 			b = nl_batch_of(p, t);
-		if (!b || b->closed || b->fwd_started || !b->copy_closed ||
-		    (q->has_sparse && !b->reached_sparse) || !producers_before(b, s))
+		if (!ordered_due(q, b, s))
 			continue;
 		if (found)
 			return NULL;
@@ -523,7 +530,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!q || !x)
 		return;
 	w = &x->st[NL_STAGE_FORWARD];
-	sig = (uint64_t)c->api << 48 ^ c->fn;
+	sig = nl_call_sig(c);
 	again = step_again(q, w, sig);
 	/* With launches counted in runs, where step_again's guards do not hold
 	 * (NL_STEP_SURE windows begun alike, as much work as the shortest
@@ -550,8 +557,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			return;
 	}
 	b = nl_batch_of(p, s->token + 1);
-	if (counted && (!b || b->closed || b->fwd_started || !b->copy_closed ||
-			(q->has_sparse && !b->reached_sparse) || !producers_before(b, s)))
+	if (counted && !ordered_due(q, b, s))
 		return;
 	if (!b || b->closed || b->fwd_started) {
 		/* nothing of X's pipeline left to begin: another pipeline's

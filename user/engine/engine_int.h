@@ -148,6 +148,12 @@ struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
 /* Whether a stream of stage st of the batch has upstream ops (up) or
  * work: kernels, copies or collectives (!up). */
 bool nl_stage_has(const struct nl_batch *b, int st, bool up);
+/* What call c ran (nl_seen_op.sig): its API with the kernel it launched
+ * when named, else with its copy kind. */
+static inline uint64_t nl_call_sig(const struct nl_call *c)
+{
+	return (uint64_t)c->api << 48 ^ ((c->fields & NL_F_FN) ? c->fn : c->kindarg);
+}
 /* A skip reason (NL_SKIP_*) as a bit of a batch's skip mask. */
 #define NL_SKIP_BIT(r) (1u << (r))
 /* The stage a stream of this role works for; -1 none. */

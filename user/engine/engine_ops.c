@@ -545,7 +545,7 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
 	const struct nl_stage_acc *acc = b ? &b->st[NL_STAGE_SPARSE] : NULL;
 
 	return acc && c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) && acc->work &&
-	       acc->first_named[0] && acc->first_sig[0] == ((uint64_t)c->api << 48 ^ c->fn);
+	       acc->first_named[0] && acc->first_sig[0] == nl_call_sig(c);
 }
 
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
