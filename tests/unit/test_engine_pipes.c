@@ -482,6 +482,68 @@ static void two_copy_streams_fill(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2], the loader two batches ahead: before the
+ * first take M[0] holds batches 0 and 2 in one segment, M[1] holds 1 and
+ * 3. Compute's wait on M[1] after its first window covers batch 1, and
+ * batch 2 was covered already by the wait on M[0]. With launches counted
+ * in runs, nothing shows that forward(1) did not begin in the first
+ * window, but a wait on M[1] that brings batch 1 is batch 1's take, not
+ * the take of batch 2 on the other stream, which it brings nothing of
+ * (docs/engine.md, "Tick cadence at compute"). Before, batch 2 was taken
+ * there and the healthy batch 1 accused copy->forward. Dropped takes are
+ * named (the first two; the loader is two batches ahead, so a later take
+ * is redundant), never put on a healthy batch. */
+static void altcopy_take_own_stream(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int drop = -1; drop < N; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M[2];
+			int copied = 0;
+
+			t->counted = counted;
+			M[0] = tb_stream_create(t, 1);
+			M[1] = tb_stream_create(t, 1);
+			for (int i = 0; i < N; i++) {
+				for (; copied < N && copied <= i + 2; copied++) {
+					t->tid = TB_MAIN + 1; /* the loader */
+					tb_copy(t, M[copied % 2], 1, 4096);
+					t->tid = TB_MAIN;
+					if (i == 0 && copied == 2)
+						tb_wait_stream_or_drop(t, 0, M[0], drop != 0);
+				}
+				if (i > 0)
+					tb_wait_stream_or_drop(t, 0, M[i % 2], i != drop);
+				for (int k = 0; k < 4; k++)
+					tb_kernel(t, 0, K_LOOKUP + k);
+			}
+			tb_device_sync(t);
+			nl_engine_exit(t->e, t->pid, t->now += 1000);
+			tb_finish(t);
+			assert_int_equal(t->n, N);
+			for (int i = 0; i < N; i++) {
+				const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
+
+				if (a->verdict == NL_VERDICT_UNTRUSTED && i != drop)
+					fail_msg("counted %d drop %d: healthy batch %d accused 0x%x",
+						 counted, drop, i, a->missing_mask);
+				/* the first two takes are the only ones not redundant */
+				if (i == drop && drop < 2 &&
+				    (a->verdict != NL_VERDICT_UNTRUSTED ||
+				     a->missing_mask != 1u << NL_EDGE_COPY_FORWARD))
+					fail_msg("counted %d drop %d: %s 0x%x", counted, drop,
+						 nl_verdict_name(a->verdict), a->missing_mask);
+				if (drop < 0 && a->verdict != NL_VERDICT_TRUSTED)
+					fail_msg("counted %d: batch %d %s", counted, i,
+						 nl_verdict_name(a->verdict));
+			}
+			tb_free(t);
+		}
+}
+
 /* Copies made by a loader thread, compute taking each batch with
  * wait_stream (a fresh event, so a dropped wait takes its record along):
  * the copy stream has no record between batches k and k+1 and the thread
@@ -620,6 +682,7 @@ int main(void)
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(two_copy_streams_one_event),
 		cmocka_unit_test(two_copy_streams_fill),
+		cmocka_unit_test(altcopy_take_own_stream),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

@@ -181,6 +181,21 @@ const struct nl_batch *nl_held_unworked(struct nl_proc *p, const struct nl_strea
 	return h && !h->closed && !h->fwd_work ? h : NULL;
 }
 
+/* The stream batch b was copied on; -1 none, -2 more than one. */
+static int copy_slot(const struct nl_batch *b)
+{
+	int slot = -1;
+
+	for (int i = 0; i < b->nbs; i++) {
+		if (b->bs[i].stage != NL_STAGE_COPY || !b->bs[i].has_work)
+			continue;
+		if (slot >= 0 && slot != b->bs[i].slot)
+			return -2;
+		slot = b->bs[i].slot;
+	}
+	return slot;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -193,9 +208,15 @@ const struct nl_batch *nl_held_unworked(struct nl_proc *p, const struct nl_strea
  * is taken like any other: the wait that covers it is its own, and its
  * forward begun before the cut (a whole wait_stream dropped) shows as a
  * restart of compute's window that its watch, armed at the cut, did not
- * see (unwatched_restart). */
-int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
+ * see (unwatched_restart).
+ * A wait on the copy stream (`from`) of the oldest due batch that covers
+ * it takes it, though compute's last window might hold its forward begun
+ * without its edge, rather than a newer batch of another copy stream that
+ * was covered before: a wait on one copy stream brings nothing of a batch
+ * copied on another (batch i on M[i % 2], launches counted in runs). */
+int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 {
+	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	const struct nl_stream *s = &p->s[slot];
 	uint64_t mine; /* compute's last work */
@@ -223,12 +244,15 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok)
 		 * batch t + lag's producer work, as every step so far */
 		bool by_lag = q->lag > 0 && q->lag_n >= NL_LAG_SURE && t == tok - q->lag;
 
-		if (b && !b->closed && !b->fwd_started && !b->watch[NL_CONSUMER_COMPUTE].repeat &&
-		    b->copy_closed &&
-		    (!q->has_sparse || b->reached_sparse || b->st[NL_STAGE_SPARSE].work) &&
-		    (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s)) ||
-		     covered_but_collective(b, s)))
-			return t;
+		if (!b || b->closed || b->fwd_started || b->watch[NL_CONSUMER_COMPUTE].repeat ||
+		    !b->copy_closed ||
+		    (q->has_sparse && !b->reached_sparse && !b->st[NL_STAGE_SPARSE].work))
+			continue;
+		if (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s)) ||
+		    covered_but_collective(b, s))
+			return doubt != NL_NO_TOKEN && from >= 0 && copy_slot(b) != from ? doubt : t;
+		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from && producers_before(b, s))
+			doubt = t;
 	}
 	return tok;
 }
@@ -372,21 +396,6 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		return t;
 	}
 	return tok;
-}
-
-/* The stream batch b was copied on; -1 none, -2 more than one. */
-static int copy_slot(const struct nl_batch *b)
-{
-	int slot = -1;
-
-	for (int i = 0; i < b->nbs; i++) {
-		if (b->bs[i].stage != NL_STAGE_COPY || !b->bs[i].has_work)
-			continue;
-		if (slot >= 0 && slot != b->bs[i].slot)
-			return -2;
-		slot = b->bs[i].slot;
-	}
-	return slot;
 }
 
 /* Batches x and b were copied on the same one stream. */

@@ -91,7 +91,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 		if (all > s->carry)
 			s->carry = all;
 		if (tok > s->token && !nl_held_unworked(p, s, tok))
-			nl_set_token(p, slot, nl_cadence(p, slot, tok), ts);
+			nl_set_token(p, slot, nl_cadence(p, slot, tok, -1), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];
@@ -460,7 +460,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		}
 		if (!nl_over_copy(p, slot, from, ev)) {
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
-			int64_t got = nl_cadence(p, slot, due);
+			int64_t got = nl_cadence(p, slot, due, ev->slot);
 
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token) {
 				struct nl_batch *g = nl_batch_of(p, got);
