@@ -544,6 +544,69 @@ static void altcopy_take_own_stream(void **state)
 		}
 }
 
+/* Batch i copied on M[i % 2], every copy recorded on one reused event, and
+ * the data-dist stream (input_dist, the all-to-all on a collective stream,
+ * dist_init) waits on whatever that event holds: its first wait
+ * finds batch 1's record on M[1] (batch 0's on M[0] was recorded over),
+ * and its first work, input_dist(0), is not ordered after copy(0). Every
+ * later wait covers its batch (and a newer one). The data-dist stream's
+ * next work after a wait on another copy stream than the due batch's,
+ * with no work of its since that batch's copy, is that batch's: batch 0 is
+ * untrusted copy->sparse and every other batch trusted (docs/engine.md,
+ * "Tick cadence at the data-dist stream"). Before, the wait moved the
+ * data-dist stream to batch 1: every later batch was charged a step
+ * early and the last one accused sparse->forward. */
+static void altcopy_sparse_due_other_stream(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], D, Nc, ec, ed, en, ea;
+
+		t->counted = counted;
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		Nc = tb_stream_create(t, 1);
+		ec = tb_event_create(t);
+		ed = tb_event_create(t);
+		en = tb_event_create(t);
+		ea = tb_event_create(t);
+		for (int i = 0; i < 2; i++) {
+			tb_copy(t, M[i], 1, 4096);
+			tb_record(t, ec, M[i]);
+		}
+		for (int i = 0; i < N; i++) {
+			if (i > 0 && i + 1 < N) {
+				tb_copy(t, M[(i + 1) % 2], 1, 4096);
+				tb_record(t, ec, M[(i + 1) % 2]);
+			}
+			tb_wait(t, D, ec);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, en, D);
+			tb_wait(t, Nc, en);
+			tb_alltoall(t, Nc, ea);
+			tb_record(t, en, Nc);
+			tb_wait(t, D, en);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_record(t, ed, D);
+			if (i > 0) /* forward(i - 1)'s last kernels */
+				tb_kernel(t, 0, K_TRITON);
+			tb_wait(t, 0, ed);
+			for (int k = 0; k < 3; k++)
+				tb_kernel(t, 0, K_LOOKUP + k);
+		}
+		tb_device_sync(t);
+		nl_engine_exit(t->e, t->pid, t->now += 1000);
+		tb_finish(t);
+		assert_int_equal(t->n, N);
+		expect(t, 0, N, 0, 1u << NL_EDGE_COPY_SPARSE);
+		tb_free(t);
+	}
+}
+
 /* Copies made by a loader thread, compute taking each batch with
  * wait_stream (a fresh event, so a dropped wait takes its record along):
  * the copy stream has no record between batches k and k+1 and the thread
@@ -683,6 +746,7 @@ int main(void)
 		cmocka_unit_test(two_copy_streams_one_event),
 		cmocka_unit_test(two_copy_streams_fill),
 		cmocka_unit_test(altcopy_take_own_stream),
+		cmocka_unit_test(altcopy_sparse_due_other_stream),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

@@ -289,6 +289,16 @@ static bool worked_on(const struct nl_stream *s, int64_t tok)
 	return worked_before(s, s->nring, tok);
 }
 
+/* Stream s did work after ts, or its ring does not reach back to ts. */
+static bool worked_since(const struct nl_stream *s, uint64_t ts)
+{
+	uint32_t start = nl_ring_start(s);
+
+	if (start > 0 && s->ring[start % NL_RING].ts > ts)
+		return true;
+	return nl_ring_last_work_ts(s) > ts;
+}
+
 /* Another sparse stream waited on the record at `clock` of stream s (D
  * handing its input_dist to the collective stream): the batch goes on on s
  * after it. */
@@ -367,7 +377,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 {
 	const struct nl_stream *s = &p->s[slot];
 	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
-	int64_t t;
+	int64_t t, first;
 
 	if (!q || s->role != NL_ROLE_SPARSE || !from || from->role != NL_ROLE_COPY ||
 	    from->pipe != s->pipe || slot == p->compute_slot)
@@ -380,12 +390,24 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		t = s->token;
 	if (s->token == t && worked_on(s, t))
 		t++;
+	first = t;
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
-		if (!b || b->closed || !b->copy_closed || b->st[NL_STAGE_SPARSE].work ||
-		    !nl_copy_covered(b, s))
+		if (!b || b->closed || !b->copy_closed || b->st[NL_STAGE_SPARSE].work)
 			continue;
+		if (!nl_copy_covered(b, s)) {
+			/* the wait is on another copy stream than the due
+			 * batch's and brings nothing of it, and the stream did
+			 * no work since that batch's copy began: its next work
+			 * is that batch's, begun without its edge (a reused
+			 * event the other copy stream recorded again before
+			 * this wait), not the newer batch's */
+			if (t == first && copy_slot(b) >= 0 && copy_slot(b) != (int)(from - p->s) &&
+			    !worked_since(s, b->st[NL_STAGE_COPY].first_ts))
+				return t;
+			continue;
+		}
 		/* work the stream did after this batch's copy began could be its
 		 * sparse stage begun without the edge, and a stream created after
 		 * it began is not the one that was to run it (a pipeline's streams
