@@ -520,9 +520,7 @@ static void altcopy_take_own_stream(void **state)
 				for (int k = 0; k < 4; k++)
 					tb_kernel(t, 0, K_LOOKUP + k);
 			}
-			tb_device_sync(t);
-			nl_engine_exit(t->e, t->pid, t->now += 1000);
-			tb_finish(t);
+			tb_end(t);
 			assert_int_equal(t->n, N);
 			for (int i = 0; i < N; i++) {
 				const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
@@ -598,11 +596,9 @@ static void altcopy_sparse_due_other_stream(void **state)
 			for (int k = 0; k < 3; k++)
 				tb_kernel(t, 0, K_LOOKUP + k);
 		}
-		tb_device_sync(t);
-		nl_engine_exit(t->e, t->pid, t->now += 1000);
-		tb_finish(t);
+		tb_end(t);
 		assert_int_equal(t->n, N);
-		expect(t, 0, N, 0, 1u << NL_EDGE_COPY_SPARSE);
+		expect(t, 0, N, 0, EDGE(COPY_SPARSE));
 		tb_free(t);
 	}
 }
