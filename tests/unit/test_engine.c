@@ -271,6 +271,47 @@ static void null_stream_copy_join(void **state)
 	}
 }
 
+/* One event per edge re-recorded: a batch's copy, recorded on em. */
+static void ev_copy(struct tb *t, uint64_t m, uint64_t em)
+{
+	tb_copy(t, m, 1, 1024);
+	tb_record(t, em, m);
+}
+
+/* A batch's sparse stage after a wait on em, recorded on ed. */
+static void ev_sparse(struct tb *t, uint64_t d, uint64_t em, uint64_t ed)
+{
+	tb_wait(t, d, em);
+	tb_kernel(t, d, K_INPUT_DIST);
+	tb_kernel(t, d, K_DIST_INIT);
+	tb_record(t, ed, d);
+}
+
+/* Blocking copy and data-dist streams (compute on the null stream), one
+ * event per edge re-recorded: the loader's fill of `depth` batches, each
+ * copy recorded, and the data-dist stream's first batch after one wait. */
+static void null_fill(struct tb *t, int depth, uint64_t *m, uint64_t *d, uint64_t *em,
+		      uint64_t *ed)
+{
+	*m = tb_stream_create(t, 0);
+	*d = tb_stream_create(t, 0);
+	*em = tb_event_create(t);
+	*ed = tb_event_create(t);
+	for (int k = 0; k < depth; k++)
+		ev_copy(t, *m, *em);
+	ev_sparse(t, *d, *em, *ed);
+}
+
+/* The job ended, every one of its n batches trusted, implicit edges seen. */
+static void null_all_trusted(struct tb *t, int n)
+{
+	end_job(t);
+	assert_int_equal(t->n, n);
+	for (int k = 0; k < n; k++)
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_true(t->sum.implicit_edges > 0);
+}
+
 /* Blocking copy and data-dist streams, compute on the null stream, one
  * event per edge re-recorded, the loader a batch ahead: D's wait on the
  * copy stream covers the next batch's copy too, and every op of the null
@@ -286,40 +327,57 @@ static void null_stream_joins_keep_batch(void **state)
 	uint64_t m, d, em, ed;
 
 	(void)state;
-	m = tb_stream_create(t, 0);
-	d = tb_stream_create(t, 0);
-	em = tb_event_create(t);
-	ed = tb_event_create(t);
-	tb_copy(t, m, 1, 1024);
-	tb_record(t, em, m);
-	tb_copy(t, m, 1, 1024);
-	tb_record(t, em, m);
-	tb_wait(t, d, em);
-	tb_kernel(t, d, K_INPUT_DIST);
-	tb_kernel(t, d, K_DIST_INIT);
-	tb_record(t, ed, d);
+	null_fill(t, 2, &m, &d, &em, &ed);
 	for (int i = 0; i < N; i++) {
-		if (i + 2 < N) {
-			tb_copy(t, m, 1, 1024);
-			tb_record(t, em, m);
-		}
+		if (i + 2 < N)
+			ev_copy(t, m, em);
 		tb_wait(t, 0, ed);
-		if (i + 1 < N) {
-			tb_wait(t, d, em);
-			tb_kernel(t, d, K_INPUT_DIST);
-			tb_kernel(t, d, K_DIST_INIT);
-			tb_record(t, ed, d);
-		}
+		if (i + 1 < N)
+			ev_sparse(t, d, em, ed);
 		tb_kernel(t, 0, K_LOOKUP);
 		tb_kernel(t, 0, K_GEMM);
 		tb_kernel(t, 0, K_TRITON);
 	}
-	end_job(t);
-	assert_int_equal(t->n, N);
-	for (int k = 0; k < N; k++)
-		assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
-	assert_true(t->sum.implicit_edges > 0);
+	null_all_trusted(t, N);
 	tb_free(t);
+}
+
+/* Blocking copy and data-dist streams, compute on the null stream, the
+ * loader three batches ahead, every copy recorded on one reused event: the
+ * data-dist stream's first wait covers batches 0-2. Forward's first
+ * kernels on the null stream join the copy stream (the null stream now
+ * carries batch 2); the copy of batch 3, on the blocking copy stream,
+ * then joins the null stream, and so does the data-dist stream's next
+ * wait. That join takes the batch due at the data-dist stream (1), found
+ * through the copy stream that copied batch 2, though that stream has
+ * copied batch 3 since. Before, no copy stream carried batch 2 any more,
+ * the join took it, and the healthy batch 1 was accused copy->sparse
+ * (never reached). */
+static void null_stream_join_after_next_copy(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t m, d, em, ed;
+
+		t->counted = counted;
+		null_fill(t, 3, &m, &d, &em, &ed);
+		for (int i = 0; i < N; i++) {
+			tb_wait(t, 0, ed);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			if (i + 3 < N)
+				ev_copy(t, m, em);
+			if (i + 1 < N)
+				ev_sparse(t, d, em, ed);
+			tb_kernel(t, 0, K_BWD_EMB);
+			tb_kernel(t, 0, K_BWD_GEMM);
+		}
+		null_all_trusted(t, N);
+		tb_free(t);
+	}
 }
 
 /* ncclAllToAll's record arrives after RCCL's inner hipExtLaunchKernel (it
@@ -849,6 +907,7 @@ int main(void)
 		cmocka_unit_test(null_stream_blocking),
 		cmocka_unit_test(null_stream_nonblocking),
 		cmocka_unit_test(null_stream_joins_keep_batch),
+		cmocka_unit_test(null_stream_join_after_next_copy),
 		cmocka_unit_test(null_stream_record_keeps_batch),
 		cmocka_unit_test(null_stream_copy_join),
 		cmocka_unit_test(collective_after_inner_launch),

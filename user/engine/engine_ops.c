@@ -35,15 +35,27 @@ static void join_implicit(struct nl_proc *p, int dst, int src, uint64_t ts)
 
 /* A sparse stream joining the null stream takes the batch due there, as
  * by a wait on the copy stream whose batch the null stream carried: not a
- * newer one the same join covers too (a loader ahead). */
+ * newer one the same join covers too (a loader ahead). That copy stream is
+ * the one that copied the batch, though it may have copied a newer one
+ * since (the copy of the next batch, itself on a blocking stream, joined
+ * the null stream after compute's forward did). */
 static int64_t implicit_due(struct nl_proc *p, int slot, int64_t tok)
 {
+	const struct nl_batch *b;
+
 	if (p->s[slot].role != NL_ROLE_SPARSE)
 		return tok;
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *c = &p->s[i];
 
 		if (c->used && c->role == NL_ROLE_COPY && c->token == tok)
+			return nl_sparse_due(p, slot, c, tok);
+	}
+	b = nl_batch_of(p, tok);
+	for (int i = 0; b && i < b->nbs; i++) {
+		const struct nl_stream *c = &p->s[b->bs[i].slot];
+
+		if (b->bs[i].stage == NL_STAGE_COPY && b->bs[i].has_work && c->role == NL_ROLE_COPY)
 			return nl_sparse_due(p, slot, c, tok);
 	}
 	return tok;
