@@ -603,6 +603,54 @@ static void altcopy_sparse_due_other_stream(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2], each copy recorded on an event of its own
+ * batch slot, with a data-dist stage, the loader two batches ahead, a
+ * short run of four batches (learning sees all of it): the copy of batch
+ * 3 on M[1] comes before the data-dist stream's wait on
+ * batch 1's record there. Role learning counts a hand-off of M[1] by what
+ * the waited record covers: the waits on batch 1's and batch 3's records
+ * are two, and M[1] is the pipeline's second copy stream from the start.
+ * Before, the first wait counted M[1]'s copies made by then (batch 3's
+ * too), the second was no new hand-off, M[1] was found later by its edges
+ * and its batches numbered after M[0]'s: a healthy batch was accused
+ * copy->sparse. */
+static void altcopy_learn_by_record(void **state)
+{
+	enum { N = 4 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], D, ec[N], ed[N];
+
+		t->counted = counted;
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		for (int i = 0; i < N; i++) {
+			ec[i] = tb_event_create(t);
+			ed[i] = tb_event_create(t);
+		}
+		for (int i = 0; i < N; i++) {
+			for (int k = i ? i + 2 : 0; k <= i + 2 && k < N; k++) {
+				tb_copy(t, M[k % 2], 1, 4096);
+				tb_record(t, ec[k], M[k % 2]);
+			}
+			tb_wait(t, D, ec[i]);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, ed[i], D);
+			tb_wait(t, 0, ed[i]);
+			for (int k = 0; k < 3; k++)
+				tb_kernel(t, 0, K_LOOKUP + k);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->n, N);
+		expect(t, 0, N, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Copies made by a loader thread, compute taking each batch with
  * wait_stream (a fresh event, so a dropped wait takes its record along):
  * the copy stream has no record between batches k and k+1 and the thread
@@ -743,6 +791,7 @@ int main(void)
 		cmocka_unit_test(two_copy_streams_fill),
 		cmocka_unit_test(altcopy_take_own_stream),
 		cmocka_unit_test(altcopy_sparse_due_other_stream),
+		cmocka_unit_test(altcopy_learn_by_record),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

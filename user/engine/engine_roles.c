@@ -67,8 +67,8 @@ static int find_key(const struct nl_learn *l, const struct nl_skey *k)
 	return -1;
 }
 
-/* Event handle -> learning stream of its last record (-1: not recorded). */
-static int *emap(struct nl_learn *l, uint64_t handle, bool insert)
+/* Event handle -> its last record. */
+static struct nl_lrec *emap(struct nl_learn *l, uint64_t handle, bool insert)
 {
 	uint32_t mask = l->ecap - 1;
 
@@ -86,7 +86,7 @@ static int *emap(struct nl_learn *l, uint64_t handle, bool insert)
 			i = nl_hash64(handle) & mask;
 		}
 		l->eh[i] = handle + 1;
-		l->es[i] = -1;
+		l->es[i] = (struct nl_lrec){ .slot = -1 };
 		l->eused++;
 		return &l->es[i];
 	}
@@ -94,10 +94,11 @@ static int *emap(struct nl_learn *l, uint64_t handle, bool insert)
 
 static void note_record(struct nl_learn *l, uint64_t event, int slot)
 {
-	int *src = emap(l, event, true);
+	struct nl_lrec *r = emap(l, event, true);
 
-	if (src)
-		*src = slot;
+	if (r)
+		*r = (struct nl_lrec){ slot, slot >= 0 ? l->s[slot].h2d : 0,
+				       slot >= 0 ? l->s[slot].runs : 0 };
 }
 
 struct picks {
@@ -193,8 +194,11 @@ static struct nl_skey override_key(uint64_t handle)
  * Runs are counted against hand-offs, not waits on alternating streams: a
  * loader ahead that re-records one event on both streams makes compute
  * wait on the same stream twice in a row, and runs do not depend on which
- * record a wait found. A run begun after the last hand-off is not counted
- * (its batch is not handed off yet). */
+ * record a wait found. A run the waited record does not cover is not
+ * counted (its batch is not handed off yet), and neither are its copies:
+ * with the loader a batch ahead, the wait on batch 1's record on M[1]
+ * came after batch 3's copy there, and the wait on batch 3's record was
+ * then no new hand-off. */
 static bool alternates(const struct nl_learn *l, int b, bool sparse)
 {
 	const struct nl_lstream *s = &l->s[b];
@@ -322,7 +326,8 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 {
 	struct nl_learn *l = &p->learn;
 	struct nl_skey k;
-	int i, *src;
+	const struct nl_lrec *r;
+	int i, src;
 
 	if (c->api == NL_LOST_MARK || ((c->fields & NL_F_RC) && c->rc != 0))
 		return false;
@@ -364,19 +369,23 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		if (!(c->fields & NL_F_EVENT))
 			return false;
 		i = lslot(l, &k);
-		src = emap(l, c->event, false);
-		if (i < 0 || !src || *src < 0 || *src == i)
+		r = emap(l, c->event, false);
+		src = r ? r->slot : -1;
+		if (i < 0 || src < 0 || src == i)
 			return false;
-		l->s[*src].out[i / 64] |= 1ull << (i % 64);
-		l->s[i].in[*src / 64] |= 1ull << (*src % 64);
-		l->s[*src].waited++;
-		if (l->s[*src].h2d) {
-			struct nl_lstream *x = &l->s[*src];
+		l->s[src].out[i / 64] |= 1ull << (i % 64);
+		l->s[i].in[src / 64] |= 1ull << (src % 64);
+		l->s[src].waited++;
+		if (l->s[src].h2d) {
+			/* what the record covers, not what the stream copied
+			 * since (the loader ahead: the next batch's copies) */
+			struct nl_lstream *x = &l->s[src];
 
-			x->run_at = x->runs;
-			if (x->h2d > x->turn_h2d) {
+			if (r->runs > x->run_at)
+				x->run_at = r->runs;
+			if (r->h2d > x->turn_h2d) {
 				x->turns++;
-				x->turn_h2d = x->h2d;
+				x->turn_h2d = r->h2d;
 			}
 		}
 		return ready(e, l);

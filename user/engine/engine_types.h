@@ -270,14 +270,21 @@ struct nl_lstream {
 	bool used;
 	struct nl_skey key;
 	uint64_t launches, h2d, work, waited;
-	/* its hand-offs (waits on it after it copied again: a second consumer
-	 * waiting on the same copies is the same hand-off) and its h2d count at
-	 * the last one */
+	/* its hand-offs (waits on a record of it that covers newer copies than
+	 * the last hand-off's: a second consumer waiting on the same copies is
+	 * the same hand-off) and the h2d count that record covered */
 	uint64_t turns, turn_h2d;
 	/* runs of its H2D copies (copies right after another stream's), and
-	 * how many it had made at its last hand-off */
+	 * how many the newest record a hand-off waited on covered */
 	uint64_t runs, run_at;
 	uint64_t out[NL_LEARN_EDGE_WORDS], in[NL_LEARN_EDGE_WORDS];
+};
+
+/* A learning event: the stream of its last record (-1: not recorded), and
+ * that stream's H2D copies and runs of them when it recorded. */
+struct nl_lrec {
+	int slot;
+	uint64_t h2d, runs;
 };
 
 /* Role learning: statistics over the records held back. */
@@ -285,7 +292,7 @@ struct nl_learn {
 	struct nl_lstream *s;
 	uint32_t ns, scap;
 	uint64_t *eh;         /* event handle hash: handle+1, 0 empty */
-	int *es;              /* learning stream index of its last record, -1 none */
+	struct nl_lrec *es;   /* per event handle */
 	uint32_t ecap, eused;
 	uint32_t since_check;
 	int last_copier;      /* stream of the last H2D copy, -1 none */
