@@ -1764,14 +1764,66 @@ static struct tb *dist_end_loop(int n, int drop, bool reuse)
 	return dist_loop(n, drop, reuse, true, true);
 }
 
+/* each_drop with launches named, then counted in runs (dist_counted) */
+static void each_drop_named_counted(struct tb *(*loop)(int, int, bool), uint32_t missing)
+{
+	for (int counted = 0; counted < 2; counted++) {
+		dist_counted = counted;
+		each_drop(loop, 8, 0, missing);
+	}
+	dist_counted = false;
+}
+
 static void dropped_dist_end_wait(void **state)
 {
 	(void)state;
-	for (int counted = 0; counted < 2; counted++) {
-		dist_counted = counted;
-		each_drop(dist_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
+	each_drop_named_counted(dist_end_loop, EDGE(SPARSE_FORWARD));
+}
+
+/* TorchRec's split sparse stage at depth 2: input_dist(i+1) and its
+ * all-to-all on the collective stream X (whose end X records on done[i+1])
+ * are enqueued before D waits on batch i's end and runs dist_init(i).
+ * With X's wait on D dropped for batch k (with D's record, fresh events),
+ * X's all-to-all of k follows its record of k-1 with no wait between, and
+ * D has begun batch k since: the same collective launched again there is
+ * k's, begun without its edge (copy->sparse on k alone). Before, it was charged to k-1, D's wait on
+ * its end took D back to k-1, and every batch after was charged a step
+ * late: the fault missed and the last batch skipped. Launches named, then
+ * counted. */
+
+static void split_batch(struct four *q, struct tb *t, int k, bool x_wait)
+{
+	tb_copy(t, q->M, 1, 4096);
+	tb_wait_stream(t, q->D, q->M);
+	tb_kernel(t, q->D, K_INPUT_DIST);
+	tb_wait_stream_or_drop(t, q->X, q->D, x_wait);
+	tb_alltoall(t, q->X, 0);
+	tb_record(t, q->done[k], q->X);
+}
+
+static struct tb *split_dist_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = dist_counted;
+	split_batch(&q, t, 0, drop != 0);
+	for (int i = 0; i < n; i++) {
+		if (i + 1 < n)
+			split_batch(&q, t, i + 1, i + 1 != drop);
+		tb_wait(t, q.D, q.done[i]);
+		tb_kernel(t, q.D, K_DIST_INIT);
+		tb_wait_stream(t, q.C, q.D);
+		forward3(t, q.C);
 	}
-	dist_counted = false;
+	tb_end(t);
+	return t;
+}
+
+static void split_collective_without_edge(void **state)
+{
+	(void)state;
+	each_drop_named_counted(split_dist_loop, EDGE(COPY_SPARSE));
 }
 
 /* A smoke run of four batches at depth 3, copied by a loader thread: the
@@ -1945,6 +1997,7 @@ int main(void)
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),
+		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(counted_tail_taken),
 	};

@@ -298,7 +298,7 @@ static inline uint64_t tb_launch(struct tb *t, uint64_t s)
 
 /* The workload's kernels, one function each as in the real job. */
 enum { K_INPUT_DIST = 0x1001, K_DIST_INIT, K_LOOKUP = 0x2001, K_GEMM, K_TRITON,
-       K_BWD_EMB = 0x3001, K_BWD_GEMM, K_BWD_ELEM, K_OPTIMIZER };
+       K_BWD_EMB = 0x3001, K_BWD_GEMM, K_BWD_ELEM, K_OPTIMIZER, K_A2A = 0x4001 };
 
 /* Any launch API (the _spt twins too). */
 static inline void tb_launch_api(struct tb *t, int api, uint64_t s)
@@ -376,8 +376,9 @@ static inline void tb_alltoall(struct tb *t, uint64_t s, uint64_t done_ev)
 
 	tb_set_stream(&in, s);
 	in.coll_depth = 1;
+	in.fn = K_A2A; /* RCCL's kernel, named as every hipExtLaunchKernel */
 	in.event2 = done_ev;
-	in.fields |= NL_F_EVENT | NL_F_EVENT2;
+	in.fields |= NL_F_FN | NL_F_EVENT | NL_F_EVENT2;
 	tb_feed(t, &in);
 	out = tb_call(t, NL_API_NCCL_ALLTOALL);
 	out.ts_ns = t0;

@@ -390,6 +390,10 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		bs->last_ts = c->ts_ns;
 	if (!bs->first_op.valid)
 		bs->first_op = op;
+	if (work && !bs->has_work) {
+		bs->first_sig = op.sig;
+		bs->first_named = c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN);
+	}
 	if (work && (!bs->has_work || clock >= bs->last_work.clock)) {
 		bs->has_work = true;
 		bs->last_work = op;

@@ -41,6 +41,27 @@ void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upt
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
 
+/* Another sparse stream of s's pipeline worked on batch tok, or recorded
+ * an event carrying it, after ts (as far as its ring remembers). */
+static bool begun_since(const struct nl_proc *p, const struct nl_stream *s, int64_t tok,
+			   uint64_t ts)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x == s || x->role != NL_ROLE_SPARSE || x->pipe != s->pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if ((r->work || nl_api_info[r->api].kind == NL_K_EVENT_RECORD) &&
+			    r->token == tok && r->ts > ts)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Stream slot `slot` has an op of batch b. */
 static bool touched(const struct nl_batch *b, int slot)
 {
@@ -287,6 +308,42 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
 	if (!n || !n->copy_closed || n->st[NL_STAGE_SPARSE].work)
 		return;
 	if (!nl_copy_covered(n, s) && !again)
+		return;
+	take_token(p, s, next);
+}
+
+/* The collective stream (a sparse stream only other sparse streams feed)
+ * launches again, right after its record, the kernel its work of its
+ * batch began with, with no wait between, while another sparse stream has
+ * begun the next batch since that record (the data-dist stream's
+ * input_dist of it): that launch is the next batch's collective begun
+ * without its edge, not more of the batch before (TorchRec's split sparse
+ * stage, X.wait_stream(D) dropped). */
+void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const struct nl_call *c)
+{
+	const struct nl_ring_op *last;
+	const struct nl_batch *b, *n;
+	int slot = (int)(s - p->s);
+	int64_t next;
+
+	if (!s->nring || s->fed_by_copy || s->token == NL_NO_TOKEN || c->kind != NL_K_LAUNCH ||
+	    !(c->fields & NL_F_FN) || !(b = nl_batch_of(p, s->token)))
+		return;
+	last = &s->ring[(s->nring - 1) % NL_RING];
+	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token)
+		return;
+	for (int i = 0;; i++) {
+		if (i == b->nbs)
+			return;
+		if (b->bs[i].slot == slot && b->bs[i].has_work) {
+			if (!b->bs[i].first_named || b->bs[i].first_sig != nl_call_sig(c))
+				return;
+			break;
+		}
+	}
+	next = next_batch(p, s, s->token);
+	n = nl_batch_of(p, next);
+	if (!n || n->closed || !n->st[NL_STAGE_SPARSE].work || !begun_since(p, s, next, last->ts))
 		return;
 	take_token(p, s, next);
 }

@@ -186,6 +186,8 @@ struct nl_batch_stream {
 	struct nl_seen_op first_op;
 	bool has_work;
 	struct nl_seen_op last_work;
+	bool first_named;      /* its first work op was a launch naming its kernel */
+	uint64_t first_sig;    /* ...and what it ran */
 	/* upstream frontier (ops not ordered after any forward op of the batch) */
 	bool has_up, covered, pending;
 	struct nl_seen_op last_up, pending_f;
