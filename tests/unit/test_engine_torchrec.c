@@ -1248,6 +1248,57 @@ static void step_a_depth2(void **state)
 	step_a_each_drop(step_a_depth2_loop);
 }
 
+/* TorchRec's step a at depth 1 with the all-to-all's end recorded on the
+ * collective stream X: compute waits on D's record before D waits on
+ * done[i] and runs dist_init(i), and copy(i+1) comes between. With D's
+ * wait on done[k] dropped, dist_init(k) follows D's step-a record with no
+ * wait between and reads the all-to-all unordered: sparse->forward on k
+ * alone. That launch, of another kernel than k's input_dist while compute
+ * did no work on k yet, is k's stage going on, not batch k+1's begun
+ * without its edge (docs/engine.md, "The hand-off rule"). Before, the
+ * hand-off rule gave it to k+1, which was accused copy->sparse and
+ * sparse->forward as well. Named and counted, from batch 0. */
+static struct tb *step_a_end_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = step_a_counted;
+	tb_copy(t, q.M, 1, 4096);
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream(t, q.D, q.M);
+		tb_kernel(t, q.D, K_INPUT_DIST);
+		tb_kernel(t, q.D, K_INPUT_DIST);
+		tb_wait_stream(t, q.X, q.D);
+		tb_alltoall(t, q.X, 0);
+		tb_record(t, q.done[i], q.X);
+		tb_wait_stream(t, q.C, q.D); /* step a */
+		if (i + 1 < n)
+			tb_copy(t, q.M, 1, 4096);
+		if (i != drop)
+			tb_wait(t, q.D, q.done[i]);
+		tb_kernel(t, q.D, K_DIST_INIT);
+		tb_wait_stream(t, q.C, q.D); /* step d */
+		tb_kernel(t, q.C, K_LOOKUP);
+		tb_kernel(t, q.C, K_GEMM);
+		tb_kernel(t, q.C, K_TRITON);
+		tb_kernel(t, q.C, K_BWD_EMB);
+		tb_kernel(t, q.C, K_BWD_GEMM);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void step_a_dist_end_dropped(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		step_a_counted = counted;
+		each_drop(step_a_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
+	}
+	step_a_counted = false;
+}
+
 /* A depth-2 loop whose compute takes batch i on an event the data-dist
  * stream recorded right after sparse(i), before sparse(i+1): each take is
  * tight (batch i+1 produced, not yet ordered before compute). Compute's
@@ -1986,6 +2037,7 @@ int main(void)
 		cmocka_unit_test(sparse_segment_after_record),
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
+		cmocka_unit_test(step_a_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),

@@ -332,7 +332,10 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * began after the newer batch's copy, yet was the older batch's). A record
  * another sparse stream waited on (the hand-off to the collective stream)
  * does not end a segment: the work after it goes on with the batch, unless
- * it launches again the kernel the batch's sparse stage began with. */
+ * it launches again the kernel the batch's sparse stage began with. Nor
+ * does work the engine found to be the batch's own stage going on after
+ * compute's step-a wait (goes_on: dist_init without its wait on the
+ * all-to-all's end). */
 static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts)
 {
 	uint32_t k = nl_ring_start(s);
@@ -351,6 +354,8 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 			handed = handed_on(p, s, r->clock);
 			if (!handed)
 				fed = false;
+		} else if (r->work && r->goes_on) {
+			last = r->token; /* the batch's own stage going on */
 		} else if (r->work) {
 			if (handed && r->again)
 				fed = false;

@@ -560,11 +560,31 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
 	       acc->first_named[0] && acc->first_sig[0] == nl_call_sig(c);
 }
 
+/* TorchRec's step a: compute waited on the data-dist stream's record
+ * before that stream's dist_init, and did no work on the batch yet. The
+ * stream's next work, a launch of another kernel than its work of the
+ * batch began with, is the batch's stage going on (dist_init), not the
+ * next batch's begun without its edge (the hand-off rule). */
+static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
+{
+	const struct nl_batch *b = nl_batch_of(p, s->handed_tok);
+	int slot = (int)(s - p->s);
+
+	if (!b || p->compute_slot < 0 || p->s[p->compute_slot].token != b->token || b->fwd_work ||
+	    c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
+		return false;
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].slot == slot && b->bs[i].has_work)
+			return b->bs[i].first_named && b->bs[i].first_sig != nl_call_sig(c);
+	return false;
+}
+
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
 	struct nl_thread *th = nl_thread_get(p, c->tid);
 	bool coll = (c->kind == NL_K_COLL || c->kind == NL_K_P2P) && c->coll_depth == 0;
+	bool goes_on = false;
 	uint32_t clock;
 
 	if (!op_prepare(p, slot, c))
@@ -588,6 +608,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
+	else if (s->role == NL_ROLE_SPARSE && s->handed && stage_goes_on(p, s, c))
+		goes_on = true;
 	else if (s->role == NL_ROLE_SPARSE && s->handed)
 		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
@@ -621,8 +643,10 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		return;
 	}
 	nl_ring_push(s, clock, c, s->token, true);
-	if (s->role == NL_ROLE_SPARSE)
+	if (s->role == NL_ROLE_SPARSE) {
 		s->ring[(s->nring - 1) % NL_RING].again = sparse_again(p, s, c);
+		s->ring[(s->nring - 1) % NL_RING].goes_on = goes_on;
+	}
 	nl_account(e, p, slot, c, clock, s->token, true, coll);
 }
 

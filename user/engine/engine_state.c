@@ -291,6 +291,7 @@ void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, 
 	r->ts = c->ts_ns;
 	r->work = work;
 	r->again = false;
+	r->goes_on = false;
 	r->ev_slot = -1;
 	r->ev_clock = 0;
 	s->nring++;

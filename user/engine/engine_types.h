@@ -79,6 +79,9 @@ struct nl_ring_op {
 	/* a sparse stream's launch of the kernel its batch's sparse stage began
 	 * with, again: a new batch's stage begun, not more of this one */
 	bool again;
+	/* a data-dist stream's work after compute's step-a wait on its record,
+	 * the batch's stage going on (dist_init), not a new one begun */
+	bool goes_on;
 	/* a wait: the stream and clock of the record it waited on (-1: none) */
 	int16_t ev_slot;
 	uint32_t ev_clock;
