@@ -196,6 +196,19 @@ static int copy_slot(const struct nl_batch *b)
 	return slot;
 }
 
+/* Compute's windows begin with named kernels (launches named, not counted
+ * in runs), and the window of the batch it holds shows at most one step
+ * begun again: its first kernel launched no more than once beyond what a
+ * window without a restart has. */
+static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s)
+{
+	const struct nl_batch *own = nl_batch_of(p, s->token);
+	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
+
+	return q && q->step_n && !q->run_n &&
+	       own->st[NL_STAGE_FORWARD].first_hits <= (q->first_min ? q->first_min : 1) + 1;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -217,6 +230,7 @@ static int copy_slot(const struct nl_batch *b)
 int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
+	bool passed = false;         /* a due batch passed over, ordered before */
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	const struct nl_stream *s = &p->s[slot];
 	uint64_t mine; /* compute's last work */
@@ -251,6 +265,14 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 		if (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s)) ||
 		    covered_but_collective(b, s))
 			return doubt != NL_NO_TOKEN && from >= 0 && copy_slot(b) != from ? doubt : t;
+		/* an older due batch was passed over for compute's work since
+		 * its producers: that work holds its forward begun without its
+		 * edge, if any, and this batch's could not begin before it,
+		 * unless the window began the step again twice */
+		if (passed && producers_before(b, s) && one_restart_at_most(p, s))
+			return t;
+		if (producers_before(b, s))
+			passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from && producers_before(b, s))
 			doubt = t;
 	}
