@@ -30,6 +30,15 @@ struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token)
 	return b->used && b->token == token ? b : NULL;
 }
 
+/* Batch b's stream slot with work on it (NULL: none). */
+const struct nl_batch_stream *nl_worked_stream(const struct nl_batch *b, int slot)
+{
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].slot == slot && b->bs[i].has_work)
+			return &b->bs[i];
+	return NULL;
+}
+
 int nl_stage_of_role(int role)
 {
 	switch (role) {

@@ -257,23 +257,25 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 		/* the lag every recent take had: the wait for batch t made after
 		 * batch t + lag's producer work, as every step so far */
 		bool by_lag = q->lag > 0 && q->lag_n >= NL_LAG_SURE && t == tok - q->lag;
+		bool ordered; /* every producer op of it ordered before the wait */
 
 		if (!b || b->closed || b->fwd_started || b->watch[NL_CONSUMER_COMPUTE].repeat ||
 		    !b->copy_closed ||
 		    (q->has_sparse && !b->reached_sparse && !b->st[NL_STAGE_SPARSE].work))
 			continue;
-		if (batch_covered(p, b, s, mine) || (by_lag && producers_before(b, s)) ||
-		    covered_but_collective(b, s))
+		ordered = producers_before(b, s) != 0;
+		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
 			return doubt != NL_NO_TOKEN && from >= 0 && copy_slot(b) != from ? doubt : t;
+		if (!ordered)
+			continue;
 		/* an older due batch was passed over for compute's work since
 		 * its producers: that work holds its forward begun without its
 		 * edge, if any, and this batch's could not begin before it,
 		 * unless the window began the step again twice */
-		if (passed && producers_before(b, s) && one_restart_at_most(p, s))
+		if (passed && one_restart_at_most(p, s))
 			return t;
-		if (producers_before(b, s))
-			passed = true;
-		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from && producers_before(b, s))
+		passed = true;
+		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
 			doubt = t;
 	}
 	return tok;

@@ -323,7 +323,7 @@ void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const st
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *b, *n;
-	int slot = (int)(s - p->s);
+	const struct nl_batch_stream *bs;
 	int64_t next;
 
 	if (!s->nring || s->fed_by_copy || s->token == NL_NO_TOKEN || c->kind != NL_K_LAUNCH ||
@@ -332,15 +332,9 @@ void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const st
 	last = &s->ring[(s->nring - 1) % NL_RING];
 	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token)
 		return;
-	for (int i = 0;; i++) {
-		if (i == b->nbs)
-			return;
-		if (b->bs[i].slot == slot && b->bs[i].has_work) {
-			if (!b->bs[i].first_named || b->bs[i].first_sig != nl_call_sig(c))
-				return;
-			break;
-		}
-	}
+	bs = nl_worked_stream(b, (int)(s - p->s));
+	if (!bs || !bs->first_named || bs->first_sig != nl_call_sig(c))
+		return;
 	next = next_batch(p, s, s->token);
 	n = nl_batch_of(p, next);
 	if (!n || n->closed || !n->st[NL_STAGE_SPARSE].work || !begun_since(p, s, next, last->ts))

@@ -137,6 +137,7 @@ void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s);
 /* ---- engine_batch.c -------------------------------------------------------- */
 
 struct nl_batch *nl_batch_of(struct nl_proc *p, int64_t token);
+const struct nl_batch_stream *nl_worked_stream(const struct nl_batch *b, int slot);
 /* The batches in flight of one pipeline, and of all of them. */
 #define NL_FOR_PIPE_BATCHES(p, q, b)                                        \
 	for (int64_t t_ = (q)->oldest; t_ < (q)->next_token; t_++)          \

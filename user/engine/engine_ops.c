@@ -568,15 +568,13 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
 static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
 {
 	const struct nl_batch *b = nl_batch_of(p, s->handed_tok);
-	int slot = (int)(s - p->s);
+	const struct nl_batch_stream *bs;
 
 	if (!b || p->compute_slot < 0 || p->s[p->compute_slot].token != b->token || b->fwd_work ||
 	    c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
 		return false;
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].slot == slot && b->bs[i].has_work)
-			return b->bs[i].first_named && b->bs[i].first_sig != nl_call_sig(c);
-	return false;
+	bs = nl_worked_stream(b, (int)(s - p->s));
+	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
 }
 
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
