@@ -1363,6 +1363,16 @@ static struct tb *tight_take_loop(int n, int drop, bool reuse)
 	return t;
 }
 
+/* Batch k untrusted sparse->forward (its take dropped), batch k+1 untrusted
+ * copy->sparse (its data-dist wait dropped), every other of n trusted. */
+static void assert_take_and_next_dropped(struct tb *t, int n, int k)
+{
+	for (int i = 0; i < n; i++)
+		assert_verdict(t, (uint64_t)i,
+			       i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
+			       i == k ? EDGE(SPARSE_FORWARD) : i == k + 1 ? EDGE(COPY_SPARSE) : 0, 0);
+}
+
 /* Launches named; then counted in runs, as the probes send them: the last
  * batch's dropped take leaves no call between the step before and its
  * forward, one run whose restart does not show, and that batch is skipped
@@ -1399,10 +1409,7 @@ static void dropped_tight_take(void **state)
 
 			tight_drop_cs = k + 1;
 			t = tight_take_loop(N, k, reuse);
-			for (int i = 0; i < N; i++)
-				assert_verdict(t, (uint64_t)i,
-					       i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
-					       i == k ? EDGE(SPARSE_FORWARD) : i == k + 1 ? EDGE(COPY_SPARSE) : 0, 0);
+			assert_take_and_next_dropped(t, N, k);
 			tb_free(t);
 		}
 	tight_drop_cs = -1;
@@ -1456,10 +1463,7 @@ static void forward_first_double_drop(void **state)
 		for (int k = 2; k < N - 2; k++) {
 			struct tb *t = forward_first_loop(N, k, reuse);
 
-			for (int i = 0; i < N; i++)
-				assert_verdict(t, (uint64_t)i,
-					       i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
-					       i == k ? EDGE(SPARSE_FORWARD) : i == k + 1 ? EDGE(COPY_SPARSE) : 0, 0);
+			assert_take_and_next_dropped(t, N, k);
 			tb_free(t);
 		}
 }
@@ -1560,10 +1564,7 @@ static void restart_hands_over(void **state)
 				tb_kernel(t, C, K_BWD_EMB);
 			}
 			tb_end(t);
-			for (int i = 0; i < N; i++)
-				assert_verdict(t, (uint64_t)i,
-					       i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
-					       i == k ? EDGE(SPARSE_FORWARD) : i == k + 1 ? EDGE(COPY_SPARSE) : 0, 0);
+			assert_take_and_next_dropped(t, N, k);
 			tb_free(t);
 		}
 }
