@@ -63,9 +63,14 @@ wait "$POD_SH"
 HOST1=$HOST_WL
 wait "$HOST_WL"
 sleep 0.6
-# one more, after the first two are gone: it is traced in a slot they gave back
-host_workload "$TMP/host2.out" --batches 40 --iter-sleep-ms 20
+# one more, after the first two are gone: it is traced in a slot they gave
+# back. Held at its gate until the agent attached to it: started free, its
+# first batch now and then began before the agent's scan found it, and was
+# rightly skipped attached_mid_batch (seen in CI by the diagnostics below)
+host_workload "$TMP/host2.out" --batches 40 --iter-sleep-ms 20 --gate-signal
 HOST2=$HOST_WL
+wait_for "pid $HOST2: [^ ]*libamdhip64[^:]*: .*symbols attached" "$TMP/all.err" 100
+kill -USR1 "$HOST2"
 wait "$HOST2"
 sleep 0.6
 check "--all: the agent keeps running after its targets exit" kill -0 "$agent"
