@@ -122,6 +122,62 @@ static void per_thread_streams(void **state)
 	tb_free(t);
 }
 
+/* from.wait on to's work so far, with a fresh event recorded by thread
+ * `rt` and waited on by thread `wt` (per-thread streams are the caller's). */
+static void wait_across(struct tb *t, uint64_t to, uint32_t wt, uint64_t from, uint32_t rt)
+{
+	uint64_t ev = tb_event_create(t);
+
+	t->tid = rt;
+	tb_record(t, ev, from);
+	t->tid = wt;
+	tb_wait(t, to, ev);
+	tb_event_destroy(t, ev);
+	t->tid = TB_MAIN;
+}
+
+/* Forward on the main thread's per-thread stream, which waits on the copy
+ * stream itself; backward, three kernels to forward's two, on the autograd
+ * thread's per-thread stream, forked from compute and joined back to it.
+ * Backward lies two wait edges from the copy stream too and launches
+ * more, but it is compute's side stream: compute stays the main thread's
+ * stream, and a dropped take is named on its batch. Before, backward's
+ * stream was taken for compute and compute for a data-dist stream. */
+static void backward_side_stream_not_compute(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int drop = -1; drop < N; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t m = tb_stream_create(t, 1);
+			char what[48];
+
+			t->counted = counted;
+			tb_copy(t, m, 1, 4096);
+			for (int i = 0; i < N; i++) {
+				tb_wait_stream_or_drop(t, TB_PER_THREAD, m, i != drop);
+				tb_kernel(t, TB_PER_THREAD, K_LOOKUP);
+				tb_kernel(t, TB_PER_THREAD, K_GEMM);
+				if (i + 1 < N)
+					tb_copy(t, m, 1, 4096);
+				wait_across(t, TB_PER_THREAD, TB_AUTOGRAD, TB_PER_THREAD, TB_MAIN);
+				t->tid = TB_AUTOGRAD;
+				for (int k = 0; k < 3; k++)
+					tb_kernel(t, TB_PER_THREAD, K_BWD_GEMM);
+				wait_across(t, TB_PER_THREAD, TB_MAIN, TB_PER_THREAD, TB_AUTOGRAD);
+			}
+			end_job(t);
+			snprintf(what, sizeof(what), "%s, take %d dropped",
+				 counted ? "counted" : "named", drop);
+			assert_int_equal(find_stream(t, 2, TB_MAIN)->role, NL_ROLE_COMPUTE);
+			assert_int_equal(find_stream(t, 2, TB_AUTOGRAD)->role, NL_ROLE_OTHER);
+			assert_one_fault(t, N, drop, drop < 0 ? 0 : EDGE(COPY_FORWARD), what);
+			tb_free(t);
+		}
+}
+
 /* Batch 2's only path from the data-dist stream D to compute (the null
  * stream) is the legacy stream's implicit synchronization: an edge when D
  * is blocking, nothing when it is NonBlocking. */
@@ -904,6 +960,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(event_handle_reuse),
 		cmocka_unit_test(per_thread_streams),
+		cmocka_unit_test(backward_side_stream_not_compute),
 		cmocka_unit_test(null_stream_blocking),
 		cmocka_unit_test(null_stream_nonblocking),
 		cmocka_unit_test(null_stream_joins_keep_batch),

@@ -5,7 +5,9 @@
  * on whose events. Then:
  *   compute = the stream with the most kernel launches, the null and the
  *             per-thread default streams' counting four times (PyTorch's
- *             default), among those within two wait edges of a producer;
+ *             default), among those within two wait edges of a producer,
+ *             not counting a side stream (forked from one stream and
+ *             joined back to it only);
  *   copy    = a stream other than compute with host-to-device copies whose
  *             events other streams wait on; most copy-like first (share of
  *             H2D copies in its work), then fewest incoming edges, then most
@@ -182,6 +184,25 @@ static bool near_producer(const struct nl_learn *l, uint64_t *near)
 	return any;
 }
 
+/* Stream x forks from one stream and joins back to it only: all it waits
+ * on is y's, and only y waits on it. That is y's side stream (backward on
+ * another thread's stream, fed by compute; a collective stream, fed by
+ * data-dist), not compute, though it may launch as much: where compute
+ * waits on the copy stream directly, the side stream lies within two edges
+ * of the producer too. */
+static bool side_stream(const struct nl_learn *l, int x)
+{
+	const struct nl_lstream *s = &l->s[x];
+	int y = -1;
+
+	if (popcount_edges(s->in) != 1 || memcmp(s->in, s->out, sizeof(s->in)))
+		return false;
+	for (int i = 0; i < (int)l->ns; i++)
+		if (bit(s->in, i))
+			y = i;
+	return y >= 0 && !(l->s[y].h2d && l->s[y].waited);
+}
+
 static struct nl_skey override_key(uint64_t handle)
 {
 	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
@@ -231,7 +252,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		for (uint32_t i = 0; i < l->ns; i++) {
 			uint64_t score = compute_score(&l->s[i]);
 
-			if (known && !bit(near, (int)i))
+			if (known && (!bit(near, (int)i) || side_stream(l, (int)i)))
 				continue;
 			if (score > best) {
 				best = score;
