@@ -1909,6 +1909,53 @@ static void short_run_fill_cut(void **state)
 	tb_free(t);
 }
 
+/* A depth-2 loop copying on the main thread: batches 0 and 1 before the
+ * loop, then take(i), forward(i), copy(i + 2). Take 0 dropped with its
+ * record (a fresh event): no record closes the fill, whose two batches'
+ * copies end where the main thread launches forward(0), then copies batch
+ * 2. That segment of two batches is cut as one a record closes would be:
+ * by the two steady segments after it in a long run, by the fill's
+ * smaller segment (batch 2's, closed by take 1's record) in a run of
+ * three batches. Batch 0 alone is accused (copy->forward), named and
+ * counted; before, batch 1 was merged into it, and in the short run the
+ * fault was charged to the merged batch. */
+static struct tb *fill_drop_loop(int n, bool counted)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+
+	t->counted = counted;
+	tb_copy(t, M, 1, 4096);
+	tb_copy(t, M, 1, 4096);
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream_or_drop(t, C, M, i != 0);
+		tb_kernel(t, C, K_LOOKUP);
+		tb_kernel(t, C, K_GEMM);
+		tb_kernel(t, C, K_TRITON);
+		if (i + 2 < n)
+			tb_copy(t, M, 1, 4096);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void fill_take_dropped_thread_cut(void **state)
+{
+	static const int runs[] = { 3, 4, 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (unsigned r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+			struct tb *t = fill_drop_loop(runs[r], counted);
+			char what[48];
+
+			snprintf(what, sizeof(what), "%s, %d batches", counted ? "counted" : "named",
+				 runs[r]);
+			assert_one_fault(t, runs[r], 0, EDGE(COPY_FORWARD), what);
+			tb_free(t);
+		}
+}
+
 /* A depth-3 loop without a sparse stage, one event re-recorded after each
  * batch's copies: compute's wait for batch i covers batches up to i+2 (up
  * to i+3 once the next copy is recorded), and at the end, with no more
@@ -2052,6 +2099,7 @@ int main(void)
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(short_run_fill_cut),
+		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(counted_tail_taken),
 	};
 

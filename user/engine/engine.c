@@ -358,13 +358,20 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		}
 	/* A short run traced from its start (a smoke test, an evaluation
 	 * round) may end before two steady segments: then its smallest steady
-	 * segment, when every segment is a multiple of it. Not after an
-	 * attach in the middle of a run, where nothing held back is a fill. */
-	if (!k && !p->mid_run)
-		for (uint32_t q = 0; q < nq; q++)
-			for (uint32_t i = 0; i < npost[q]; i++)
-				if (!k || post[q][i] < k)
-					k = post[q][i];
+	 * segment, when every segment is a multiple of it. Without one, the
+	 * smallest fill segment after the first: a take dropped with its
+	 * record leaves the fill's batches open until the copying thread's
+	 * forward, and the next batch's copies, closed by the first hand-off's
+	 * record, are a fill segment too. Not after an attach in the middle of
+	 * a run, where nothing held back is a fill. */
+	for (uint32_t q = 0; !k && !p->mid_run && q < nq; q++)
+		for (uint32_t i = 0; i < npost[q]; i++)
+			if (!k || post[q][i] < k)
+				k = post[q][i];
+	for (uint32_t q = 0; !k && !p->mid_run && q < nq; q++)
+		for (uint32_t i = 1; i < npre[q]; i++)
+			if (!k || pre[q][i] < k)
+				k = pre[q][i];
 	for (uint32_t q = 0; q < nq; q++)
 		for (uint32_t i = 0; k && i < npre[q] + npost[q]; i++)
 			if (size_at(pre[q], npre[q], post[q], i) % k)

@@ -325,8 +325,10 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 		bool rec = nl_api_info[r->api].kind == NL_K_EVENT_RECORD;
 
 		if (r->work && m->seg_open && !e->o.no_copy_split && last && last->tid == r->tid &&
-		    compute_work_between(p, r->tid, last->ts, r->ts))
+		    compute_work_between(p, r->tid, last->ts, r->ts)) {
+			segment_end(e, p, slot);
 			nl_close_segment(p, m);
+		}
 		if (r->work && !m->seg_open && cut)
 			nl_mint(e, p, m, r->ts);
 		if (r->work) {
@@ -540,8 +542,13 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 			 const struct nl_thread *th, const struct nl_call *c)
 {
 	if (s->seg_open && !e->o.no_copy_split && s->seg_tid == c->tid &&
-	    th->compute_work != s->seg_mark)
+	    th->compute_work != s->seg_mark) {
+		/* ended by the thread's compute work, not a record (a take
+		 * dropped with its record): cut as a record would */
+		if (s->role == NL_ROLE_COPY)
+			segment_end(e, p, (int)(s - p->s));
 		nl_close_segment(p, s);
+	}
 	if (!s->seg_open)
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
