@@ -1909,6 +1909,58 @@ static void short_run_fill_cut(void **state)
 	tb_free(t);
 }
 
+/* A depth-3 loop whose compute stream (created, not a default stream)
+ * takes batch i from the data-dist stream and from the copy stream, after
+ * D ran the sparse stage of batches up to i + 2: input_dist, the
+ * collective stream's all-to-all, dist_init. When the copy stream's eighth
+ * hand-off ends role learning, D has launched two kernels for each of five
+ * batches, compute three for each of two: as many launches, but D made
+ * two takes per batch (on M, on the collective's end), compute one. Per
+ * take, compute launches most and is compute. Before, D was taken for
+ * compute, compute for a data-dist stream, and the collective stream for
+ * nothing. Every batch trusted; D's wait on the copy dropped for batch k
+ * names copy->sparse on k alone. */
+static struct tb *take_both_depth3_loop(int n, int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t N = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+	uint64_t done = tb_event_create(t);
+
+	t->reuse_events = reuse;
+	t->counted = dist_counted;
+	for (int k = -3; k < n; k++) {
+		if (k >= 0) {
+			tb_wait_stream(t, C, D);
+			tb_wait_stream(t, C, M);
+			forward3(t, C);
+		}
+		if (k + 3 < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, k + 3 != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream(t, N, D);
+			tb_alltoall(t, N, done);
+			tb_wait_stream(t, D, N);
+			tb_kernel(t, D, K_DIST_INIT);
+		}
+	}
+	tb_end(t);
+	if (drop < 0) {
+		assert_int_equal(role_of(t, C), NL_ROLE_COMPUTE);
+		assert_int_equal(role_of(t, D), NL_ROLE_SPARSE);
+		assert_int_equal(role_of(t, N), NL_ROLE_SPARSE);
+		assert_int_equal(role_of(t, M), NL_ROLE_COPY);
+	}
+	return t;
+}
+
+static void compute_most_launches_per_take(void **state)
+{
+	(void)state;
+	each_drop_named_counted(take_both_depth3_loop, EDGE(COPY_SPARSE));
+}
+
 /* A depth-2 loop copying on the main thread: batches 0 and 1 before the
  * loop, then take(i), forward(i), copy(i + 2). Take 0 dropped with its
  * record (a fresh event): no record closes the fill, whose two batches'
@@ -2100,6 +2152,7 @@ int main(void)
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
+		cmocka_unit_test(compute_most_launches_per_take),
 		cmocka_unit_test(counted_tail_taken),
 	};
 

@@ -85,7 +85,7 @@ struct nl_engine_opts {
 	uint32_t max_procs;      /* processes tracked at once: 64 */
 	uint32_t linger_ticks;   /* ticks a closed batch waits for completion evidence: 2 */
 	uint32_t learn_records;  /* records held back while roles are learned: 16384 */
-	uint32_t learn_handoffs; /* copy-stream hand-offs that end learning: 4 */
+	uint32_t learn_handoffs; /* copy-stream hand-offs that end learning: 8 */
 	uint64_t learn_ns;       /* host time after which learning gives up: 10 s */
 	bool no_copy_split;      /* do not split copy segments on compute work (docs/engine.md) */
 	bool unannounced_from_start; /* a pid first seen in feed was traced from its start */

@@ -3,7 +3,8 @@
  * Role learning. A process's first records are held back while the engine
  * counts, per stream, launches, host-to-device copies and which streams wait
  * on whose events. Then:
- *   compute = the stream with the most kernel launches, the null and the
+ *   compute = the stream with the most kernel launches per take (a wait
+ *             on another stream after work of its own), the null and the
  *             per-thread default streams' counting four times (PyTorch's
  *             default), among those within two wait edges of a producer,
  *             not counting a side stream (forked from one stream and
@@ -150,14 +151,18 @@ static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
 	return a->h2d > b->h2d;
 }
 
-/* PyTorch computes on the null stream unless told otherwise: its launches
- * weigh more, so a short look (a few data-dist kernels before the first
- * forward) does not mistake the data-dist stream for compute. */
+/* Launches per take: a deep pipeline's data-dist stream ran the sparse
+ * stage of several batches, and took each from the copy stream and again
+ * from the collective's end, before compute's first forwards. PyTorch
+ * computes on the null stream unless told otherwise: its launches weigh
+ * more, so a short look (a few data-dist kernels before the first
+ * forward) does not mistake the data-dist stream for compute. (x64: the
+ * share in integers.) */
 static uint64_t compute_score(const struct nl_lstream *s)
 {
 	bool dflt = nl_key_is_null(&s->key) || (s->key.handle == 2 && s->key.tid);
 
-	return s->launches * (dflt ? 4 : 1);
+	return s->launches * (dflt ? 4 : 1) * 64 / (s->takes ? s->takes : 1);
 }
 
 /* Streams within two wait edges of a producer (a stream with H2D copies
@@ -394,6 +399,10 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		src = r ? r->slot : -1;
 		if (i < 0 || src < 0 || src == i)
 			return false;
+		if (!l->s[i].takes || l->s[i].work != l->s[i].take_work) {
+			l->s[i].takes++;
+			l->s[i].take_work = l->s[i].work;
+		}
 		l->s[src].out[i / 64] |= 1ull << (i % 64);
 		l->s[i].in[src / 64] |= 1ull << (src % 64);
 		l->s[src].waited++;

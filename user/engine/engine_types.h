@@ -282,6 +282,9 @@ struct nl_lstream {
 	/* runs of its H2D copies (copies right after another stream's), and
 	 * how many the newest record a hand-off waited on covered */
 	uint64_t runs, run_at;
+	/* its takes (waits on another stream with work of its own before:
+	 * back-to-back waits are one), and its work at the last */
+	uint64_t takes, take_work;
 	uint64_t out[NL_LEARN_EDGE_WORDS], in[NL_LEARN_EDGE_WORDS];
 };
 
