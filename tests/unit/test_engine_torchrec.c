@@ -1961,6 +1961,75 @@ static void compute_most_launches_per_take(void **state)
 	each_drop_named_counted(take_both_depth3_loop, EDGE(COPY_SPARSE));
 }
 
+/* Compute waits on the data-dist stream twice for each batch, back to
+ * back (TorchRec's step-a and step-d waits, here both after dist_init), in
+ * a depth-2 loop whose data-dist stream ran the next batch's sparse stage
+ * first: each record carries the newer batch, and the cadence takes the
+ * older one at the first wait. The second wait, with no work of compute
+ * between, is the same batch's take again. D's wait on the collective's
+ * end dropped for batch k < n - 1 is redundant: D's wait for k + 1's end,
+ * before compute takes k, orders k's all-to-all before forward(k). Before,
+ * the second wait moved compute to batch k + 1 whenever the first had
+ * covered batch k's producers already: forward(k) was charged to k + 1,
+ * whose all-to-all was not ordered before it, and k + 1 was accused
+ * sparse->forward. Dropped for the last batch, it alone is accused. */
+static struct tb *twice_take_loop(int n, int drop, bool reuse, bool counted)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t N = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+	uint64_t done = tb_event_create(t);
+
+	t->reuse_events = reuse;
+	t->counted = counted;
+	for (int k = -2; k < n; k++) {
+		if (k >= 0) {
+			tb_wait_stream(t, C, D);
+			tb_wait_stream(t, C, D);
+			forward3(t, C);
+		}
+		if (k + 2 < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, D, M);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream(t, N, D);
+			tb_alltoall(t, N, done);
+			tb_wait_stream_or_drop(t, D, N, k + 2 != drop);
+			tb_kernel(t, D, K_DIST_INIT);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+static void second_take_keeps_batch(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int reuse = 0; reuse < 2; reuse++)
+			for (int drop = -1; drop < N; drop++) {
+				struct tb *t;
+
+				/* counted, dropped for batch 1: forward(0)'s
+				 * window, unordered with batch 1's all-to-all,
+				 * could hold forward(1) begun without its edge
+				 * before two takes had the same lag ("Known
+				 * limits"): batch 1 is passed over */
+				if (counted && drop == 1)
+					continue;
+				t = twice_take_loop(N, drop, reuse, counted);
+				char what[64];
+
+				snprintf(what, sizeof(what), "counted %d reuse %d drop %d", counted,
+					 reuse, drop);
+				assert_one_fault(t, N, drop == N - 1 ? drop : -1,
+						 drop == N - 1 ? EDGE(SPARSE_FORWARD) : 0, what);
+				tb_free(t);
+			}
+}
+
 /* A depth-2 loop copying on the main thread: batches 0 and 1 before the
  * loop, then take(i), forward(i), copy(i + 2). Take 0 dropped with its
  * record (a fresh event): no record closes the fill, whose two batches'
@@ -2153,6 +2222,7 @@ int main(void)
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),
+		cmocka_unit_test(second_take_keeps_batch),
 		cmocka_unit_test(counted_tail_taken),
 	};
 

@@ -160,15 +160,6 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 			after_first_window(p, s, b));
 }
 
-/* When the stream's last remembered wait was made (0: none). */
-static uint64_t last_wait_ts(const struct nl_stream *s)
-{
-	for (uint32_t k = s->nring; k > nl_ring_start(s); k--)
-		if (nl_api_info[s->ring[(k - 1) % NL_RING].api].kind == NL_K_STREAM_WAIT)
-			return s->ring[(k - 1) % NL_RING].ts;
-	return 0;
-}
-
 /* The batch stream s holds, of tok's pipeline, still open, taken and no
  * work done on it yet (NULL: none such). */
 const struct nl_batch *nl_held_unworked(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
@@ -238,17 +229,18 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 
 	if (slot != p->compute_slot || !q)
 		return tok;
-	/* compute took a batch before its producers were done (TorchRec's
-	 * step-a wait, before dist_init) and did no work on it yet: a wait
-	 * that now covers all of that batch's producer work, and brings a
-	 * newer batch too, is its take again. Not where implicit null-stream
-	 * edges, not waits, move compute. */
-	if (s->token < tok && !(nl_key_is_null(&s->key) && p->nblocking)) {
-		const struct nl_batch *h = nl_held_unworked(p, s, tok);
-
-		if (h && producers_before(h, s) > last_wait_ts(s))
-			return s->token;
-	}
+	/* compute took a batch and did no work on it yet: a wait that brings
+	 * a newer batch is that batch's take again. TorchRec waits twice for
+	 * one batch (step a, before dist_init, and step d after it), and the
+	 * second wait's record may carry a newer batch (the data-dist stream
+	 * ran ahead); a batch's step does work. Before, only where the first
+	 * wait came before the batch's producers were done: a second wait
+	 * for one batch whose producers both covered moved compute on, and
+	 * the batch's forward was charged to the next. Not where implicit
+	 * null-stream edges, not waits, move compute. */
+	if (s->token < tok && !(nl_key_is_null(&s->key) && p->nblocking) &&
+	    nl_held_unworked(p, s, tok))
+		return s->token;
 	mine = nl_ring_last_work_ts(s);
 	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 	for (; t < tok; t++) {
