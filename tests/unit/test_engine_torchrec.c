@@ -1909,6 +1909,47 @@ static void short_run_fill_cut(void **state)
 	tb_free(t);
 }
 
+/* A loop at depth `depth` whose data-dist stream runs each batch's whole
+ * sparse stage (input_dist, the collective stream's all-to-all, dist_init)
+ * `depth` batches ahead of compute, and whose compute stream waits on D,
+ * then on M (`on_copy`) or on D again. D's wait on the copy is dropped for
+ * batch drop_copy, its wait on the all-to-all's end for drop_end. */
+static struct tb *whole_stage_loop(int n, int depth, bool on_copy, int drop_copy, int drop_end,
+				   bool reuse, bool counted)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t N = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+	uint64_t done = tb_event_create(t);
+
+	t->reuse_events = reuse;
+	t->counted = counted;
+	for (int k = -depth; k < n; k++) {
+		if (k >= 0) {
+			tb_wait_stream(t, C, D);
+			tb_wait_stream(t, C, on_copy ? M : D);
+			forward3(t, C);
+		}
+		if (k + depth < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, k + depth != drop_copy);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream(t, N, D);
+			tb_alltoall(t, N, done);
+			tb_wait_stream_or_drop(t, D, N, k + depth != drop_end);
+			tb_kernel(t, D, K_DIST_INIT);
+		}
+	}
+	tb_end(t);
+	if (drop_copy < 0 && drop_end < 0) {
+		assert_int_equal(role_of(t, C), NL_ROLE_COMPUTE);
+		assert_int_equal(role_of(t, D), NL_ROLE_SPARSE);
+		assert_int_equal(role_of(t, N), NL_ROLE_SPARSE);
+		assert_int_equal(role_of(t, M), NL_ROLE_COPY);
+	}
+	return t;
+}
+
 /* A depth-3 loop whose compute stream (created, not a default stream)
  * takes batch i from the data-dist stream and from the copy stream, after
  * D ran the sparse stage of batches up to i + 2: input_dist, the
@@ -1922,37 +1963,7 @@ static void short_run_fill_cut(void **state)
  * names copy->sparse on k alone. */
 static struct tb *take_both_depth3_loop(int n, int drop, bool reuse)
 {
-	struct tb *t = tb_new(NULL);
-	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
-	uint64_t N = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
-	uint64_t done = tb_event_create(t);
-
-	t->reuse_events = reuse;
-	t->counted = dist_counted;
-	for (int k = -3; k < n; k++) {
-		if (k >= 0) {
-			tb_wait_stream(t, C, D);
-			tb_wait_stream(t, C, M);
-			forward3(t, C);
-		}
-		if (k + 3 < n) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream_or_drop(t, D, M, k + 3 != drop);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_wait_stream(t, N, D);
-			tb_alltoall(t, N, done);
-			tb_wait_stream(t, D, N);
-			tb_kernel(t, D, K_DIST_INIT);
-		}
-	}
-	tb_end(t);
-	if (drop < 0) {
-		assert_int_equal(role_of(t, C), NL_ROLE_COMPUTE);
-		assert_int_equal(role_of(t, D), NL_ROLE_SPARSE);
-		assert_int_equal(role_of(t, N), NL_ROLE_SPARSE);
-		assert_int_equal(role_of(t, M), NL_ROLE_COPY);
-	}
-	return t;
+	return whole_stage_loop(n, 3, true, drop, -1, reuse, dist_counted);
 }
 
 static void compute_most_launches_per_take(void **state)
@@ -1975,31 +1986,7 @@ static void compute_most_launches_per_take(void **state)
  * sparse->forward. Dropped for the last batch, it alone is accused. */
 static struct tb *twice_take_loop(int n, int drop, bool reuse, bool counted)
 {
-	struct tb *t = tb_new(NULL);
-	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
-	uint64_t N = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
-	uint64_t done = tb_event_create(t);
-
-	t->reuse_events = reuse;
-	t->counted = counted;
-	for (int k = -2; k < n; k++) {
-		if (k >= 0) {
-			tb_wait_stream(t, C, D);
-			tb_wait_stream(t, C, D);
-			forward3(t, C);
-		}
-		if (k + 2 < n) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, D, M);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_wait_stream(t, N, D);
-			tb_alltoall(t, N, done);
-			tb_wait_stream_or_drop(t, D, N, k + 2 != drop);
-			tb_kernel(t, D, K_DIST_INIT);
-		}
-	}
-	tb_end(t);
-	return t;
+	return whole_stage_loop(n, 2, false, -1, drop, reuse, counted);
 }
 
 static void second_take_keeps_batch(void **state)
