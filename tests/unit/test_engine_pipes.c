@@ -325,6 +325,44 @@ static void fill_cut_by_learned_size(void **state)
 	}
 }
 
+/* The short training run of fill_cut_by_learned_size on streams whose
+ * creation the trace did not show (made through a call not probed), in
+ * a process traced from its start. Learning takes the evaluation's copy
+ * stream, and the training one is found later by its edges: the ring
+ * holds its whole life (nothing of the process went unseen), so its first
+ * segment is a batch too. Before, a stream not seen created had its first
+ * remembered segment left out as possibly begun before we looked, and
+ * training's batch 0 had no audit. */
+static void uncreated_stream_found_whole(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = -1 };
+		struct tb *t = tb_new(NULL);
+
+		t->reuse_events = reuse;
+		tr.M = 0x7d0000001000ull;
+		tr.D = 0x7d0000002000ull;
+		pl_copy(t, &tr, tr.M);
+		pl_copy(t, &tr, tr.M);
+		for (int i = 0; i < 4; i++) {
+			pl_sparse(t, &tr, tr.M);
+			pl_take(t, &tr, tr.M);
+			pl_forward(t, &tr);
+			if (tr.copied < 4)
+				pl_copy(t, &tr, tr.M);
+		}
+		tb_device_sync(t);
+		eval_phase(t, &ev, 6, 0x7e0000001000ull, 0x7e0000002000ull);
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		assert_int_equal(t->n, 10);
+		expect(t, 1, 4, -1, 0);
+		expect(t, 0, 6, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Each droppable wait of each pipeline, fresh events per wait (the record
  * goes with a dropped wait) and one reused event per edge, launches sent
  * one by one and counted in runs, at batches in flight across a
@@ -830,6 +868,7 @@ int main(void)
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),
+		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(two_copy_streams_one_event),

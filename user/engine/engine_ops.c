@@ -310,12 +310,14 @@ static bool compute_work_between(const struct nl_proc *p, uint32_t tid, uint64_t
 /* A copy stream found after learning: its batches are cut from the ops it
  * still remembers, as they would have been had it had the role from the
  * start. A segment begun before the oldest remembered op is left out (its
- * batch would be incomplete), unless the ring holds the stream's whole life. */
+ * batch would be incomplete), unless the ring holds the stream's whole life:
+ * it forgot nothing, and it was created in view or the process was traced
+ * from its start (a stream made through a call not probed). */
 static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *m = &p->s[slot];
 	uint32_t start = nl_ring_start(m);
-	bool whole = start == 0 && m->creation_seen, cut = whole;
+	bool whole = start == 0 && (m->creation_seen || !p->mid_run), cut = whole;
 	const struct nl_ring_op *last = NULL;
 
 	m->token = NL_NO_TOKEN;
