@@ -283,6 +283,24 @@ static void eval_fill_cut(void **state)
 	}
 }
 
+/* Four training batches at depth 2 (too few hand-offs to end learning),
+ * then six of an evaluation on streams created for it, and the end. */
+static void short_train_then_eval(struct tb *t, struct pl *tr, struct pl *ev)
+{
+	pl_copy(t, tr, tr->M);
+	pl_copy(t, tr, tr->M);
+	for (int i = 0; i < 4; i++) {
+		pl_sparse(t, tr, tr->M);
+		pl_take(t, tr, tr->M);
+		pl_forward(t, tr);
+		if (tr->copied < 4)
+			pl_copy(t, tr, tr->M);
+	}
+	tb_device_sync(t);
+	eval_phase(t, ev, 6, 0x7e0000001000ull, 0x7e0000002000ull);
+	tb_end(t);
+}
+
 /* A short training run, four batches at depth 2 whose first two are copied
  * before the copy stream's first record, then an evaluation of six: too
  * few training hand-offs end role learning, which ends in the evaluation's
@@ -302,18 +320,7 @@ static void fill_cut_by_learned_size(void **state)
 		t->reuse_events = reuse;
 		tr.M = tb_stream_create(t, 1);
 		tr.D = tb_stream_create(t, 1);
-		pl_copy(t, &tr, tr.M);
-		pl_copy(t, &tr, tr.M);
-		for (int i = 0; i < 4; i++) {
-			pl_sparse(t, &tr, tr.M);
-			pl_take(t, &tr, tr.M);
-			pl_forward(t, &tr);
-			if (tr.copied < 4)
-				pl_copy(t, &tr, tr.M);
-		}
-		tb_device_sync(t);
-		eval_phase(t, &ev, 6, 0x7e0000001000ull, 0x7e0000002000ull);
-		tb_end(t);
+		short_train_then_eval(t, &tr, &ev);
 		assert_int_equal(t->procs[0].npipes, 2);
 		/* learning took the evaluation's copy stream */
 		assert_int_equal(batch_in(t, 0, 0)->stage[NL_STAGE_COPY].streams[0].handle,
@@ -343,18 +350,7 @@ static void uncreated_stream_found_whole(void **state)
 		t->reuse_events = reuse;
 		tr.M = 0x7d0000001000ull;
 		tr.D = 0x7d0000002000ull;
-		pl_copy(t, &tr, tr.M);
-		pl_copy(t, &tr, tr.M);
-		for (int i = 0; i < 4; i++) {
-			pl_sparse(t, &tr, tr.M);
-			pl_take(t, &tr, tr.M);
-			pl_forward(t, &tr);
-			if (tr.copied < 4)
-				pl_copy(t, &tr, tr.M);
-		}
-		tb_device_sync(t);
-		eval_phase(t, &ev, 6, 0x7e0000001000ull, 0x7e0000002000ull);
-		tb_end(t);
+		short_train_then_eval(t, &tr, &ev);
 		assert_int_equal(t->procs[0].npipes, 2);
 		assert_int_equal(t->n, 10);
 		expect(t, 1, 4, -1, 0);
