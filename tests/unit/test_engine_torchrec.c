@@ -1878,6 +1878,40 @@ static void split_collective_without_edge(void **state)
 	each_drop_named_counted(split_dist_loop, EDGE(COPY_SPARSE));
 }
 
+/* TorchRec's split sparse stage at depth 2 with one event for the
+ * all-to-all's end, recorded again for every batch: the collective stream
+ * records batch i+1's end before the data-dist stream waits on batch i's,
+ * and that wait finds i+1's record. It brings batch i, the oldest whose
+ * all-to-all came back and that D has not gone on with, and dist_init(i)
+ * is i's. With compute's take of batch k dropped, forward(k) is not
+ * ordered after dist_init(k): sparse->forward on k alone. Before,
+ * dist_init(k) was charged to k+1, batch k looked ordered, and the fault
+ * was missed. Launches named: with launches counted the rule stands down
+ * ("Known limits"). */
+static struct tb *reused_end_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, 1, reuse);
+
+	split_batch(&q, t, 0, true);
+	for (int i = 0; i < n; i++) {
+		if (i + 1 < n)
+			split_batch(&q, t, 0, true);
+		tb_wait(t, q.D, q.done[0]);
+		tb_kernel(t, q.D, K_DIST_INIT);
+		tb_wait_stream_or_drop(t, q.C, q.D, i != drop);
+		forward3(t, q.C);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void reused_end_event_take_dropped(void **state)
+{
+	(void)state;
+	each_drop(reused_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
+}
+
 /* A smoke run of four batches at depth 3, copied by a loader thread: the
  * fill copies three batches before compute's first C.wait_stream(M), and
  * one steady batch follows. No two segments share a size, yet the fill is
@@ -2206,6 +2240,7 @@ int main(void)
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(split_collective_without_edge),
+		cmocka_unit_test(reused_end_event_take_dropped),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),

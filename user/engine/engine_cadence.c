@@ -394,12 +394,72 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
  * D.wait_stream(M) made after the next batch's copy) gives the stream that
  * older batch: one sparse segment per batch, in order. The newer batch is
  * then already ordered after its copy when its turn comes. */
+/* Batch b's work on stream x, all of it ordered before stream s, and s
+ * did none of b's work after x's last: b's stage came back to s from x
+ * (the all-to-all's end) and s has not gone on with it. */
+static bool back_not_gone_on(const struct nl_batch *b, const struct nl_stream *s, int sslot,
+			     int xslot)
+{
+	const struct nl_batch_stream *bx = nl_worked_stream(b, xslot);
+	const struct nl_batch_stream *bs = nl_worked_stream(b, sslot);
+
+	return bx && bs && bx->last_work.clock <= s->vc[xslot] &&
+	       bs->last_work.ts < bx->last_work.ts;
+}
+
+/* TorchRec's split sparse stage with the all-to-all's end event recorded
+ * again for every batch: the collective stream records batch k + 1's end
+ * before the data-dist stream waits on batch k's, so that wait finds
+ * k + 1's record. It brings the oldest batch compute has not begun whose
+ * all-to-all came back and that the data-dist stream has not gone on with
+ * (dist_init(k)), not k + 1. The record decides where an older batch's
+ * sparse stage began without its edge (where its work went is not known),
+ * and where a newer batch's stage went on after its all-to-all already (a
+ * dist_init run without its wait, charged to the batch the stream held).
+ * Only with every launch named: with launches counted, compute's cadence
+ * takes a batch whose forward it cannot see begin by the lag of the
+ * data-dist stream's records, which this rule takes away. */
+static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
+{
+	const struct nl_stream *s = &p->s[slot];
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	int x = (int)(from - p->s);
+	int64_t t, found = NL_NO_TOKEN;
+
+	if (p->unnamed_launch || !q || s->role != NL_ROLE_SPARSE || !s->fed_by_copy ||
+	    from->fed_by_copy || from->pipe != s->pipe || s->token == NL_NO_TOKEN ||
+	    nl_tok_pipe(s->token) != nl_tok_pipe(tok))
+		return tok;
+	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+	for (; t <= tok; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+		const struct nl_batch_stream *bx, *bs;
+
+		if (!b || b->closed || b->fwd_started)
+			continue;
+		if (found == NL_NO_TOKEN) {
+			if (t == tok || !b->reached_sparse)
+				return tok;
+			if (back_not_gone_on(b, s, slot, x))
+				found = t;
+			continue;
+		}
+		bx = nl_worked_stream(b, x);
+		bs = nl_worked_stream(b, slot);
+		if (bx && bs && bs->last_work.ts > bx->last_work.ts)
+			return tok;
+	}
+	return found != NL_NO_TOKEN ? found : tok;
+}
+
 int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
 {
 	const struct nl_stream *s = &p->s[slot];
 	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	int64_t t, first;
 
+	if (q && from && from->role == NL_ROLE_SPARSE && slot != p->compute_slot)
+		return end_due(p, slot, from, tok);
 	if (!q || s->role != NL_ROLE_SPARSE || !from || from->role != NL_ROLE_COPY ||
 	    from->pipe != s->pipe || slot == p->compute_slot)
 		return tok;

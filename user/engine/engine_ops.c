@@ -596,6 +596,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 
 	if (!op_prepare(p, slot, c))
 		return;
+	if (c->kind == NL_K_LAUNCH && !c->coll_depth && !(c->fields & NL_F_FN))
+		p->unnamed_launch = true;
 	if (coll && th->inner && th->inner_slot == slot && th->inner_ts >= c->ts_ns &&
 	    (!(c->fields & NL_F_RC) || !c->ret_ns || th->inner_ts <= c->ret_ns)) {
 		/* The collective's record comes at its return, after the launches

@@ -350,6 +350,7 @@ struct nl_pipe {
 struct nl_proc {
 	uint32_t pid;
 	bool announced, mid_run, exited;
+	bool unnamed_launch;  /* a kernel launch came without its kernel (counted in a run) */
 	uint64_t attach_ts;
 	uint64_t call_ts;      /* entry time of the call being applied */
 	uint32_t skip_all;     /* reasons every batch of the process gets */
