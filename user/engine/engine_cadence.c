@@ -263,8 +263,12 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 		/* an older due batch was passed over for compute's work since
 		 * its producers: that work holds its forward begun without its
 		 * edge, if any, and this batch's could not begin before it,
-		 * unless the window began the step again twice */
-		if (passed && one_restart_at_most(p, s))
+		 * unless the window began the step again twice. With launches
+		 * counted in runs no kernel shows how often it did: one run may
+		 * hide two steps begun without their edges (two takes dropped in
+		 * a row), and the second is then missed; without the take, a
+		 * single dropped take had its healthy neighbour accused too. */
+		if (passed && (one_restart_at_most(p, s) || p->unnamed_launch))
 			return t;
 		passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
