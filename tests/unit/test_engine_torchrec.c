@@ -1912,6 +1912,56 @@ static void reused_end_event_take_dropped(void **state)
 	each_drop(reused_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
 }
 
+/* TorchRec's split sparse stage at depth 2 where the data-dist stream
+ * runs batch i's dist_init and then begins batch i+1 (its wait on the copy
+ * stream, input_dist, the collective's all-to-all) before compute takes
+ * batch i. With D's wait on the copy dropped for batch k, input_dist(k)
+ * follows dist_init(k-1) with no wait or record between: a launch of the
+ * kernel batch k-1's stage began with, after that stage went on past the
+ * all-to-all's end, begins the next batch's stage (copy->sparse on k
+ * alone). Before, it was k-1's, its all-to-all and dist_init too, and
+ * k-1 was accused sparse->forward beside k's fault. Launches named: with
+ * launches counted, input_dist runs on in dist_init's run without its
+ * kernel. */
+static struct tb *dist_then_next_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, 1, reuse);
+
+	t->counted = dist_counted;
+	for (int k = -1; k < n; k++) {
+		if (k >= 0) {
+			tb_wait(t, q.D, q.done[0]);
+			tb_kernel(t, q.D, K_DIST_INIT);
+		}
+		if (k + 1 < n) {
+			if (k < 0)
+				tb_copy(t, q.M, 1, 4096);
+			tb_wait_stream_or_drop(t, q.D, q.M, k + 1 != drop);
+			tb_kernel(t, q.D, K_INPUT_DIST);
+			tb_wait_stream(t, q.X, q.D);
+			tb_alltoall(t, q.X, 0);
+			tb_record(t, q.done[0], q.X);
+		}
+		if (k < 0) {
+			tb_copy(t, q.M, 1, 4096);
+			continue;
+		}
+		tb_wait_stream(t, q.C, q.D);
+		forward3(t, q.C);
+		if (k + 2 < n)
+			tb_copy(t, q.M, 1, 4096);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void dist_init_then_next_stage(void **state)
+{
+	(void)state;
+	each_drop(dist_then_next_loop, 8, 0, EDGE(COPY_SPARSE));
+}
+
 /* A smoke run of four batches at depth 3, copied by a loader thread: the
  * fill copies three batches before compute's first C.wait_stream(M), and
  * one steady batch follows. No two segments share a size, yet the fill is
@@ -2241,6 +2291,7 @@ int main(void)
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(reused_end_event_take_dropped),
+		cmocka_unit_test(dist_init_then_next_stage),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),

@@ -290,17 +290,58 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s)
  * whatever orders the next copy: that batch's stage begun without its
  * edge (judged copy->sparse). Not after a record another sparse stream
  * waited on (the data-dist stream handing its input_dist to the
- * collective stream: the batch goes on after it). */
+ * collective stream: the batch goes on after it). Such a launch right
+ * after the batch's stage went on past the all-to-all's end (dist_init,
+ * after the wait on the collective stream), with no record between, is
+ * the next batch's stage begun too (its D.wait_stream(M) dropped with its
+ * record), its copy segment still open or not. */
+/* Stream s's last work op, of the batch it holds, launched another kernel
+ * than the batch's stage began with, after a wait on a collective stream
+ * (dist_init after the all-to-all's end): the batch's stage is done. */
+static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s)
+{
+	bool late = false;
+
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+		if (r->token != s->token)
+			return false;
+		if (!late) {
+			if (!r->work)
+				continue;
+			if (r->again || nl_api_info[r->api].kind != NL_K_LAUNCH)
+				return false;
+			late = true;
+			continue;
+		}
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot >= 0 &&
+		    p->s[r->ev_slot].role == NL_ROLE_SPARSE && !p->s[r->ev_slot].fed_by_copy)
+			return true;
+		if (r->work && r->again)
+			return false;
+	}
+	return false;
+}
+
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *n;
 	int64_t next;
 
-	if (!s->nring || !s->fed_by_copy || s->rec_fed || s->token == NL_NO_TOKEN ||
-	    !nl_batch_of(p, s->token))
+	if (!s->nring || !s->fed_by_copy || s->token == NL_NO_TOKEN || !nl_batch_of(p, s->token))
 		return;
 	last = &s->ring[(s->nring - 1) % NL_RING];
+	if (again && nl_api_info[last->api].kind != NL_K_EVENT_RECORD && went_on_after_end(p, s)) {
+		next = next_batch(p, s, s->token);
+		n = nl_batch_of(p, next);
+		if (n && !n->closed && !n->st[NL_STAGE_SPARSE].work)
+			take_token(p, s, next);
+		return;
+	}
+	if (s->rec_fed)
+		return;
 	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token)
 		return;
 	next = next_batch(p, s, s->token);
