@@ -281,20 +281,6 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s)
 	take_token(p, s, next);
 }
 
-/* A data-dist stream's work after one of its records, with no wait since:
- * when the next batch's copy is already ordered before it (the wait that
- * brought the stream its batch covered the next one's copy too) and no
- * sparse work reached that batch yet, the work is that batch's: one
- * sparse segment per batch, ended by the record compute takes. So is a
- * launch, `again`, of the kernel the batch's sparse stage began with,
- * whatever orders the next copy: that batch's stage begun without its
- * edge (judged copy->sparse). Not after a record another sparse stream
- * waited on (the data-dist stream handing its input_dist to the
- * collective stream: the batch goes on after it). Such a launch right
- * after the batch's stage went on past the all-to-all's end (dist_init,
- * after the wait on the collective stream), with no record between, is
- * the next batch's stage begun too (its D.wait_stream(M) dropped with its
- * record), its copy segment still open or not. */
 /* Stream s's last work op, of the batch it holds, launched another kernel
  * than the batch's stage began with, after a wait on a collective stream
  * (dist_init after the all-to-all's end): the batch's stage is done. */
@@ -324,6 +310,20 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
 	return false;
 }
 
+/* A data-dist stream's work after one of its records, with no wait since:
+ * when the next batch's copy is already ordered before it (the wait that
+ * brought the stream its batch covered the next one's copy too) and no
+ * sparse work reached that batch yet, the work is that batch's: one
+ * sparse segment per batch, ended by the record compute takes. So is a
+ * launch, `again`, of the kernel the batch's sparse stage began with,
+ * whatever orders the next copy: that batch's stage begun without its
+ * edge (judged copy->sparse). Not after a record another sparse stream
+ * waited on (the data-dist stream handing its input_dist to the
+ * collective stream: the batch goes on after it). Such a launch right
+ * after the batch's stage went on past the all-to-all's end (dist_init,
+ * after the wait on the collective stream), with no record between, is
+ * the next batch's stage begun too (its D.wait_stream(M) dropped with its
+ * record), its copy segment still open or not. */
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
 {
 	const struct nl_ring_op *last;
