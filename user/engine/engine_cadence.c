@@ -392,25 +392,6 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 	return false;
 }
 
-/* Tick cadence at a sparse stream: a wait on the copy stream that brings
- * batch tok but also covers an older batch whose sparse stage has not begun
- * (a fill phase whose copy record comes after two batches' copies, or a
- * D.wait_stream(M) made after the next batch's copy) gives the stream that
- * older batch: one sparse segment per batch, in order. The newer batch is
- * then already ordered after its copy when its turn comes. */
-/* Batch b's work on stream x, all of it ordered before stream s, and s
- * did none of b's work after x's last: b's stage came back to s from x
- * (the all-to-all's end) and s has not gone on with it. */
-static bool back_not_gone_on(const struct nl_batch *b, const struct nl_stream *s, int sslot,
-			     int xslot)
-{
-	const struct nl_batch_stream *bx = nl_worked_stream(b, xslot);
-	const struct nl_batch_stream *bs = nl_worked_stream(b, sslot);
-
-	return bx && bs && bx->last_work.clock <= s->vc[xslot] &&
-	       bs->last_work.ts < bx->last_work.ts;
-}
-
 /* TorchRec's split sparse stage with the all-to-all's end event recorded
  * again for every batch: the collective stream records batch k + 1's end
  * before the data-dist stream waits on batch k's, so that wait finds
@@ -437,25 +418,34 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 	for (; t <= tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
-		const struct nl_batch_stream *bx, *bs;
+		const struct nl_batch_stream *bx, *bs; /* its work on from, on s */
 
 		if (!b || b->closed || b->fwd_started)
 			continue;
+		bx = nl_worked_stream(b, x);
+		bs = nl_worked_stream(b, slot);
 		if (found == NL_NO_TOKEN) {
 			if (t == tok || !b->reached_sparse)
 				return tok;
-			if (back_not_gone_on(b, s, slot, x))
+			/* its all-to-all came back (ordered before s), and s
+			 * did none of its work after it */
+			if (bx && bs && bx->last_work.clock <= s->vc[x] &&
+			    bs->last_work.ts < bx->last_work.ts)
 				found = t;
 			continue;
 		}
-		bx = nl_worked_stream(b, x);
-		bs = nl_worked_stream(b, slot);
 		if (bx && bs && bs->last_work.ts > bx->last_work.ts)
 			return tok;
 	}
 	return found != NL_NO_TOKEN ? found : tok;
 }
 
+/* Tick cadence at a sparse stream: a wait on the copy stream that brings
+ * batch tok but also covers an older batch whose sparse stage has not begun
+ * (a fill phase whose copy record comes after two batches' copies, or a
+ * D.wait_stream(M) made after the next batch's copy) gives the stream that
+ * older batch: one sparse segment per batch, in order. The newer batch is
+ * then already ordered after its copy when its turn comes. */
 int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
 {
 	const struct nl_stream *s = &p->s[slot];
