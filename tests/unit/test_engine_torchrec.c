@@ -1853,23 +1853,31 @@ static void split_batch(struct four *q, struct tb *t, int k, bool x_wait)
 	tb_record(t, q->done[k], q->X);
 }
 
-static struct tb *split_dist_loop(int n, int drop, bool reuse)
+/* The split sparse stage's loop: X's wait on D dropped for batch drop_x,
+ * compute's take for drop_take; one end event recorded again for every
+ * batch (one_end), or one per batch. */
+static struct tb *split_loop(int n, int drop_x, int drop_take, bool one_end, bool reuse)
 {
 	struct four q;
-	struct tb *t = four_streams(&q, n, reuse);
+	struct tb *t = four_streams(&q, one_end ? 1 : n, reuse);
 
 	t->counted = dist_counted;
-	split_batch(&q, t, 0, drop != 0);
+	split_batch(&q, t, 0, drop_x != 0);
 	for (int i = 0; i < n; i++) {
 		if (i + 1 < n)
-			split_batch(&q, t, i + 1, i + 1 != drop);
-		tb_wait(t, q.D, q.done[i]);
+			split_batch(&q, t, one_end ? 0 : i + 1, i + 1 != drop_x);
+		tb_wait(t, q.D, q.done[one_end ? 0 : i]);
 		tb_kernel(t, q.D, K_DIST_INIT);
-		tb_wait_stream(t, q.C, q.D);
+		tb_wait_stream_or_drop(t, q.C, q.D, i != drop_take);
 		forward3(t, q.C);
 	}
 	tb_end(t);
 	return t;
+}
+
+static struct tb *split_dist_loop(int n, int drop, bool reuse)
+{
+	return split_loop(n, drop, -1, false, reuse);
 }
 
 static void split_collective_without_edge(void **state)
@@ -1890,20 +1898,7 @@ static void split_collective_without_edge(void **state)
  * ("Known limits"). */
 static struct tb *reused_end_loop(int n, int drop, bool reuse)
 {
-	struct four q;
-	struct tb *t = four_streams(&q, 1, reuse);
-
-	split_batch(&q, t, 0, true);
-	for (int i = 0; i < n; i++) {
-		if (i + 1 < n)
-			split_batch(&q, t, 0, true);
-		tb_wait(t, q.D, q.done[0]);
-		tb_kernel(t, q.D, K_DIST_INIT);
-		tb_wait_stream_or_drop(t, q.C, q.D, i != drop);
-		forward3(t, q.C);
-	}
-	tb_end(t);
-	return t;
+	return split_loop(n, -1, drop, true, reuse);
 }
 
 static void reused_end_event_take_dropped(void **state)
