@@ -735,6 +735,64 @@ static void altcopy_learn_by_record(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2] by a loader two batches ahead, in a run too
+ * short for two hand-offs of M[1]: without a sparse stage, every copy is
+ * recorded on one reused event and compute's waits find M[0]'s record but
+ * once (batch 1's record on M[1] is recorded over before the first take);
+ * with one, the data-dist stream's wait on batch 1 is dropped. Either way
+ * the one wait on M[1] covers two of its runs of copies, each made in turn
+ * with M[0]'s: it alternates, and is the pipeline's second copy stream
+ * from the start. Before, two waited records were needed, M[1] was found
+ * later by its edges as a pipeline of its own, and its first batch was
+ * accused with the forward or sparse stage the other batch took. */
+static void altcopy_one_wait_two_runs(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int sparse = 0; sparse < 2; sparse++)
+		for (int counted = 0; counted < 2; counted++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M[2], D = 0, e = 0, ec[N], ed[N];
+			int copied = 0;
+
+			t->counted = counted;
+			M[0] = tb_stream_create(t, 1);
+			M[1] = tb_stream_create(t, 1);
+			if (sparse) {
+				D = tb_stream_create(t, 1);
+				for (int i = 0; i < N; i++) {
+					ec[i] = tb_event_create(t);
+					ed[i] = tb_event_create(t);
+				}
+			} else {
+				e = tb_event_create(t);
+			}
+			for (int i = 0; i < N; i++) {
+				for (; copied < N && copied <= i + 2; copied++) {
+					t->tid = TB_MAIN + 1; /* the loader */
+					tb_copy(t, M[copied % 2], 1, 4096);
+					tb_record(t, sparse ? ec[copied] : e, M[copied % 2]);
+					t->tid = TB_MAIN;
+				}
+				if (sparse) {
+					if (i != 1)
+						tb_wait(t, D, ec[i]);
+					tb_kernel(t, D, K_INPUT_DIST);
+					tb_record(t, ed[i], D);
+				}
+				tb_wait(t, 0, sparse ? ed[i] : e);
+				for (int k = 0; k < 3; k++)
+					tb_kernel(t, 0, K_LOOKUP + k);
+			}
+			tb_end(t);
+			assert_int_equal(t->procs[0].npipes, 1);
+			assert_int_equal(t->n, N);
+			expect(t, 0, N, sparse ? 1 : -1, sparse ? EDGE(COPY_SPARSE) : 0);
+			tb_free(t);
+		}
+}
+
 /* Copies made by a loader thread, compute taking each batch with
  * wait_stream (a fresh event, so a dropped wait takes its record along):
  * the copy stream has no record between batches k and k+1 and the thread
@@ -877,6 +935,7 @@ int main(void)
 		cmocka_unit_test(altcopy_take_own_stream),
 		cmocka_unit_test(altcopy_sparse_due_other_stream),
 		cmocka_unit_test(altcopy_learn_by_record),
+		cmocka_unit_test(altcopy_one_wait_two_runs),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),

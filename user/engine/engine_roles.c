@@ -224,7 +224,10 @@ static struct nl_skey override_key(uint64_t handle)
  * counted (its batch is not handed off yet), and neither are its copies:
  * with the loader a batch ahead, the wait on batch 1's record on M[1]
  * came after batch 3's copy there, and the wait on batch 3's record was
- * then no new hand-off. */
+ * then no new hand-off. One hand-off is enough when the record it waited
+ * on covers two runs: in a short run with one event re-recorded on both
+ * streams, or one hand-off dropped, M[1] is waited on once, and its runs
+ * in turn with M[0]'s already show the alternation. */
 static bool alternates(const struct nl_learn *l, int b, bool sparse)
 {
 	const struct nl_lstream *s = &l->s[b];
@@ -235,8 +238,8 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
 	 * Without one, every wait is a hand-off: a loader a batch ahead has
 	 * compute wait twice on copies made in one run. */
 	if (sparse)
-		return s->turns >= 2 && s->run_at * 4 >= s->turns * 3;
-	return s->waited >= 2 && s->run_at * 4 >= s->waited * 3;
+		return (s->turns >= 2 || s->run_at >= 2) && s->run_at * 4 >= s->turns * 3;
+	return (s->waited >= 2 || s->run_at >= 2) && s->run_at * 4 >= s->waited * 3;
 }
 
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
