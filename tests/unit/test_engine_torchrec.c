@@ -1988,6 +1988,49 @@ static void short_run_fill_cut(void **state)
 	tb_free(t);
 }
 
+/* A short run with a sparse stage: the fill copies batches 0 and 1 before
+ * the first record, and the data-dist stream's wait on batch 1 is dropped
+ * with its record (redundant: the fill's record covers batch 1). Batches 2
+ * and 3 then share a segment too, and the last batch stands alone: copy
+ * segments of 4, 4 and 2 ops (copied by a loader thread, so the thread
+ * rule does not cut them). The two in a row are not the batch size, as
+ * the 2 shows; the smallest steady segment is, every segment a multiple of
+ * it: five batches, all trusted. Before, no segment was cut, batches 0 and
+ * 1 merged, and the healthy batch 2 was accused copy->sparse. */
+static void fill_pair_not_batch_size(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+		uint64_t C = tb_stream_create(t, 1);
+
+		t->counted = counted;
+		t->tid = TB_LOADER;
+		for (int c = 0; c < 4; c++)
+			tb_copy(t, M, 1, 4096);
+		t->tid = TB_MAIN;
+		for (int i = 0; i < N; i++) {
+			tb_wait_stream_or_drop(t, D, M, i != 1);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_kernel(t, D, K_DIST_INIT);
+			if (i + 2 < N) {
+				t->tid = TB_LOADER;
+				tb_copy(t, M, 1, 4096);
+				tb_copy(t, M, 1, 4096);
+				t->tid = TB_MAIN;
+			}
+			tb_wait_stream(t, C, D);
+			forward3(t, C);
+		}
+		tb_end(t);
+		assert_one_fault(t, N, -1, 0, "fill pair");
+		tb_free(t);
+	}
+}
+
 /* A loop at depth `depth` whose data-dist stream runs each batch's whole
  * sparse stage (input_dist, the collective stream's all-to-all, dist_init)
  * `depth` batches ahead of compute, and whose compute stream waits on D,
@@ -2288,6 +2331,7 @@ int main(void)
 		cmocka_unit_test(reused_end_event_take_dropped),
 		cmocka_unit_test(dist_init_then_next_stage),
 		cmocka_unit_test(short_run_fill_cut),
+		cmocka_unit_test(fill_pair_not_batch_size),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),
 		cmocka_unit_test(second_take_keeps_batch),

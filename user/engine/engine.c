@@ -326,6 +326,16 @@ static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, ui
 	return true;
 }
 
+static bool all_multiples(uint32_t pre[][NL_FILL_MAX], const uint32_t *npre,
+			  uint32_t post[][NL_FILL_MAX], const uint32_t *npost, uint32_t nq, uint32_t k)
+{
+	for (uint32_t q = 0; q < nq; q++)
+		for (uint32_t i = 0; i < npre[q] + npost[q]; i++)
+			if (size_at(pre[q], npre[q], post[q], i) % k)
+				return false;
+	return true;
+}
+
 /* Every copy stream of the first pipeline (batch i on M[i % 2] copies the
  * same batch size on each): K from any one's segments, every segment of
  * every one a multiple of it. */
@@ -372,10 +382,22 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		for (uint32_t i = 1; i < npre[q]; i++)
 			if (!k || pre[q][i] < k)
 				k = pre[q][i];
-	for (uint32_t q = 0; q < nq; q++)
-		for (uint32_t i = 0; k && i < npre[q] + npost[q]; i++)
-			if (size_at(pre[q], npre[q], post[q], i) % k)
-				return;
+	/* Two in a row can be a merge each: a take dropped with its record
+	 * right after a fill of two batches makes the first steady segment
+	 * as large as the fill. Where some segment is not a multiple of
+	 * their size, a run traced from its start takes its smallest steady
+	 * segment, when every segment is a multiple of that. */
+	if (k && !p->mid_run && !all_multiples(pre, npre, post, npost, nq, k)) {
+		uint32_t m = 0;
+
+		for (uint32_t q = 0; q < nq; q++)
+			for (uint32_t i = 0; i < npost[q]; i++)
+				if (!m || post[q][i] < m)
+					m = post[q][i];
+		k = m;
+	}
+	if (k && !all_multiples(pre, npre, post, npost, nq, k))
+		return;
 	p->window_k = k;
 	for (uint32_t q = 0; q < nq; q++)
 		for (uint32_t i = 0; k && i < npre[q]; i++)
