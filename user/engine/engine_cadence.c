@@ -440,6 +440,51 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 	return found != NL_NO_TOKEN ? found : tok;
 }
 
+/* Copy stream m did work between two times, as far as its ring tells. */
+static bool copied_between(const struct nl_stream *m, uint64_t t0, uint64_t t1)
+{
+	for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
+		const struct nl_ring_op *r = &m->ring[k % NL_RING];
+
+		if (r->work && r->ts > t0 && r->ts < t1)
+			return true;
+	}
+	return false;
+}
+
+/* The segments of work sparse stream s did before it had a role (no token
+ * on any of its ops), each ended by its record or by a copy on m between
+ * two of its ops (the next batch copied); 0 when some of its life is not
+ * remembered: its ring wrapped, or it may have worked before we looked. */
+static int unroled_segments(const struct nl_proc *p, const struct nl_stream *s,
+			    const struct nl_stream *m)
+{
+	uint32_t start = nl_ring_start(s);
+	bool open = false;
+	uint64_t last = 0;
+	int n = 0;
+
+	if (start != 0 || !(s->creation_seen || !p->mid_run))
+		return 0;
+	for (uint32_t k = start; k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->token != NL_NO_TOKEN)
+			return 0;
+		if (r->work && open && copied_between(m, last, r->ts))
+			open = false;
+		if (r->work)
+			last = r->ts;
+		if (r->work && !open) {
+			open = true;
+			n++;
+		} else if (!r->work && nl_api_info[r->api].kind == NL_K_EVENT_RECORD) {
+			open = false;
+		}
+	}
+	return n;
+}
+
 /* Tick cadence at a sparse stream: a wait on the copy stream that brings
  * batch tok but also covers an older batch whose sparse stage has not begun
  * (a fill phase whose copy record comes after two batches' copies, or a
@@ -457,9 +502,28 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 	if (!q || s->role != NL_ROLE_SPARSE || !from || from->role != NL_ROLE_COPY ||
 	    from->pipe != s->pipe || slot == p->compute_slot)
 		return tok;
-	/* work it did before any batch reached it: where it stands is not known */
-	if (s->token == NL_NO_TOKEN && worked_on(s, NL_NO_TOKEN))
+	/* work it did before any batch reached it: where it stands is known
+	 * only when it was a stream without a role, all of whose work is
+	 * remembered (a pipeline found by its edges, whose data-dist stream
+	 * ran its first batches without a wait on the copy): each of those
+	 * segments was the stage of the next batch open then, begun without
+	 * its edge, and this wait brings the batch after them */
+	if (s->token == NL_NO_TOKEN && worked_on(s, NL_NO_TOKEN)) {
+		int n = unroled_segments(p, s, from);
+
+		if (n <= 0)
+			return tok;
+		for (t = q->oldest; t < tok; t++) {
+			const struct nl_batch *b = nl_batch_of(p, t);
+
+			if (!b || b->closed || b->reached_sparse || b->fwd_started ||
+			    (s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts))
+				continue;
+			if (n-- == 0)
+				return t;
+		}
 		return tok;
+	}
 	t = q->oldest;
 	if (s->token != NL_NO_TOKEN && nl_tok_pipe(s->token) == nl_tok_pipe(tok) && s->token > t)
 		t = s->token;
