@@ -1843,10 +1843,10 @@ static void dropped_dist_end_wait(void **state)
  * late: the fault missed and the last batch skipped. Launches named, then
  * counted. */
 
-static void split_batch(struct four *q, struct tb *t, int k, bool x_wait)
+static void split_batch(struct four *q, struct tb *t, int k, bool d_wait, bool x_wait)
 {
 	tb_copy(t, q->M, 1, 4096);
-	tb_wait_stream(t, q->D, q->M);
+	tb_wait_stream_or_drop(t, q->D, q->M, d_wait);
 	tb_kernel(t, q->D, K_INPUT_DIST);
 	tb_wait_stream_or_drop(t, q->X, q->D, x_wait);
 	tb_alltoall(t, q->X, 0);
@@ -1862,10 +1862,10 @@ static struct tb *split_loop(int n, int drop_x, int drop_take, bool one_end, boo
 	struct tb *t = four_streams(&q, one_end ? 1 : n, reuse);
 
 	t->counted = dist_counted;
-	split_batch(&q, t, 0, drop_x != 0);
+	split_batch(&q, t, 0, true, drop_x != 0);
 	for (int i = 0; i < n; i++) {
 		if (i + 1 < n)
-			split_batch(&q, t, one_end ? 0 : i + 1, i + 1 != drop_x);
+			split_batch(&q, t, one_end ? 0 : i + 1, true, i + 1 != drop_x);
 		tb_wait(t, q.D, q.done[one_end ? 0 : i]);
 		tb_kernel(t, q.D, K_DIST_INIT);
 		tb_wait_stream_or_drop(t, q.C, q.D, i != drop_take);
@@ -1884,6 +1884,45 @@ static void split_collective_without_edge(void **state)
 {
 	(void)state;
 	each_drop_named_counted(split_dist_loop, EDGE(COPY_SPARSE));
+}
+
+/* TorchRec's split sparse stage at depth 3: the fill runs input_dist and
+ * the all-to-all of batches 0, 1 and 2 back to back before D waits on
+ * batch 0's end, and each step then runs dist_init(i) and input_dist(i+3)
+ * before compute takes batch i. With D's wait on the copy dropped for a
+ * batch k of the fill, with its record, input_dist(k) follows D's record
+ * of k-1 that X waited on (the hand-off to the collective stream) with no
+ * wait between. That record does not end k-1's stage on D (dist_init(k-1)
+ * is still to come), but a launch of the kernel k-1's stage began with,
+ * again, right after it, is the next batch's stage begun without its
+ * edge, its copy segment still open (the dropped record would have closed
+ * it): copy->sparse on k alone. Before, input_dist(k) and its all-to-all
+ * were k-1's, and k-1 was accused sparse->forward beside k's fault. Named
+ * and counted. */
+static struct tb *split_copy_wait_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = dist_counted;
+	for (int k = 0; k < 3 && k < n; k++)
+		split_batch(&q, t, k, k != drop, true);
+	for (int i = 0; i < n; i++) {
+		tb_wait(t, q.D, q.done[i]);
+		tb_kernel(t, q.D, K_DIST_INIT);
+		if (i + 3 < n)
+			split_batch(&q, t, i + 3, i + 3 != drop, true);
+		tb_wait_stream(t, q.C, q.D);
+		forward3(t, q.C);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void split_copy_wait_dropped(void **state)
+{
+	(void)state;
+	each_drop_named_counted(split_copy_wait_loop, EDGE(COPY_SPARSE));
 }
 
 /* TorchRec's split sparse stage at depth 2 with one event for the
@@ -2328,6 +2367,7 @@ int main(void)
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(split_collective_without_edge),
+		cmocka_unit_test(split_copy_wait_dropped),
 		cmocka_unit_test(reused_end_event_take_dropped),
 		cmocka_unit_test(dist_init_then_next_stage),
 		cmocka_unit_test(short_run_fill_cut),

@@ -317,9 +317,9 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
  * sparse segment per batch, ended by the record compute takes. So is a
  * launch, `again`, of the kernel the batch's sparse stage began with,
  * whatever orders the next copy: that batch's stage begun without its
- * edge (judged copy->sparse). Not after a record another sparse stream
- * waited on (the data-dist stream handing its input_dist to the
- * collective stream: the batch goes on after it). Such a launch right
+ * edge (judged copy->sparse). Not other work after a record another
+ * sparse stream waited on (the data-dist stream handing its input_dist to
+ * the collective stream: the batch goes on after it). Such a launch right
  * after the batch's stage went on past the all-to-all's end (dist_init,
  * after the wait on the collective stream), with no record between, is
  * the next batch's stage begun too (its D.wait_stream(M) dropped with its
@@ -337,6 +337,20 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
 		next = next_batch(p, s, s->token);
 		n = nl_batch_of(p, next);
 		if (n && !n->closed && !n->st[NL_STAGE_SPARSE].work)
+			take_token(p, s, next);
+		return;
+	}
+	/* right after a record another sparse stream waited on (the hand-off
+	 * to the collective stream), with no wait between: the batch's stage
+	 * goes on after its all-to-all, not with the kernel it began with
+	 * again, which is the next batch's input_dist begun without its edge
+	 * (a depth-3 fill runs input_dist of three batches back to back), its
+	 * copy segment closed or not (the dropped record would have closed it) */
+	if (again && s->rec_fed && nl_api_info[last->api].kind == NL_K_EVENT_RECORD &&
+	    last->token == s->token) {
+		next = next_batch(p, s, s->token);
+		n = nl_batch_of(p, next);
+		if (n && !n->closed && n->st[NL_STAGE_COPY].work && !n->st[NL_STAGE_SPARSE].work)
 			take_token(p, s, next);
 		return;
 	}
