@@ -387,6 +387,8 @@ int rp_write_recording(const struct rp_prog *p, const char *path)
 		fprintf(stderr, "%s\n", err);
 		return rc;
 	}
+	/* traced from its start, as `nanlog-bpf --record -- CMD` records it */
+	rc = nl_recording_write_target(w, &tgt);
 	for (int i = 0; i < p->n && !rc; i++)
 		rc = nl_recording_write_record(w, &p->calls[i].rec, sizeof(p->calls[i].rec));
 	if (!rc)
