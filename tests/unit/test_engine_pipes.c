@@ -244,6 +244,57 @@ static void eval_first_take_dropped(void **state)
 	}
 }
 
+/* A short training run without a sparse stage (four batches at depth 2,
+ * too few hand-offs to end role learning) whose first take is dropped,
+ * then an evaluation of six on a copy stream of its own: learning takes
+ * the evaluation's copy stream first, and the training one is found by
+ * compute's first wait on it, which covers batches 0 to 2. Compute's work
+ * before it, carrying no batch, is batch 0's forward begun without its
+ * edge: the wait takes batch 1, as a first window does where the copy
+ * stream was known from the start (nl_take_first_compute). Before, the
+ * wait took batch 2, and the healthy batch 1 was accused copy->forward
+ * beside batch 0. Launches named: counted, the same rule already held. */
+static void found_late_first_take_dropped(void **state)
+{
+	enum { TRAIN = 4, EVAL = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, m;
+		int copied = 0;
+
+		t->counted = counted;
+		M = tb_stream_create(t, 1);
+		for (int i = 0; i < TRAIN; i++) {
+			for (; copied < TRAIN && copied <= i + 2; copied++) {
+				tb_copy(t, M, 1, 4096);
+				tb_copy(t, M, 1, 512);
+				tb_record(t, tb_event_create(t), M);
+			}
+			tb_wait_stream_or_drop(t, 0, M, i != 0);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			tb_kernel(t, 0, K_TRITON);
+		}
+		tb_device_sync(t);
+		m = stream_create_handle(t, 0x7e0000001000ull);
+		for (int i = 0; i < EVAL; i++) {
+			tb_copy(t, m, 1, 4096);
+			tb_copy(t, m, 1, 512);
+			tb_wait_stream(t, 0, m);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			tb_kernel(t, 0, K_TRITON);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		expect(t, 1, TRAIN, 0, 1u << NL_EDGE_COPY_FORWARD);
+		expect(t, 0, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Each evaluation turn copies its first two batches before its copy
  * stream's first record: that segment is cut in two by the size the
  * training copy stream is sure of (nothing waited on it yet: a fill), so
@@ -941,6 +992,7 @@ int main(void)
 		cmocka_unit_test(altcopy_learn_by_record),
 		cmocka_unit_test(altcopy_one_wait_two_runs),
 		cmocka_unit_test(eval_first_take_dropped),
+		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

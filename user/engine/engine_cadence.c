@@ -200,6 +200,18 @@ static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s)
 	       own->st[NL_STAGE_FORWARD].first_hits <= (q->first_min ? q->first_min : 1) + 1;
 }
 
+/* Compute never held a batch, in a process traced from its start: its work
+ * so far is one window, the first batch's forward begun without its edge
+ * (its first take dropped), taken by no batch because the pipeline's copy
+ * stream was found by its edges only at this wait (learning took another
+ * pipeline's first). nl_take_first_compute gives that window the first
+ * batch where the copy stream was known; after_first_window then passes
+ * over it, as this does. */
+static bool first_window_unheld(const struct nl_proc *p, const struct nl_stream *s)
+{
+	return s->token == NL_NO_TOKEN && !p->mid_run;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -268,7 +280,8 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 		 * hide two steps begun without their edges (two takes dropped in
 		 * a row), and the second is then missed; without the take, a
 		 * single dropped take had its healthy neighbour accused too. */
-		if (passed && (one_restart_at_most(p, s) || p->unnamed_launch))
+		if (passed && (one_restart_at_most(p, s) || p->unnamed_launch ||
+			       first_window_unheld(p, s)))
 			return t;
 		passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
