@@ -2027,6 +2027,44 @@ static void short_run_fill_cut(void **state)
 	tb_free(t);
 }
 
+/* A smoke run whose loader copied all four batches before the copy
+ * stream's first record, compute then taking one batch per step on that
+ * stream's records, with no copy between: no segment but the first has a
+ * copy, so no segment size is known. The run ends while the roles are
+ * still learned: its copy ops over compute's takes, four over four, are
+ * the batch size, and the one segment is cut into four batches, all
+ * trusted. Before, batches 1 to 3 were merged into batch 0. With a
+ * sparse stage too (compute taking from the data-dist stream). */
+static void smoke_run_copied_ahead(void **state)
+{
+	enum { N = 4 };
+
+	(void)state;
+	for (int sparse = 0; sparse < 2; sparse++)
+		for (int counted = 0; counted < 2; counted++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+			uint64_t C = tb_stream_create(t, 1);
+
+			t->counted = counted;
+			t->tid = TB_LOADER;
+			for (int i = 0; i < N; i++)
+				tb_copy(t, M, 1, 4096);
+			t->tid = TB_MAIN;
+			for (int i = 0; i < N; i++) {
+				if (sparse) {
+					tb_wait_stream(t, D, M);
+					tb_kernel(t, D, K_INPUT_DIST);
+				}
+				tb_wait_stream(t, C, sparse ? D : M);
+				forward3(t, C);
+			}
+			tb_end(t);
+			assert_one_fault(t, N, -1, 0, sparse ? "smoke run, sparse" : "smoke run");
+			tb_free(t);
+		}
+}
+
 /* A short run with a sparse stage: the fill copies batches 0 and 1 before
  * the first record, and the data-dist stream's wait on batch 1 is dropped
  * with its record (redundant: the fill's record covers batch 1). Batches 2
@@ -2371,6 +2409,7 @@ int main(void)
 		cmocka_unit_test(reused_end_event_take_dropped),
 		cmocka_unit_test(dist_init_then_next_stage),
 		cmocka_unit_test(short_run_fill_cut),
+		cmocka_unit_test(smoke_run_copied_ahead),
 		cmocka_unit_test(fill_pair_not_batch_size),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),

@@ -336,6 +336,59 @@ static bool all_multiples(uint32_t pre[][NL_FILL_MAX], const uint32_t *npre,
 	return true;
 }
 
+static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
+{
+	for (int q = 0; q < n; q++)
+		if (nl_skey_eq(k, &keys[q]))
+			return true;
+	return false;
+}
+
+/* A run traced from its start that ended while its roles were learned:
+ * its copy ops over compute's takes (a wait on a producer's record after
+ * work of compute's own, or its first), when that divides; 0 otherwise. */
+static uint32_t per_take(const struct nl_proc *p)
+{
+	uint64_t ev[NL_FILL_EVENTS];
+	bool prod[NL_FILL_EVENTS], worked = true;
+	uint32_t copies = 0, takes = 0, nev = 0;
+
+	for (uint32_t i = 0; i < p->nlbuf; i++) {
+		const struct nl_call *c = &p->lbuf[i];
+		struct nl_skey k;
+		uint32_t j;
+
+		if (c->api == NL_LOST_MARK)
+			return 0;
+		if ((c->fields & NL_F_RC) && c->rc != 0)
+			continue;
+		k = nl_call_skey(c);
+		if (c->kind == NL_K_EVENT_RECORD && (c->fields & NL_F_EVENT)) {
+			for (j = 0; j < nev && ev[j] != c->event; j++)
+				;
+			if (j == nev && nev == NL_FILL_EVENTS)
+				return 0;
+			if (j == nev)
+				ev[nev++] = c->event;
+			prod[j] = key_in(p->copy_keys, p->ncopy_keys, &k) ||
+				  key_in(p->sparse_keys, p->nsparse, &k);
+		} else if (nl_skey_eq(&k, &p->compute_key) && c->kind == NL_K_STREAM_WAIT &&
+			   (c->fields & NL_F_EVENT)) {
+			for (j = 0; j < nev && ev[j] != c->event; j++)
+				;
+			if (j < nev && prod[j] && worked) {
+				takes++;
+				worked = false;
+			}
+		} else if (nl_skey_eq(&k, &p->compute_key) && nl_kind_is_work(c->kind)) {
+			worked = true;
+		} else if (key_in(p->copy_keys, p->ncopy_keys, &k) && nl_kind_is_work(c->kind)) {
+			copies++;
+		}
+	}
+	return takes && copies % takes == 0 ? copies / takes : 0;
+}
+
 /* Every copy stream of the first pipeline (batch i on M[i % 2] copies the
  * same batch size on each): K from any one's segments, every segment of
  * every one a multiple of it. */
@@ -387,6 +440,11 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	 * as large as the fill. Where some segment is not a multiple of
 	 * their size, a run traced from its start takes its smallest steady
 	 * segment, when every segment is a multiple of that. */
+	/* A smoke run that ended while its roles were learned, whose loader
+	 * copied every batch before the first record: no segment after the
+	 * fill has a copy. Its copy ops over compute's takes. */
+	if (!k && !p->mid_run && p->exited)
+		k = per_take(p);
 	if (k && !p->mid_run && !all_multiples(pre, npre, post, npost, nq, k)) {
 		uint32_t m = 0;
 
@@ -588,6 +646,7 @@ void nl_engine_exit(struct nl_engine *e, uint32_t pid, uint64_t ts_ns)
 	if (i < 0)
 		return;
 	p = e->procs[i];
+	p->exited = true;
 	if (p->learning)
 		end_learning(e, p, true);
 	nl_drain(e, p, ts_ns, true);
