@@ -539,12 +539,24 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 
 /* Copy stream: the first op after a record mints a token. A thread that put
  * work on the compute stream since its last copy also starts a new segment,
- * so a dropped record does not merge two batches (docs/engine.md). */
+ * so a dropped record does not merge two batches (docs/engine.md). So does
+ * a thread's copy right after its copy on another copy stream of the
+ * pipeline (batch i on M[i % 2]: one batch per run of copies, made in
+ * turn): cut as it comes, the batch keeps its place in copy order. */
 static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 			 const struct nl_thread *th, const struct nl_call *c)
 {
-	if (s->seg_open && !e->o.no_copy_split && s->seg_tid == c->tid &&
-	    th->compute_work != s->seg_mark) {
+	struct nl_pipe *q = nl_pipe_of_stream(p, s);
+	int slot = (int)(s - p->s);
+	bool turn = q && q->last_copier && q->last_copier != slot + 1 &&
+		    q->last_copier_tid == c->tid && nl_call_is_h2d(c);
+
+	if (q && nl_call_is_h2d(c)) {
+		q->last_copier = slot + 1;
+		q->last_copier_tid = c->tid;
+	}
+	if (s->seg_open && !e->o.no_copy_split &&
+	    ((s->seg_tid == c->tid && th->compute_work != s->seg_mark) || turn)) {
 		/* ended by the thread's compute work, not a record (a take
 		 * dropped with its record): cut as a record would */
 		if (s->role == NL_ROLE_COPY)

@@ -313,6 +313,10 @@ struct nl_pipe {
 	bool used, has_sparse;
 	bool seen_copy_record;
 	bool had_copy;        /* a stream has been its copy stream */
+	/* slot + 1 of its copy stream that copied last (0: none), and the
+	 * thread that did */
+	int last_copier;
+	uint32_t last_copier_tid;
 	/* the first two kernels its forward windows began with, and how many
 	 * windows in a row began so (a step's signature) */
 	uint64_t step_sig[2];
