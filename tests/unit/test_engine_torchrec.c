@@ -1182,22 +1182,26 @@ static void sparse_segment_after_record(void **state)
  * sparse->forward on k alone. */
 static bool step_a_counted;
 
-/* depth: batch i+depth's copy and input_dist come after dist_init(i) */
-static struct tb *step_a_run(int n, int drop, bool reuse, int depth)
+/* depth: batch i+depth's copy and input_dist come after dist_init(i);
+ * step d's wait dropped for batch drop, D's wait on the copy for drop_d;
+ * with alt, batch i copied on M[i % 2] */
+static struct tb *step_a_drops(int n, int drop, int drop_d, bool reuse, int depth, bool alt)
 {
 	struct four q;
 	struct tb *t = four_streams(&q, n, reuse);
-	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
+	uint64_t M[2] = { q.M, alt ? tb_stream_create(t, 1) : q.M };
+	uint64_t D = q.D, X = q.X, C = q.C, *done = q.done;
 
 	t->counted = step_a_counted;
 	for (int k = 0; k < depth; k++)
-		copy_and_dist(t, M, D, X, done[k], true);
+		copy_and_dist(t, M[k % 2], D, X, done[k], k != drop_d);
 	for (int i = 0; i < n; i++) {
 		tb_wait_stream(t, C, D);
 		tb_wait(t, D, done[i]);
 		tb_kernel(t, D, K_DIST_INIT);
 		if (i + depth < n)
-			copy_and_dist(t, M, D, X, done[i + depth], true);
+			copy_and_dist(t, M[(i + depth) % 2], D, X, done[i + depth],
+				      i + depth != drop_d);
 		tb_wait_stream_or_drop(t, C, D, i != drop);
 		tb_kernel(t, C, K_LOOKUP);
 		tb_kernel(t, C, K_GEMM);
@@ -1205,6 +1209,11 @@ static struct tb *step_a_run(int n, int drop, bool reuse, int depth)
 	}
 	tb_end(t);
 	return t;
+}
+
+static struct tb *step_a_run(int n, int drop, bool reuse, int depth)
+{
+	return step_a_drops(n, drop, -1, reuse, depth, false);
 }
 
 static struct tb *step_a_loop(int n, int drop, bool reuse)
@@ -1246,6 +1255,31 @@ static void step_a_depth2(void **state)
 {
 	(void)state;
 	step_a_each_drop(step_a_depth2_loop);
+}
+
+/* The same at depth 2, batch i copied on M[i % 2], with D's wait on the
+ * copy dropped for batch k (with its record): input_dist(k) read the copy
+ * unordered. For k = 0, compute's step-a wait finds batch 0's copy
+ * ordered before it through nothing: D's first wait was on M[1], for batch
+ * 1, and its record carries batch 1. Batch 0's sparse stage began without
+ * its edge (it never reached D), so its copy is not ordered before compute
+ * either way, and the step-a wait takes it as for any batch whose
+ * all-to-all is still out. Before, it took batch 1, every forward was
+ * charged a batch late and the healthy batches after were accused
+ * sparse->forward. copy->sparse on k alone. */
+static struct tb *step_a_copy_wait_loop(int n, int drop, bool reuse)
+{
+	return step_a_drops(n, -1, drop, reuse, 2, true);
+}
+
+static void step_a_copy_wait_dropped(void **state)
+{
+	for (int counted = 0; counted < 2; counted++) {
+		step_a_counted = counted;
+		each_drop(step_a_copy_wait_loop, 8, 0, EDGE(COPY_SPARSE));
+	}
+	step_a_counted = false;
+	(void)state;
 }
 
 /* TorchRec's step a at depth 1 with the all-to-all's end recorded on the
@@ -2392,6 +2426,7 @@ int main(void)
 		cmocka_unit_test(sparse_segment_after_record),
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
+		cmocka_unit_test(step_a_copy_wait_dropped),
 		cmocka_unit_test(step_a_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(forward_first_double_drop),

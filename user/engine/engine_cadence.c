@@ -99,7 +99,8 @@ static bool waited_on(const struct nl_stream *s, int slot)
  * compute waits on the data-dist stream before that stream took the
  * batch's all-to-all back (dist_init comes after). Every copy and
  * data-dist op of the batch is ordered before compute, and only work on a
- * stream compute never waits on itself is not. */
+ * stream compute never waits on itself is not; nor the copy of a batch
+ * whose sparse stage began without its edge (its copy->sparse fault). */
 static bool covered_but_collective(const struct nl_batch *b, const struct nl_stream *s)
 {
 	bool behind = false;
@@ -109,6 +110,10 @@ static bool covered_but_collective(const struct nl_batch *b, const struct nl_str
 
 		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work ||
 		    bs->last_work.clock <= s->vc[bs->slot])
+			continue;
+		/* a sparse stage begun without its edge: the copy is not
+		 * ordered before it, nor through it before compute */
+		if (bs->stage == NL_STAGE_COPY && !b->reached_sparse && b->st[NL_STAGE_SPARSE].work)
 			continue;
 		if (bs->stage != NL_STAGE_SPARSE || waited_on(s, bs->slot))
 			return false;
