@@ -731,16 +731,20 @@ struct four {
 	uint64_t M, D, X, C, done[16];
 };
 
+/* compute on the null stream, its producers created blocking */
+static bool four_null_compute;
+
 static struct tb *four_streams(struct four *q, int n, bool reuse)
 {
 	struct tb *t = tb_new(NULL);
+	unsigned flags = four_null_compute ? 0 : 1;
 
 	assert_true(n <= 16);
 	t->reuse_events = reuse;
-	q->M = tb_stream_create(t, 1);
-	q->D = tb_stream_create(t, 1);
-	q->X = tb_stream_create(t, 1);
-	q->C = tb_stream_create(t, 1);
+	q->M = tb_stream_create(t, flags);
+	q->D = tb_stream_create(t, flags);
+	q->X = tb_stream_create(t, flags);
+	q->C = four_null_compute ? 0 : tb_stream_create(t, 1);
 	for (int k = 0; k < n; k++)
 		q->done[k] = tb_event_create(t);
 	return t;
@@ -1270,6 +1274,36 @@ static void step_a_depth2(void **state)
 static struct tb *step_a_copy_wait_loop(int n, int drop, bool reuse)
 {
 	return step_a_drops(n, -1, drop, reuse, 2, true);
+}
+
+/* TorchRec's two waits per step at depth 2 and 3 with compute on the
+ * null stream and its producers created blocking: step d's explicit wait
+ * on the data-dist stream, with no compute work since step a's, is the
+ * same batch's take again, as on any other compute stream; only the
+ * null stream's implicit joins with the blocking streams may move compute
+ * on without work. Before, no wait of a null-stream compute kept its
+ * batch: step d's took the next one, whose forward then began before its
+ * dist_init, and healthy batches were accused sparse->forward. Every
+ * batch trusted, named and counted, fresh and reused events. */
+static void step_a_null_compute(void **state)
+{
+	(void)state;
+	four_null_compute = true;
+	for (int counted = 0; counted < 2; counted++)
+		for (int depth = 2; depth <= 3; depth++)
+			for (int reuse = 0; reuse < 2; reuse++) {
+				struct tb *t;
+				char what[64];
+
+				step_a_counted = counted;
+				t = step_a_drops(8, -1, -1, reuse, depth, false);
+				snprintf(what, sizeof(what), "counted %d depth %d reuse %d", counted,
+					 depth, reuse);
+				assert_one_fault(t, 8, -1, 0, what);
+				tb_free(t);
+			}
+	four_null_compute = false;
+	step_a_counted = false;
 }
 
 static void step_a_copy_wait_dropped(void **state)
@@ -2427,6 +2461,7 @@ int main(void)
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(step_a_copy_wait_dropped),
+		cmocka_unit_test(step_a_null_compute),
 		cmocka_unit_test(step_a_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(forward_first_double_drop),

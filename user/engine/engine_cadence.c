@@ -254,8 +254,9 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 	 * wait came before the batch's producers were done: a second wait
 	 * for one batch whose producers both covered moved compute on, and
 	 * the batch's forward was charged to the next. Not where implicit
-	 * null-stream edges, not waits, move compute. */
-	if (s->token < tok && !(nl_key_is_null(&s->key) && p->nblocking) &&
+	 * null-stream edges, not waits, move compute (from < 0): an explicit
+	 * wait of a null-stream compute keeps its batch too. */
+	if (s->token < tok && !(nl_key_is_null(&s->key) && p->nblocking && from < 0) &&
 	    nl_held_unworked(p, s, tok))
 		return s->token;
 	mine = nl_ring_last_work_ts(s);
