@@ -2064,6 +2064,55 @@ static void dist_init_then_next_stage(void **state)
 	each_drop(dist_then_next_loop, 8, 0, EDGE(COPY_SPARSE));
 }
 
+/* A model whose step launches its first kernel again after a call that
+ * breaks compute's run (the backward's first kernel is the forward's; an
+ * event recorded on compute between them), at depth 3 with the loader
+ * three batches ahead, each batch taken on its own record. Step 0 is
+ * short and no call came between: with launches counted in runs, its
+ * second launch of that kernel was counted, not named, and one named
+ * launch per window looked like the step's. From step 1 on (longer
+ * steps) the second is named as its run's first, past as many ops as
+ * step 0 had, and the window's run begun again looked like the next
+ * batch's forward begun without its take: a batch not ordered before
+ * compute yet was taken and accused copy->forward, every one of a clean
+ * run. A restart seen only by counted runs (the kernel named as a run's
+ * first, not the step's two first kernels in a row) takes the next batch
+ * only where it is ordered already: nothing is accused on it. Counted;
+ * named for comparison. */
+static void counted_restart_not_accused(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), ev[N];
+		int copied = 0;
+
+		t->counted = counted;
+		for (int i = 0; i < N; i++) {
+			for (; copied < N && copied <= i + 3; copied++) {
+				tb_copy(t, M, 1, 4096);
+				ev[copied] = tb_event_create(t);
+				tb_record(t, ev[copied], M);
+			}
+			tb_wait(t, C, ev[i]);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			if (i > 0) { /* a longer step: forward, a record, backward */
+				tb_kernel(t, C, K_BWD_GEMM);
+				tb_kernel(t, C, K_TRITON);
+				tb_record(t, tb_event_create(t), C);
+			}
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_TRITON);
+		}
+		tb_end(t);
+		assert_one_fault(t, N, -1, 0, counted ? "counted" : "named");
+		tb_free(t);
+	}
+}
+
 /* A smoke run of four batches at depth 3, copied by a loader thread: the
  * fill copies three batches before compute's first C.wait_stream(M), and
  * one steady batch follows. No two segments share a size, yet the fill is
@@ -2479,6 +2528,7 @@ int main(void)
 		cmocka_unit_test(reused_end_event_take_dropped),
 		cmocka_unit_test(dist_init_then_next_stage),
 		cmocka_unit_test(short_run_fill_cut),
+		cmocka_unit_test(counted_restart_not_accused),
 		cmocka_unit_test(smoke_run_copied_ahead),
 		cmocka_unit_test(fill_pair_not_batch_size),
 		cmocka_unit_test(fill_take_dropped_thread_cut),

@@ -612,8 +612,9 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
  * batch must be ordered already.
  *
  * A next batch not ordered yet is taken too (its take was dropped: its
- * forward reads it unordered) only where the windows are sure to follow
- * the forward: one pipeline, the last NL_STEP_SURE takes tight (the next
+ * forward reads it unordered) only where the restart shows the step's two
+ * first kernels named and the windows are sure to follow the forward: one
+ * pipeline, the last NL_STEP_SURE takes tight (the next
  * batch was produced and not yet ordered when compute began each window,
  * nl_note_window), no stream outside the pipeline's own producers worked
  * since the window began (another pipeline's batch may be the one due),
@@ -760,7 +761,10 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!b->copy_closed || (q->has_sparse && !b->reached_sparse))
 		return;
 	if (!producers_before(b, s)) {
-		if (p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
+		/* taken unordered, it is accused: not on a restart seen by
+		 * counted runs only (a model that launches its step's first
+		 * kernel again after a call broke the run looks the same) */
+		if (!w->first_named[1] || p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
 		    outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
 			return;
 		/* taken as by a wait on the sparse streams carrying it: what
