@@ -435,16 +435,16 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		for (uint32_t i = 1; i < npre[q]; i++)
 			if (!k || pre[q][i] < k)
 				k = pre[q][i];
-	/* Two in a row can be a merge each: a take dropped with its record
-	 * right after a fill of two batches makes the first steady segment
-	 * as large as the fill. Where some segment is not a multiple of
-	 * their size, a run traced from its start takes its smallest steady
-	 * segment, when every segment is a multiple of that. */
 	/* A smoke run that ended while its roles were learned, whose loader
 	 * copied every batch before the first record: no segment after the
 	 * fill has a copy. Its copy ops over compute's takes. */
 	if (!k && !p->mid_run && p->exited)
 		k = per_take(p);
+	/* Two in a row can be a merge each: a take dropped with its record
+	 * right after a fill of two batches makes the first steady segment
+	 * as large as the fill. Where some segment is not a multiple of
+	 * their size, a run traced from its start takes its smallest steady
+	 * segment, when every segment is a multiple of that. */
 	if (k && !p->mid_run && !all_multiples(pre, npre, post, npost, nq, k)) {
 		uint32_t m = 0;
 
