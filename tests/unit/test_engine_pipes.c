@@ -728,6 +728,50 @@ static void altcopy_take_dropped_turn(void **state)
 		}
 }
 
+/* Batch i copied on M[i % 2], both blocking streams, by a loader thread
+ * right after compute's wait for batch i - 1, and compute the null stream:
+ * each of its launches joins both copy streams. Compute's wait for batch 1
+ * dropped with its record is redundant (the join orders copy(1) before
+ * forward(1)), and no record ends M[1]'s segment of batch 1 until copy(3).
+ * The loader's copy(2) on M[0] right after copy(1) on M[1] ends that
+ * segment as a record would: every batch is trusted. Before, batch 1's
+ * segment stayed open, the join that brought copy(2) passed over it, and
+ * a healthy batch 1 was accused copy->forward, never reached. Named and
+ * counted. */
+static void altcopy_turn_ends_other_segment(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2];
+
+		t->counted = counted;
+		M[0] = tb_stream_create(t, 0);
+		M[1] = tb_stream_create(t, 0);
+		t->tid = TB_LOADER;
+		tb_copy(t, M[0], 1, 4096);
+		t->tid = TB_MAIN;
+		for (int i = 0; i < N; i++) {
+			tb_wait_stream_or_drop(t, 0, M[i % 2], i != 1);
+			if (i + 1 < N) {
+				t->tid = TB_LOADER;
+				tb_copy(t, M[(i + 1) % 2], 1, 4096);
+				t->tid = TB_MAIN;
+			}
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			tb_kernel(t, 0, K_TRITON);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->n, N);
+		expect(t, 0, N, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Batch i copied on M[i % 2], every copy recorded on one reused event, and
  * the data-dist stream (input_dist, the all-to-all on a collective stream,
  * dist_init) waits on whatever that event holds: its first wait
@@ -1036,6 +1080,7 @@ int main(void)
 		cmocka_unit_test(two_copy_streams_fill),
 		cmocka_unit_test(altcopy_take_own_stream),
 		cmocka_unit_test(altcopy_take_dropped_turn),
+		cmocka_unit_test(altcopy_turn_ends_other_segment),
 		cmocka_unit_test(altcopy_sparse_due_other_stream),
 		cmocka_unit_test(altcopy_learn_by_record),
 		cmocka_unit_test(altcopy_one_wait_two_runs),

@@ -542,7 +542,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
  * so a dropped record does not merge two batches (docs/engine.md). So does
  * a thread's copy right after its copy on another copy stream of the
  * pipeline (batch i on M[i % 2]: one batch per run of copies, made in
- * turn): cut as it comes, the batch keeps its place in copy order. */
+ * turn): cut as it comes, the batch keeps its place in copy order, and
+ * the other stream's segment of that thread ends there. */
 static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 			 const struct nl_thread *th, const struct nl_call *c)
 {
@@ -551,6 +552,17 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	bool turn = q && q->last_copier && q->last_copier != slot + 1 &&
 		    q->last_copier_tid == c->tid && nl_call_is_h2d(c);
 
+	if (turn) {
+		/* the thread's batch on the other copy stream is whole: its
+		 * segment ends as a record would end it (a take dropped with
+		 * its record left it open until that stream's next batch) */
+		struct nl_stream *o = &p->s[q->last_copier - 1];
+
+		if (o->seg_open && o->seg_tid == c->tid && o->role == NL_ROLE_COPY) {
+			segment_end(e, p, q->last_copier - 1);
+			nl_close_segment(p, o);
+		}
+	}
 	if (q && nl_call_is_h2d(c)) {
 		q->last_copier = slot + 1;
 		q->last_copier_tid = c->tid;
