@@ -2225,6 +2225,51 @@ static void fill_pair_not_batch_size(void **state)
 	}
 }
 
+/* A depth-2 fill copies batches 0 and 1 back to back (the main thread,
+ * `copies` copies each), and the data-dist stream's first wait on the copy
+ * stream is dropped with its record: input_dist(0) runs on no batch, while
+ * the copy stream's one open segment holds both batches. That work is
+ * batch 0's sparse stage begun without its edge (nl_take_first), and the
+ * open segment is cut at the fill size learning saw before batch 0 is
+ * taken: batch 0 untrusted copy->sparse, every other batch trusted. Before,
+ * the take closed the segment whole: batches 0 and 1 merged and every
+ * later batch was numbered one early. Named and counted. */
+static void fill_first_copy_wait_dropped(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int copies = 1; copies <= 3; copies += 2)
+			for (int drop = -1; drop <= 0; drop++) {
+				struct tb *t = tb_new(NULL);
+				uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+				uint64_t C = tb_stream_create(t, 1);
+
+				t->counted = counted;
+				for (int c = 0; c < 2 * copies; c++)
+					tb_copy(t, M, 1, 4096);
+				tb_wait_stream_or_drop(t, D, M, drop != 0);
+				tb_kernel(t, D, K_INPUT_DIST);
+				for (int i = 0; i < N; i++) {
+					tb_wait_stream(t, C, D);
+					tb_kernel(t, C, K_LOOKUP);
+					tb_kernel(t, C, K_GEMM);
+					for (int c = 0; i + 2 < N && c < copies; c++)
+						tb_copy(t, M, 1, 4096);
+					if (i + 1 < N) {
+						tb_wait_stream(t, D, M);
+						tb_kernel(t, D, K_INPUT_DIST);
+					}
+					tb_kernel(t, C, K_TRITON);
+				}
+				tb_end(t);
+				assert_one_fault(t, N, drop, drop == 0 ? EDGE(COPY_SPARSE) : 0,
+						 "fill, first copy wait dropped");
+				tb_free(t);
+			}
+}
+
 /* A loop at depth `depth` whose data-dist stream runs each batch's whole
  * sparse stage (input_dist, the collective stream's all-to-all, dist_init)
  * `depth` batches ahead of compute, and whose compute stream waits on D,
@@ -2510,6 +2555,7 @@ int main(void)
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(step_a_copy_wait_dropped),
+		cmocka_unit_test(fill_first_copy_wait_dropped),
 		cmocka_unit_test(step_a_null_compute),
 		cmocka_unit_test(step_a_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),

@@ -399,12 +399,14 @@ void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const st
 
 /* Work on a sparse stream that no batch ever reached, while the copy stream
  * holds an open segment: the first batch's sparse stage began without its
- * edge (a fill_pipeline whose D.wait_stream(M) is missing). So is such work
- * after the oldest batch's copy segment closed, in a process of one
- * pipeline whose compute took nothing yet, by a stream with no op of that
- * batch (a loader thread that copied two batches first; the collective
- * stream's first all-to-all without its wait on the data-dist stream). */
-void nl_take_first(struct nl_proc *p, struct nl_stream *s)
+ * edge (a fill_pipeline whose D.wait_stream(M) is missing; a segment of
+ * more than one batch's copies, the fill's, is cut first: nl_cut_fill).
+ * So is such work after the oldest batch's copy segment closed, in a
+ * process of one pipeline whose compute took nothing yet, by a stream with
+ * no op of that batch (a loader thread that copied two batches first; the
+ * collective stream's first all-to-all without its wait on the data-dist
+ * stream). */
+void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s)
 {
 	const struct nl_pipe *q = nl_pipe_of_stream(p, s);
 	const struct nl_batch *b;
@@ -418,8 +420,10 @@ void nl_take_first(struct nl_proc *p, struct nl_stream *s)
 		const struct nl_stream *m = &p->s[i];
 
 		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe && m->seg_open &&
-		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token))
+		    m->token != NL_NO_TOKEN && m->token == q->oldest && nl_batch_of(p, m->token)) {
 			tok = m->token;
+			nl_cut_fill(e, p, (int)i);
+		}
 	}
 	b = nl_batch_of(p, q->oldest);
 	if (tok == NL_NO_TOKEN && p->npipes == 1 && q->fwd_max == NL_NO_TOKEN &&

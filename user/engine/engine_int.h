@@ -51,6 +51,8 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 void nl_set_token(struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
 /* The copy stream's open segment ends. */
 void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
+/* A fill segment left open, before the first batch is taken: cut at the fill size. */
+void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot);
 
 /* ---- engine_calls.c -------------------------------------------------------- */
 
@@ -129,7 +131,7 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 /* Work on sparse stream s after compute took its batch (s->handed). */
 void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 /* Work on sparse stream s that no batch ever reached. */
-void nl_take_first(struct nl_proc *p, struct nl_stream *s);
+void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again);
 void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const struct nl_call *c);
 void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s);

@@ -252,6 +252,22 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	cut_segment(e, p, slot, s->token, k, n);
 }
 
+/* Copy stream `slot`'s open segment, before any hand-off, holds more ops
+ * than the fill size learning saw: the fill's batches, their records
+ * dropped (a D.wait_stream(M) missing with its record). Cut as a record
+ * would cut it, the last, still open part going on. */
+void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *s = &p->s[slot];
+	uint32_t k = p->fill_k, n = s->seg_work;
+
+	if (!s->seg_open || s->copy_waited || s->role != NL_ROLE_COPY || s->pipe != 0 || !k ||
+	    n <= k || e->o.no_copy_split)
+		return;
+	if (cut_segment(e, p, slot, s->token, k, n))
+		s->seg_work = n - k * ((n - 1) / k);
+}
+
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		      uint64_t handle)
 {
@@ -646,7 +662,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (s->role == NL_ROLE_SPARSE && s->handed)
 		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
-		nl_take_first(p, s);
+		nl_take_first(e, p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy)
 		nl_take_at_record(p, s, sparse_again(p, s, c));
 	else if (s->role == NL_ROLE_SPARSE)
