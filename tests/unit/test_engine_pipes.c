@@ -881,6 +881,54 @@ static void altcopy_learn_by_record(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2] by the main thread two batches ahead, in a
+ * run of five batches whose wait for batch 3 on M[1] (compute's, or with a
+ * sparse stage the data-dist stream's) is dropped with its record: M[1] is
+ * waited on once, for batch 1, whose record covered one run of its copies,
+ * but M[1] has copied in two runs by then, each in turn with M[0]'s. A
+ * stream waited on once whose copies come in runs taken in turn with the
+ * first copy stream's alternates too: it is the pipeline's second copy
+ * stream, and batch 3 is named (copy->forward, or copy->sparse). Before,
+ * M[1] was found later by its edges as a pipeline of its own, and batch 3,
+ * its second, was skipped (target_exited). Named and counted. */
+static void altcopy_one_wait_runs_seen(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int sparse = 0; sparse < 2; sparse++)
+		for (int counted = 0; counted < 2; counted++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M[2], D = 0;
+
+			t->counted = counted;
+			M[0] = tb_stream_create(t, 1);
+			M[1] = tb_stream_create(t, 1);
+			if (sparse)
+				D = tb_stream_create(t, 1);
+			for (int c = 0; c < 2; c++)
+				for (int k = 0; k < 3; k++)
+					tb_copy(t, M[c], 1, 4096);
+			for (int i = 0; i < N; i++) {
+				if (sparse) {
+					tb_wait_stream_or_drop(t, D, M[i % 2], i != 3);
+					tb_kernel(t, D, K_INPUT_DIST);
+				}
+				tb_wait_stream_or_drop(t, 0, sparse ? D : M[i % 2], sparse || i != 3);
+				for (int k = 0; i + 2 < N && k < 3; k++)
+					tb_copy(t, M[i % 2], 1, 4096);
+				tb_kernel(t, 0, K_LOOKUP);
+				tb_kernel(t, 0, K_GEMM);
+				tb_kernel(t, 0, K_TRITON);
+			}
+			tb_end(t);
+			assert_int_equal(t->procs[0].npipes, 1);
+			assert_int_equal(t->n, N);
+			expect(t, 0, N, 3, sparse ? EDGE(COPY_SPARSE) : EDGE(COPY_FORWARD));
+			tb_free(t);
+		}
+}
+
 /* Batch i copied on M[i % 2] by a loader two batches ahead, in a run too
  * short for two hand-offs of M[1]: without a sparse stage, every copy is
  * recorded on one reused event and compute's waits find M[0]'s record but
@@ -1084,6 +1132,7 @@ int main(void)
 		cmocka_unit_test(altcopy_sparse_due_other_stream),
 		cmocka_unit_test(altcopy_learn_by_record),
 		cmocka_unit_test(altcopy_one_wait_two_runs),
+		cmocka_unit_test(altcopy_one_wait_runs_seen),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(merged_segment_split),

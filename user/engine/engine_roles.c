@@ -227,7 +227,9 @@ static struct nl_skey override_key(uint64_t handle)
  * then no new hand-off. One hand-off is enough when the record it waited
  * on covers two runs: in a short run with one event re-recorded on both
  * streams, or one hand-off dropped, M[1] is waited on once, and its runs
- * in turn with M[0]'s already show the alternation. */
+ * in turn with M[0]'s already show the alternation. So is one hand-off of
+ * a stream that has copied in two runs in turn by then, whether or not the
+ * record covered the second (its second hand-off dropped in a short run). */
 static bool alternates(const struct nl_learn *l, int b, bool sparse)
 {
 	const struct nl_lstream *s = &l->s[b];
@@ -237,9 +239,10 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
 	 * data-dist stream's and compute's waits on the same copies are one).
 	 * Without one, every wait is a hand-off: a loader a batch ahead has
 	 * compute wait twice on copies made in one run. */
-	if (sparse)
-		return (s->turns >= 2 || s->run_at >= 2) && s->run_at * 4 >= s->turns * 3;
-	return (s->waited >= 2 || s->run_at >= 2) && s->run_at * 4 >= s->waited * 3;
+	uint64_t handoffs = sparse ? s->turns : s->waited;
+
+	return (handoffs >= 2 || s->run_at >= 2 || (handoffs && s->runs >= 2)) &&
+	       s->run_at * 4 >= handoffs * 3;
 }
 
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
