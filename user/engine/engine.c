@@ -346,11 +346,13 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
 
 /* A run traced from its start that ended while its roles were learned:
  * its copy ops over compute's takes (a wait on a producer's record after
- * work of compute's own, or its first), when that divides; 0 otherwise. */
+ * work of compute's own, or its first), when that divides, or over one
+ * more when only that does and compute worked before its first take; 0
+ * otherwise. */
 static uint32_t per_take(const struct nl_proc *p)
 {
 	uint64_t ev[NL_FILL_EVENTS];
-	bool prod[NL_FILL_EVENTS], worked = true;
+	bool prod[NL_FILL_EVENTS], worked = true, early = false;
 	uint32_t copies = 0, takes = 0, nev = 0;
 
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
@@ -382,10 +384,15 @@ static uint32_t per_take(const struct nl_proc *p)
 			}
 		} else if (nl_skey_eq(&k, &p->compute_key) && nl_kind_is_work(c->kind)) {
 			worked = true;
+			early |= !takes;
 		} else if (key_in(p->copy_keys, p->ncopy_keys, &k) && nl_kind_is_work(c->kind)) {
 			copies++;
 		}
 	}
+	/* compute's work before its first take: the first batch's forward,
+	 * its take dropped with its record, when only that count divides */
+	if (takes && copies % takes && early && copies % (takes + 1) == 0)
+		return copies / (takes + 1);
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
 
