@@ -1900,6 +1900,52 @@ static void dropped_dist_end_wait(void **state)
 	each_drop_named_counted(dist_end_loop, EDGE(SPARSE_FORWARD));
 }
 
+/* The loop above with a loader thread two batches ahead that copies batch
+ * i+2 while batch i's all-to-all runs, before D's wait on its end. With
+ * that wait dropped for batch k, dist_init(k) is D's work after batch
+ * k+2's copy began with no wait of D's between: it goes on with k's stage
+ * after the hand-off to the collective stream (another kernel than k's
+ * input_dist, on the batch D holds), so it is no sparse stage of k+2
+ * begun without its edge, and D's wait on k+2's copy takes k+2:
+ * sparse->forward on k alone. Before, that wait passed k+2 over and it
+ * was accused copy->sparse (never reached). Launches named, then
+ * counted. */
+static struct tb *dist_end_loader_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = dist_counted;
+	t->tid = TB_LOADER;
+	tb_copy(t, q.M, 1, 4096);
+	tb_copy(t, q.M, 1, 4096);
+	t->tid = TB_MAIN;
+	for (int i = 0; i < n; i++) {
+		tb_wait_stream(t, q.D, q.M);
+		tb_kernel(t, q.D, K_INPUT_DIST);
+		tb_wait_stream(t, q.X, q.D);
+		tb_alltoall(t, q.X, q.done[i]);
+		if (i + 2 < n) {
+			t->tid = TB_LOADER;
+			tb_copy(t, q.M, 1, 4096);
+			t->tid = TB_MAIN;
+		}
+		if (i != drop)
+			tb_wait(t, q.D, q.done[i]);
+		tb_kernel(t, q.D, K_DIST_INIT);
+		tb_wait_stream(t, q.C, q.D);
+		forward3(t, q.C);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void dropped_dist_end_wait_loader(void **state)
+{
+	(void)state;
+	each_drop_named_counted(dist_end_loader_loop, EDGE(SPARSE_FORWARD));
+}
+
 /* TorchRec's split sparse stage at depth 2: input_dist(i+1) and its
  * all-to-all on the collective stream X (whose end X records on done[i+1])
  * are enqueued before D waits on batch i's end and runs dist_init(i).
@@ -2601,6 +2647,7 @@ int main(void)
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),
+		cmocka_unit_test(dropped_dist_end_wait_loader),
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(split_copy_wait_dropped),
 		cmocka_unit_test(reused_end_event_take_dropped),

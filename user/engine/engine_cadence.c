@@ -371,7 +371,8 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * began after the newer batch's copy, yet was the older batch's). A record
  * another sparse stream waited on (the hand-off to the collective stream)
  * does not end a segment: the work after it goes on with the batch, unless
- * it launches again the kernel the batch's sparse stage began with. Nor
+ * it launches again the kernel the batch's sparse stage began with; that
+ * work, on the batch the stream held, is not unfed either. Nor
  * does work the engine found to be the batch's own stage going on after
  * compute's step-a wait (goes_on: dist_init without its wait on the
  * all-to-all's end). */
@@ -395,6 +396,10 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 				fed = false;
 		} else if (r->work && r->goes_on) {
 			last = r->token; /* the batch's own stage going on */
+		} else if (r->work && handed && !r->again && r->token == last) {
+			/* the batch's stage going on after its hand-off to the
+			 * collective stream (dist_init without its wait on the
+			 * all-to-all's end) */
 		} else if (r->work) {
 			if (handed && r->again)
 				fed = false;
