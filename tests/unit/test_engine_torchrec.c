@@ -2348,6 +2348,56 @@ static void fill_first_copy_wait_dropped(void **state)
 			}
 }
 
+/* A depth-3 loop in the order a prefetching loop issues it: the data-dist
+ * stream's stage of batch i+2 (its wait on the copy stream, input_dist
+ * launched twice), then the copy of batch i+4, all from the main thread.
+ * Each wait on the copy stream covers the next batch's copy too, so a
+ * dropped one (with its record, fresh events) is redundant, but nothing
+ * on D then ends batch k-1's stage before k's: a launch of the kernel the
+ * stage began with, again, after the same thread copied a batch since the
+ * stream's last work, is the next batch's stage. Every batch trusted (the
+ * first wait dropped: batch 0 untrusted copy->sparse). Before, input_dist
+ * of k ran on in k-1's stage, every later batch was charged a stage late,
+ * and a healthy batch was accused copy->sparse, never reached. Named and
+ * counted. */
+static void stage_after_copy_is_next(void **state)
+{
+	enum { N = 7 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int drop = -1; drop < N; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+			uint64_t C = tb_stream_create(t, 1);
+			char what[48];
+
+			t->counted = counted;
+			for (int k = 0; k < N + 2; k++) {
+				if (k < N) /* copy(k) */
+					tb_copy(t, M, 1, 4096);
+				if (k >= 2 && k - 2 < N) { /* compute takes batch k - 4 first */
+					if (k >= 4) {
+						tb_wait_stream(t, C, D);
+						forward3(t, C);
+					}
+					tb_wait_stream_or_drop(t, D, M, k - 2 != drop);
+					tb_kernel(t, D, K_INPUT_DIST);
+					tb_kernel(t, D, K_INPUT_DIST);
+				}
+			}
+			for (int i = N - 2; i < N; i++) { /* the last two takes */
+				tb_wait_stream(t, C, D);
+				forward3(t, C);
+			}
+			tb_end(t);
+			snprintf(what, sizeof(what), "counted %d drop %d", counted, drop);
+			assert_one_fault(t, N, drop == 0 ? 0 : -1, drop == 0 ? EDGE(COPY_SPARSE) : 0,
+					 what);
+			tb_free(t);
+		}
+}
+
 /* A loop at depth `depth` whose data-dist stream runs each batch's whole
  * sparse stage (input_dist, the collective stream's all-to-all, dist_init)
  * `depth` batches ahead of compute, and whose compute stream waits on D,
@@ -2634,6 +2684,7 @@ int main(void)
 		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(step_a_copy_wait_dropped),
 		cmocka_unit_test(fill_first_copy_wait_dropped),
+		cmocka_unit_test(stage_after_copy_is_next),
 		cmocka_unit_test(step_a_null_compute),
 		cmocka_unit_test(step_a_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),

@@ -310,6 +310,25 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
 	return false;
 }
 
+/* The thread of call c copied on a copy stream of s's pipeline since ts. */
+static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			 const struct nl_call *c)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != s->pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
+			const struct nl_ring_op *r = &m->ring[k % NL_RING];
+
+			if (r->work && r->tid == c->tid && r->ts > ts && r->ts < c->ts_ns)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* A data-dist stream's work after one of its records, with no wait since:
  * when the next batch's copy is already ordered before it (the wait that
  * brought the stream its batch covered the next one's copy too) and no
@@ -323,8 +342,12 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
  * after the batch's stage went on past the all-to-all's end (dist_init,
  * after the wait on the collective stream), with no record between, is
  * the next batch's stage begun too (its D.wait_stream(M) dropped with its
- * record), its copy segment still open or not. */
-void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
+ * record), its copy segment still open or not. So is such a launch right
+ * after the stream's work when the same thread copied on the pipeline's
+ * copy stream since that work (a prefetching loop's next step began: its
+ * input_dist runs on, and one batch's repeated launches of one kernel
+ * have no copy between them). */
+void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c)
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *n;
@@ -333,6 +356,14 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again)
 	if (!s->nring || !s->fed_by_copy || s->token == NL_NO_TOKEN || !nl_batch_of(p, s->token))
 		return;
 	last = &s->ring[(s->nring - 1) % NL_RING];
+	if (again && last->work && last->token == s->token && last->tid == c->tid &&
+	    copied_since(p, s, last->ts, c)) {
+		next = next_batch(p, s, s->token);
+		n = nl_batch_of(p, next);
+		if (n && !n->closed && n->st[NL_STAGE_COPY].work && !n->st[NL_STAGE_SPARSE].work)
+			take_token(p, s, next);
+		return;
+	}
 	if (again && nl_api_info[last->api].kind != NL_K_EVENT_RECORD && went_on_after_end(p, s)) {
 		next = next_batch(p, s, s->token);
 		n = nl_batch_of(p, next);

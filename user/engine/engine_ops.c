@@ -664,7 +664,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(e, p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy)
-		nl_take_at_record(p, s, sparse_again(p, s, c));
+		nl_take_at_record(p, s, sparse_again(p, s, c), c);
 	else if (s->role == NL_ROLE_SPARSE)
 		nl_take_again_after_record(p, s, c);
 	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
