@@ -132,6 +132,17 @@ static void eval_phase(struct tb *t, struct pl *p, int n, uint64_t hm, uint64_t 
 	stream_destroy(t, p->D);
 }
 
+/* The training pipeline's streams, its fill and its first `steps` steps
+ * of `total`. */
+static void train_begin(struct tb *t, struct pl *tr, int steps, int total)
+{
+	tr->M = tb_stream_create(t, 1);
+	tr->D = tb_stream_create(t, 1);
+	train_fill(t, tr);
+	for (int i = 0; i < steps; i++)
+		train_step(t, tr, total - i);
+}
+
 /* Train 10 steps, evaluate 4, train 6, evaluate 4 on the same handles,
  * train to the end: 20 training and 8 evaluation batches. */
 static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_drop, bool reuse,
@@ -142,11 +153,7 @@ static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_
 
 	t->reuse_events = reuse;
 	t->counted = counted;
-	tr.M = tb_stream_create(t, 1);
-	tr.D = tb_stream_create(t, 1);
-	train_fill(t, &tr);
-	for (int i = 0; i < 10; i++)
-		train_step(t, &tr, 20 - i);
+	train_begin(t, &tr, 10, 20);
 	eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
 	for (int i = 10; i < 16; i++)
 		train_step(t, &tr, 20 - i);
@@ -172,6 +179,29 @@ static void expect(struct tb *t, uint32_t pipe, int n, int bad, uint32_t missing
 				 pipe, i, nl_verdict_name(a->verdict), a->missing_mask, a->skip_mask,
 				 bad, missing);
 	}
+}
+
+/* Training at depth 2 for seven steps, an evaluation turn of four batches,
+ * then training's last step, its take dropped: the process exits with
+ * training's batch 7 never taken. Its forward began again in the
+ * evaluation pipeline's last window, which had nothing of its own left to
+ * begin, after batch 7's producers were done: that restart was batch 7's
+ * forward begun without its edge, sparse->forward. Before, the batch was
+ * skipped (target_exited): a consumer's op watches its own pipeline's
+ * batches only. Launches named (a counted run hides the restart). */
+static void last_take_after_eval_dropped(void **state)
+{
+	struct pl tr = { .drop_batch = 7, .drop_edge = EDGE_SF }, ev = { .drop_batch = -1 };
+	struct tb *t = tb_new(NULL);
+
+	(void)state;
+	train_begin(t, &tr, 7, 8);
+	eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
+	train_step(t, &tr, 1);
+	tb_end(t);
+	expect(t, 0, 8, 7, EDGE(SPARSE_FORWARD));
+	expect(t, 1, 4, -1, 0);
+	tb_free(t);
 }
 
 static void train_eval_clean(void **state)
@@ -1117,6 +1147,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(train_eval_clean),
+		cmocka_unit_test(last_take_after_eval_dropped),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

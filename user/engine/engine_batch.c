@@ -265,6 +265,47 @@ void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
 	}
 }
 
+/* At exit, batch b of one pipeline, never taken, whose forward never
+ * began: compute's last window, another pipeline's newest batch, began its
+ * step again after b's producers were done, and compute is not ordered
+ * after them. Nothing of that pipeline was left to begin; the restart was
+ * b's forward, begun without its edge (a last take dropped after the other
+ * pipeline's turn). Only the oldest such batch of its pipeline: one
+ * restart is one batch's. */
+static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_stream *s = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+	const struct nl_batch *own = s ? nl_batch_of(p, s->token) : NULL;
+	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
+	const struct nl_pipe *bq = nl_pipe_of_token(p, b->token);
+	uint64_t last = b->st[NL_STAGE_COPY].last_ts, again;
+
+	if (!own || !q || !bq || nl_tok_pipe(own->token) == nl_tok_pipe(b->token) ||
+	    own->token + 1 < q->next_token)
+		return false;
+	for (int64_t t = bq->oldest; t < b->token; t++) {
+		const struct nl_batch *o = nl_batch_of(p, t);
+
+		if (o && !o->closed && !o->fwd_started)
+			return false;
+	}
+	if (b->st[NL_STAGE_SPARSE].last_ts > last)
+		last = b->st[NL_STAGE_SPARSE].last_ts;
+	again = own->st[NL_STAGE_FORWARD].again_ts;
+	if (!again || again <= last)
+		return false;
+	/* compute is not ordered after them even now: that forward read its
+	 * batch unordered (ordered, it may have been anything's) */
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage != NL_STAGE_FORWARD && bs->has_up && !bs->covered &&
+		    s->vc[bs->slot] < bs->last_up.clock)
+			return true;
+	}
+	return false;
+}
+
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
@@ -280,6 +321,8 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		 * the next stage ran its work again without it, and one whose
 		 * sparse stage began without its token (that read of the copy was
 		 * unordered, whatever came after). Anything else was cut short. */
+		if (exited && !b->fwd_started && !b->watch[k].repeat && restarted_elsewhere(p, b))
+			b->watch[k].repeat = true;
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
 		    !(exited && !b->fwd_started && b->watch[k].repeat) &&
 		    !(exited && k == NL_CONSUMER_SPARSE && b->st[NL_STAGE_SPARSE].work))
