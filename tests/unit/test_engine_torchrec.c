@@ -2228,36 +2228,48 @@ static void smoke_run_copied_ahead(void **state)
 		}
 }
 
-/* The smoke run above, `copies` copies a batch, with compute's first take
- * dropped with its record: forward(0) runs before any wait, and compute
- * takes the other batches on three records. Its copy ops do not divide by
- * those three takes; compute's work before its first take is a step too
- * (the first batch's forward begun without its edge), and the copies
- * divide by four: batch 0 untrusted copy->forward, the others trusted.
- * Before, no size was found and batches 1 to 3 merged into batch 0. */
-static void smoke_run_first_take_dropped(void **state)
+/* The smoke run above, `copies` copies a batch, with one of compute's
+ * takes dropped with its record: the copies do not divide by the three
+ * takes left. The first take dropped, compute's work before its first
+ * take is a step too (the first batch's forward begun without its edge:
+ * batch 0 untrusted copy->forward); a later one, its step begins again in
+ * the window before, with the step's two first kernels in a row
+ * (launches named: counted, the second is in a run), and the take before
+ * covered every copy already (all trusted). Either way four steps divide
+ * the copies. Before, no size was found and batches 1 to 3 merged into
+ * batch 0. */
+static void smoke_run_take_dropped(void **state)
 {
 	enum { N = 4 };
 
 	(void)state;
 	for (int copies = 1; copies <= 2; copies++)
-		for (int counted = 0; counted < 2; counted++) {
-			struct tb *t = tb_new(NULL);
-			uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+		for (int counted = 0; counted < 2; counted++)
+			for (int drop = 0; drop < N; drop += 2) {
+				struct tb *t;
+				uint64_t M, C;
+				char what[64];
 
-			t->counted = counted;
-			t->tid = TB_LOADER;
-			for (int i = 0; i < N * copies; i++)
-				tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
-			for (int i = 0; i < N; i++) {
-				tb_wait_stream_or_drop(t, C, M, i != 0);
-				forward3(t, C);
+				if (counted && drop)
+					continue;
+				t = tb_new(NULL);
+				M = tb_stream_create(t, 1);
+				C = tb_stream_create(t, 1);
+				t->counted = counted;
+				t->tid = TB_LOADER;
+				for (int i = 0; i < N * copies; i++)
+					tb_copy(t, M, 1, 4096);
+				t->tid = TB_MAIN;
+				for (int i = 0; i < N; i++) {
+					tb_wait_stream_or_drop(t, C, M, i != drop);
+					forward3(t, C);
+				}
+				tb_end(t);
+				snprintf(what, sizeof(what), "smoke run, copies %d, counted %d, take %d dropped",
+					 copies, counted, drop);
+				assert_one_fault(t, N, drop ? -1 : 0, drop ? 0 : EDGE(COPY_FORWARD), what);
+				tb_free(t);
 			}
-			tb_end(t);
-			assert_one_fault(t, N, 0, EDGE(COPY_FORWARD), "smoke run, first take dropped");
-			tb_free(t);
-		}
 }
 
 /* A short run with a sparse stage: the fill copies batches 0 and 1 before
@@ -2706,7 +2718,7 @@ int main(void)
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(counted_restart_not_accused),
 		cmocka_unit_test(smoke_run_copied_ahead),
-		cmocka_unit_test(smoke_run_first_take_dropped),
+		cmocka_unit_test(smoke_run_take_dropped),
 		cmocka_unit_test(fill_pair_not_batch_size),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),

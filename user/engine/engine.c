@@ -347,13 +347,13 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
 /* A run traced from its start that ended while its roles were learned:
  * its copy ops over compute's takes (a wait on a producer's record after
  * work of compute's own, or its first), when that divides, or over one
- * more when only that does and compute worked before its first take; 0
- * otherwise. */
+ * more when only that does and compute worked before its first take, or
+ * over its steps when only that count does; 0 otherwise. */
 static uint32_t per_take(const struct nl_proc *p)
 {
-	uint64_t ev[NL_FILL_EVENTS];
+	uint64_t ev[NL_FILL_EVENTS], first[2] = { 0, 0 }, prev = 0;
 	bool prod[NL_FILL_EVENTS], worked = true, early = false;
-	uint32_t copies = 0, takes = 0, nev = 0;
+	uint32_t copies = 0, takes = 0, nev = 0, nfirst = 0, steps = 0, tid = 0;
 
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
 		const struct nl_call *c = &p->lbuf[i];
@@ -383,8 +383,22 @@ static uint32_t per_take(const struct nl_proc *p)
 				worked = false;
 			}
 		} else if (nl_skey_eq(&k, &p->compute_key) && nl_kind_is_work(c->kind)) {
+			uint64_t sig = c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) ? nl_call_sig(c) : 0;
+
 			worked = true;
 			early |= !takes;
+			/* the step's first two kernels (named, different) after the
+			 * first take, and each launch of them again in a row */
+			if (takes && nfirst < 2 && sig &&
+			    (!nfirst || (c->tid == tid && prev == first[0] && sig != first[0]))) {
+				tid = c->tid;
+				first[nfirst++] = sig;
+				steps += nfirst == 2;
+			} else if (nfirst == 2 && c->tid == tid && prev == first[0] && sig == first[1]) {
+				steps++;
+			}
+			if (c->tid == tid)
+				prev = sig;
 		} else if (key_in(p->copy_keys, p->ncopy_keys, &k) && nl_kind_is_work(c->kind)) {
 			copies++;
 		}
@@ -393,6 +407,11 @@ static uint32_t per_take(const struct nl_proc *p)
 	 * its take dropped with its record, when only that count divides */
 	if (takes && copies % takes && early && copies % (takes + 1) == 0)
 		return copies / (takes + 1);
+	/* a take dropped with its record leaves its step begun again inside
+	 * the window before: the step's two first kernels again in a row
+	 * (launches named) count it, when only that count divides */
+	if (takes && copies % takes && steps > takes && copies % steps == 0)
+		return copies / steps;
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
 
