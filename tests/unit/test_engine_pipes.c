@@ -20,6 +20,14 @@ struct pl {
 	bool fill2; /* evaluation: copy two batches before the first record (depth 2) */
 };
 
+/* forward's three kernels on the null stream */
+static void forward_null(struct tb *t)
+{
+	tb_kernel(t, 0, K_LOOKUP);
+	tb_kernel(t, 0, K_GEMM);
+	tb_kernel(t, 0, K_TRITON);
+}
+
 static const struct nl_batch_audit *batch_in(struct tb *t, uint32_t pipe, uint64_t k)
 {
 	for (int i = 0; i < t->n; i++)
@@ -251,9 +259,7 @@ static void eval_first_take_dropped(void **state)
 			tb_wait_stream(t, 0, M);
 			if (i + 1 < TRAIN)
 				tb_copy(t, M, 1, 4096);
-			tb_kernel(t, 0, K_LOOKUP);
-			tb_kernel(t, 0, K_GEMM);
-			tb_kernel(t, 0, K_TRITON);
+			forward_null(t);
 		}
 		m = stream_create_handle(t, 0x7e0000001000ull);
 		tb_copy(t, m, 1, 4096);
@@ -262,9 +268,7 @@ static void eval_first_take_dropped(void **state)
 			tb_wait_stream_or_drop(t, 0, m, i != 0);
 			if (i + 2 < EVAL)
 				tb_copy(t, m, 1, 4096);
-			tb_kernel(t, 0, K_LOOKUP);
-			tb_kernel(t, 0, K_GEMM);
-			tb_kernel(t, 0, K_TRITON);
+			forward_null(t);
 		}
 		tb_end(t);
 		assert_int_equal(t->procs[0].npipes, 2);
@@ -303,9 +307,7 @@ static void found_late_first_take_dropped(void **state)
 				tb_record(t, tb_event_create(t), M);
 			}
 			tb_wait_stream_or_drop(t, 0, M, i != 0);
-			tb_kernel(t, 0, K_LOOKUP);
-			tb_kernel(t, 0, K_GEMM);
-			tb_kernel(t, 0, K_TRITON);
+			forward_null(t);
 		}
 		tb_device_sync(t);
 		m = stream_create_handle(t, 0x7e0000001000ull);
@@ -313,9 +315,7 @@ static void found_late_first_take_dropped(void **state)
 			tb_copy(t, m, 1, 4096);
 			tb_copy(t, m, 1, 512);
 			tb_wait_stream(t, 0, m);
-			tb_kernel(t, 0, K_LOOKUP);
-			tb_kernel(t, 0, K_GEMM);
-			tb_kernel(t, 0, K_TRITON);
+			forward_null(t);
 		}
 		tb_end(t);
 		assert_int_equal(t->procs[0].npipes, 2);
@@ -790,9 +790,7 @@ static void altcopy_turn_ends_other_segment(void **state)
 				tb_copy(t, M[(i + 1) % 2], 1, 4096);
 				t->tid = TB_MAIN;
 			}
-			tb_kernel(t, 0, K_LOOKUP);
-			tb_kernel(t, 0, K_GEMM);
-			tb_kernel(t, 0, K_TRITON);
+			forward_null(t);
 		}
 		tb_end(t);
 		assert_int_equal(t->procs[0].npipes, 1);
@@ -947,9 +945,7 @@ static void altcopy_one_wait_runs_seen(void **state)
 				tb_wait_stream_or_drop(t, 0, sparse ? D : M[i % 2], sparse || i != 3);
 				for (int k = 0; i + 2 < N && k < 3; k++)
 					tb_copy(t, M[i % 2], 1, 4096);
-				tb_kernel(t, 0, K_LOOKUP);
-				tb_kernel(t, 0, K_GEMM);
-				tb_kernel(t, 0, K_TRITON);
+				forward_null(t);
 			}
 			tb_end(t);
 			assert_int_equal(t->procs[0].npipes, 1);
@@ -957,6 +953,54 @@ static void altcopy_one_wait_runs_seen(void **state)
 			expect(t, 0, N, 3, sparse ? EDGE(COPY_SPARSE) : EDGE(COPY_FORWARD));
 			tb_free(t);
 		}
+}
+
+/* Batch i copied on M[i % 2] two batches ahead, every copy recorded on one
+ * reused event, and compute's waits on that event: each finds M[0]'s
+ * record (the fill's last), so M[1]'s records are recorded over or, with
+ * compute's take of batch 1 dropped, never waited on. M[1] is never waited
+ * on, but it recorded the event whose records of M[0] compute's waits
+ * found, and its copies come in runs in turn with M[0]'s: it is the
+ * pipeline's second copy stream. Its batches, 1 and 3, were never ordered
+ * before their forwards: both copy->forward, the others trusted. Before,
+ * M[1] had no role, its batches no audit. Named and counted. */
+static void altcopy_unwaited_shares_event(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], e;
+
+		t->counted = counted;
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		e = tb_event_create(t);
+		for (int i = 0; i < N; i++) {
+			for (int c = i ? i + 2 : 0; c <= i + 2 && c < N; c++) {
+				for (int k = 0; k < 3; k++)
+					tb_copy(t, M[c % 2], 1, 4096);
+				tb_record(t, e, M[c % 2]);
+			}
+			if (i != 1)
+				tb_wait(t, 0, e);
+			forward_null(t);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->n, N);
+		for (int i = 0; i < N; i++) {
+			const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
+			bool bad = i % 2 == 1;
+
+			if (a->verdict != (bad ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
+			    a->missing_mask != (bad ? EDGE(COPY_FORWARD) : 0u) || a->skip_mask)
+				fail_msg("counted %d batch %d: %s missing 0x%x skip 0x%x", counted, i,
+					 nl_verdict_name(a->verdict), a->missing_mask, a->skip_mask);
+		}
+		tb_free(t);
+	}
 }
 
 /* Batch i copied on M[i % 2] by a loader two batches ahead, in a run too
@@ -1164,6 +1208,7 @@ int main(void)
 		cmocka_unit_test(altcopy_learn_by_record),
 		cmocka_unit_test(altcopy_one_wait_two_runs),
 		cmocka_unit_test(altcopy_one_wait_runs_seen),
+		cmocka_unit_test(altcopy_unwaited_shares_event),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(merged_segment_split),

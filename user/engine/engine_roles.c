@@ -99,9 +99,17 @@ static void note_record(struct nl_learn *l, uint64_t event, int slot)
 {
 	struct nl_lrec *r = emap(l, event, true);
 
-	if (r)
-		*r = (struct nl_lrec){ slot, slot >= 0 ? l->s[slot].h2d : 0,
-				       slot >= 0 ? l->s[slot].runs : 0 };
+	if (!r)
+		return;
+	if (slot < 0) { /* created: a new event */
+		*r = (struct nl_lrec){ .slot = -1 };
+		return;
+	}
+	r->slot = slot;
+	r->h2d = l->s[slot].h2d;
+	r->runs = l->s[slot].runs;
+	if (slot < 64)
+		r->recorders |= 1ull << slot;
 }
 
 struct picks {
@@ -245,6 +253,18 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
 	       s->run_at * 4 >= handoffs * 3;
 }
 
+/* Stream b recorded an event whose record by stream a another stream
+ * waited on (one event handed off by both, recorded in turn). */
+static bool shares_handoff(const struct nl_learn *l, int b, int a)
+{
+	if (a < 0 || a >= 64 || b >= 64)
+		return false;
+	for (uint32_t i = 0; i < l->ecap; i++)
+		if (l->eh[i] && (l->es[i].recorders >> b & 1) && (l->es[i].waited_from >> a & 1))
+			return true;
+	return false;
+}
+
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -302,14 +322,25 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		return;
 	/* More copy streams: they feed what the first copy stream feeds (its
 	 * sparse streams, or compute where there are none) and take nothing
-	 * from the pipeline; their own sparse streams join it. */
+	 * from the pipeline; their own sparse streams join it. Or they share
+	 * its hand-off event (below). */
 	for (uint32_t i = 0; i < l->ns; i++) {
 		const struct nl_lstream *s = &l->s[i];
 		uint64_t feeds[NL_LEARN_EDGE_WORDS], from[NL_LEARN_EDGE_WORDS];
 
 		if ((int)i == pk->compute || (int)i == pk->copy || bit(pk->sparse, (int)i) ||
-		    !s->h2d || !s->waited)
+		    !s->h2d)
 			continue;
+		/* never waited on, but it recorded the event whose records of
+		 * the copy stream were waited on, its copies in runs in turn
+		 * with that stream's: one reused event for both, each of its
+		 * records recorded over or its wait dropped */
+		if (!s->waited) {
+			if (s->runs >= 2 && l->s[pk->copy].runs <= s->runs + 1 &&
+			    shares_handoff(l, (int)i, pk->copy))
+				set_bit(pk->more, (int)i);
+			continue;
+		}
 		memcpy(feeds, pk->sparse, sizeof(feeds));
 		memcpy(from, pk->sparse, sizeof(from));
 		set_bit(from, pk->copy);
@@ -358,7 +389,7 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 {
 	struct nl_learn *l = &p->learn;
 	struct nl_skey k;
-	const struct nl_lrec *r;
+	struct nl_lrec *r;
 	int i, src;
 
 	if (c->api == NL_LOST_MARK || ((c->fields & NL_F_RC) && c->rc != 0))
@@ -412,6 +443,8 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[src].out[i / 64] |= 1ull << (i % 64);
 		l->s[i].in[src / 64] |= 1ull << (src % 64);
 		l->s[src].waited++;
+		if (src < 64)
+			r->waited_from |= 1ull << src;
 		if (l->s[src].h2d) {
 			/* what the record covers, not what the stream copied
 			 * since (the loader ahead: the next batch's copies) */

@@ -293,6 +293,9 @@ struct nl_lstream {
 struct nl_lrec {
 	int slot;
 	uint64_t h2d, runs;
+	/* since its creation: the streams (the first 64) that recorded it,
+	 * and those whose record of it a wait found */
+	uint64_t recorders, waited_from;
 };
 
 /* Role learning: statistics over the records held back. */
