@@ -1003,6 +1003,46 @@ static void altcopy_unwaited_shares_event(void **state)
 	}
 }
 
+/* A short run of four batches, batch i copied on M[i % 2] two batches
+ * ahead, every copy recorded on one reused event, compute waiting on it
+ * for each batch: the first wait finds M[0]'s record of batch 2, the
+ * second M[1]'s of batch 3, and the last two find that record again (no
+ * copy left). M[1] is waited on three times for one record covering its
+ * two runs: the waits outnumber the runs, but it recorded the event whose
+ * records of M[0] compute waited on, in runs in turn with M[0]'s: the
+ * pipeline's second copy stream. A clean run, every batch trusted. Before,
+ * M[1] was a pipeline of its own and its first batch, passed over by the
+ * wait that brought its second, was accused copy->forward. Named and
+ * counted. */
+static void altcopy_stale_rewaits(void **state)
+{
+	enum { N = 4 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], e;
+
+		t->counted = counted;
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		e = tb_event_create(t);
+		for (int i = 0; i < N; i++) {
+			for (int c = i ? i + 2 : 0; c <= i + 2 && c < N; c++) {
+				tb_copy(t, M[c % 2], 1, 4096);
+				tb_record(t, e, M[c % 2]);
+			}
+			tb_wait(t, 0, e);
+			forward_null(t);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->n, N);
+		expect(t, 0, N, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Batch i copied on M[i % 2] by a loader two batches ahead, in a run too
  * short for two hand-offs of M[1]: without a sparse stage, every copy is
  * recorded on one reused event and compute's waits find M[0]'s record but
@@ -1209,6 +1249,7 @@ int main(void)
 		cmocka_unit_test(altcopy_one_wait_two_runs),
 		cmocka_unit_test(altcopy_one_wait_runs_seen),
 		cmocka_unit_test(altcopy_unwaited_shares_event),
+		cmocka_unit_test(altcopy_stale_rewaits),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(merged_segment_split),

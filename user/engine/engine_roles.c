@@ -265,6 +265,16 @@ static bool shares_handoff(const struct nl_learn *l, int b, int a)
 	return false;
 }
 
+/* Stream b copied in at least two runs in turn with copy stream a's (no
+ * more than one run fewer) and recorded the event a's waited records were
+ * of. Waits on it do not count then: with one event reused for both, they
+ * find its records over or again (a stale record waited on once per step
+ * after the last copy). */
+static bool in_turn_sharing(const struct nl_learn *l, int b, int a)
+{
+	return l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1 && shares_handoff(l, b, a);
+}
+
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -336,8 +346,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		 * with that stream's: one reused event for both, each of its
 		 * records recorded over or its wait dropped */
 		if (!s->waited) {
-			if (s->runs >= 2 && l->s[pk->copy].runs <= s->runs + 1 &&
-			    shares_handoff(l, (int)i, pk->copy))
+			if (in_turn_sharing(l, (int)i, pk->copy))
 				set_bit(pk->more, (int)i);
 			continue;
 		}
@@ -349,7 +358,8 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		/* (a copy stream may wait on compute before it copies: buffer
 		 * reuse) */
 		if (!meets(s->out, feeds) || meets(s->in, from) ||
-		    !alternates(l, (int)i, popcount_edges(pk->sparse) > 0))
+		    (!alternates(l, (int)i, popcount_edges(pk->sparse) > 0) &&
+		     !in_turn_sharing(l, (int)i, pk->copy)))
 			continue;
 		set_bit(pk->more, (int)i);
 		for (uint32_t j = 0; j < l->ns; j++)
