@@ -955,41 +955,51 @@ static void altcopy_one_wait_runs_seen(void **state)
 		}
 }
 
-/* Batch i copied on M[i % 2] two batches ahead, every copy recorded on one
- * reused event, and compute's waits on that event: each finds M[0]'s
- * record (the fill's last), so M[1]'s records are recorded over or, with
- * compute's take of batch 1 dropped, never waited on. M[1] is never waited
- * on, but it recorded the event whose records of M[0] compute's waits
- * found, and its copies come in runs in turn with M[0]'s: it is the
- * pipeline's second copy stream. Its batches, 1 and 3, were never ordered
- * before their forwards: both copy->forward, the others trusted. Before,
- * M[1] had no role, its batches no audit. Named and counted. */
+/* n batches, batch i copied on M[i % 2] (`copies` copies) two batches
+ * ahead, every copy recorded on one reused event, compute waiting on it
+ * for each batch but `drop`, then forward on the null stream. */
+static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M[2], e;
+
+	t->counted = counted;
+	M[0] = tb_stream_create(t, 1);
+	M[1] = tb_stream_create(t, 1);
+	e = tb_event_create(t);
+	for (int i = 0; i < n; i++) {
+		for (int c = i ? i + 2 : 0; c <= i + 2 && c < n; c++) {
+			for (int k = 0; k < copies; k++)
+				tb_copy(t, M[c % 2], 1, 4096);
+			tb_record(t, e, M[c % 2]);
+		}
+		if (i != drop)
+			tb_wait(t, 0, e);
+		forward_null(t);
+	}
+	tb_end(t);
+	assert_int_equal(t->procs[0].npipes, 1);
+	assert_int_equal(t->n, n);
+	return t;
+}
+
+/* Five batches of reused_event_altcopy, compute's take of batch 1
+ * dropped: each wait finds M[0]'s record (the fill's last, then the
+ * newest), so M[1]'s records are recorded over or never waited on. M[1]
+ * is never waited on, but it recorded the event whose records of M[0]
+ * compute's waits found, and its copies come in runs in turn with M[0]'s:
+ * it is the pipeline's second copy stream. Its batches, 1 and 3, were
+ * never ordered before their forwards: both copy->forward, the others
+ * trusted. Before, M[1] had no role, its batches no audit. Named and
+ * counted. */
 static void altcopy_unwaited_shares_event(void **state)
 {
 	enum { N = 5 };
 
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
-		struct tb *t = tb_new(NULL);
-		uint64_t M[2], e;
+		struct tb *t = reused_event_altcopy(N, 3, 1, counted);
 
-		t->counted = counted;
-		M[0] = tb_stream_create(t, 1);
-		M[1] = tb_stream_create(t, 1);
-		e = tb_event_create(t);
-		for (int i = 0; i < N; i++) {
-			for (int c = i ? i + 2 : 0; c <= i + 2 && c < N; c++) {
-				for (int k = 0; k < 3; k++)
-					tb_copy(t, M[c % 2], 1, 4096);
-				tb_record(t, e, M[c % 2]);
-			}
-			if (i != 1)
-				tb_wait(t, 0, e);
-			forward_null(t);
-		}
-		tb_end(t);
-		assert_int_equal(t->procs[0].npipes, 1);
-		assert_int_equal(t->n, N);
 		for (int i = 0; i < N; i++) {
 			const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
 			bool bad = i % 2 == 1;
@@ -1003,42 +1013,22 @@ static void altcopy_unwaited_shares_event(void **state)
 	}
 }
 
-/* A short run of four batches, batch i copied on M[i % 2] two batches
- * ahead, every copy recorded on one reused event, compute waiting on it
- * for each batch: the first wait finds M[0]'s record of batch 2, the
- * second M[1]'s of batch 3, and the last two find that record again (no
- * copy left). M[1] is waited on three times for one record covering its
- * two runs: the waits outnumber the runs, but it recorded the event whose
- * records of M[0] compute waited on, in runs in turn with M[0]'s: the
- * pipeline's second copy stream. A clean run, every batch trusted. Before,
- * M[1] was a pipeline of its own and its first batch, passed over by the
- * wait that brought its second, was accused copy->forward. Named and
- * counted. */
+/* Four batches of reused_event_altcopy, every take made: the first wait
+ * finds M[0]'s record of batch 2, the second M[1]'s of batch 3, and the
+ * last two find that record again (no copy left). M[1] is waited on three
+ * times for one record covering its two runs: the waits outnumber the
+ * runs, but it recorded the event whose records of M[0] compute waited
+ * on, in runs in turn with M[0]'s: the pipeline's second copy stream. A
+ * clean run, every batch trusted. Before, M[1] was a pipeline of its own
+ * and its first batch, passed over by the wait that brought its second,
+ * was accused copy->forward. Named and counted. */
 static void altcopy_stale_rewaits(void **state)
 {
-	enum { N = 4 };
-
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
-		struct tb *t = tb_new(NULL);
-		uint64_t M[2], e;
+		struct tb *t = reused_event_altcopy(4, 1, -1, counted);
 
-		t->counted = counted;
-		M[0] = tb_stream_create(t, 1);
-		M[1] = tb_stream_create(t, 1);
-		e = tb_event_create(t);
-		for (int i = 0; i < N; i++) {
-			for (int c = i ? i + 2 : 0; c <= i + 2 && c < N; c++) {
-				tb_copy(t, M[c % 2], 1, 4096);
-				tb_record(t, e, M[c % 2]);
-			}
-			tb_wait(t, 0, e);
-			forward_null(t);
-		}
-		tb_end(t);
-		assert_int_equal(t->procs[0].npipes, 1);
-		assert_int_equal(t->n, N);
-		expect(t, 0, N, -1, 0);
+		expect(t, 0, 4, -1, 0);
 		tb_free(t);
 	}
 }
