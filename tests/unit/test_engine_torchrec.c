@@ -2272,6 +2272,41 @@ static void smoke_run_take_dropped(void **state)
 			}
 }
 
+/* A short run whose copy stream waits on compute before each batch's
+ * copies (buffer reuse), that copies all four batches before its first
+ * hand-off record, with an allocator's record (never waited on) after the
+ * first batch: one segment held batches 1 to 3. The copy stream's wait
+ * after copies ends its segment, live and in what learning held back, as
+ * a record would: four batches, all trusted. Before, batches 2 and 3 were
+ * merged into batch 1. Named and counted. */
+static void buffer_wait_ends_segment(void **state)
+{
+	enum { N = 4 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+		uint64_t pool = tb_event_create(t);
+
+		t->counted = counted;
+		for (int i = 0; i < N; i++) {
+			tb_wait_stream(t, M, C);
+			for (int k = 0; k < 3; k++)
+				tb_copy(t, M, 1, 4096);
+			if (!i)
+				tb_record(t, pool, M);
+		}
+		for (int i = 0; i < N; i++) {
+			tb_wait_stream(t, C, M);
+			forward3(t, C);
+		}
+		tb_end(t);
+		assert_one_fault(t, N, -1, 0, counted ? "buffer waits, counted" : "buffer waits");
+		tb_free(t);
+	}
+}
+
 /* A short run with a sparse stage: the fill copies batches 0 and 1 before
  * the first record, and the data-dist stream's wait on batch 1 is dropped
  * with its record (redundant: the fill's record covers batch 1). Batches 2
@@ -2719,6 +2754,7 @@ int main(void)
 		cmocka_unit_test(counted_restart_not_accused),
 		cmocka_unit_test(smoke_run_copied_ahead),
 		cmocka_unit_test(smoke_run_take_dropped),
+		cmocka_unit_test(buffer_wait_ends_segment),
 		cmocka_unit_test(fill_pair_not_batch_size),
 		cmocka_unit_test(fill_take_dropped_thread_cut),
 		cmocka_unit_test(compute_most_launches_per_take),

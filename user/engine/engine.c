@@ -308,6 +308,11 @@ static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, ui
 		if (mine && nl_kind_is_work(c->kind) && work && computed && c->tid == copy_tid &&
 		    !end_segment(pre, npre, post, npost, &work, handed))
 			return false;
+		/* the copy stream waits (on compute: buffer reuse) after its
+		 * copies: the next copies are the next batch's, as live */
+		if (c->kind == NL_K_STREAM_WAIT && mine && work &&
+		    !end_segment(pre, npre, post, npost, &work, handed))
+			return false;
 		if (c->kind == NL_K_EVENT_RECORD && mine) {
 			if (!end_segment(pre, npre, post, npost, &work, handed))
 				return false;

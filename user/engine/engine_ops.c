@@ -559,7 +559,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
  * a thread's copy right after its copy on another copy stream of the
  * pipeline (batch i on M[i % 2]: one batch per run of copies, made in
  * turn): cut as it comes, the batch keeps its place in copy order, and
- * the other stream's segment of that thread ends there. */
+ * the other stream's segment of that thread ends there. So does a copy
+ * after the stream's own wait on another stream (a buffer-reuse wait on
+ * compute comes before a batch's copies, not among them). */
 static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 			 const struct nl_thread *th, const struct nl_call *c)
 {
@@ -583,8 +585,12 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 		q->last_copier = slot + 1;
 		q->last_copier_tid = c->tid;
 	}
+	/* the stream waited (on compute: buffer reuse) after its copies */
+	bool waited = s->nring && s->seg_work &&
+		      nl_api_info[s->ring[(s->nring - 1) % NL_RING].api].kind == NL_K_STREAM_WAIT;
+
 	if (s->seg_open && !e->o.no_copy_split &&
-	    ((s->seg_tid == c->tid && th->compute_work != s->seg_mark) || turn)) {
+	    ((s->seg_tid == c->tid && th->compute_work != s->seg_mark) || turn || waited)) {
 		/* ended by the thread's compute work, not a record (a take
 		 * dropped with its record): cut as a record would */
 		if (s->role == NL_ROLE_COPY)
