@@ -464,18 +464,6 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 	return found != NL_NO_TOKEN ? found : tok;
 }
 
-/* Copy stream m did work between two times, as far as its ring tells. */
-static bool copied_between(const struct nl_stream *m, uint64_t t0, uint64_t t1)
-{
-	for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
-		const struct nl_ring_op *r = &m->ring[k % NL_RING];
-
-		if (r->work && r->ts > t0 && r->ts < t1)
-			return true;
-	}
-	return false;
-}
-
 /* The segments of work sparse stream s did before it had a role (no token
  * on any of its ops), each ended by its record or by a copy on m between
  * two of its ops (the next batch copied); 0 when some of its life is not
@@ -495,7 +483,7 @@ static int unroled_segments(const struct nl_proc *p, const struct nl_stream *s,
 
 		if (r->token != NL_NO_TOKEN)
 			return 0;
-		if (r->work && open && copied_between(m, last, r->ts))
+		if (r->work && open && nl_ring_worked_between(m, last, r->ts, NULL))
 			open = false;
 		if (r->work)
 			last = r->ts;

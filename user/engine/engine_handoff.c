@@ -317,16 +317,25 @@ static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uin
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 
-		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != s->pipe)
-			continue;
-		for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
-			const struct nl_ring_op *r = &m->ring[k % NL_RING];
-
-			if (r->work && r->tid == c->tid && r->ts > ts && r->ts < c->ts_ns)
-				return true;
-		}
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe &&
+		    nl_ring_worked_between(m, ts, c->ts_ns, &c->tid))
+			return true;
 	}
 	return false;
+}
+
+/* Sparse stream s begins the next batch after the one it holds, begun
+ * without its edge: the oldest newer one it has no op of (next_batch),
+ * still open, not yet begun on a sparse stream, and copied (`copied`) or
+ * not. */
+static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
+{
+	int64_t next = next_batch(p, s, s->token);
+	const struct nl_batch *n = nl_batch_of(p, next);
+
+	if (n && !n->closed && (!copied || n->st[NL_STAGE_COPY].work) &&
+	    !n->st[NL_STAGE_SPARSE].work)
+		take_token(p, s, next);
 }
 
 /* A data-dist stream's work after one of its records, with no wait since:
@@ -358,17 +367,11 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	last = &s->ring[(s->nring - 1) % NL_RING];
 	if (again && last->work && last->token == s->token && last->tid == c->tid &&
 	    copied_since(p, s, last->ts, c)) {
-		next = next_batch(p, s, s->token);
-		n = nl_batch_of(p, next);
-		if (n && !n->closed && n->st[NL_STAGE_COPY].work && !n->st[NL_STAGE_SPARSE].work)
-			take_token(p, s, next);
+		take_next_stage(p, s, true);
 		return;
 	}
 	if (again && nl_api_info[last->api].kind != NL_K_EVENT_RECORD && went_on_after_end(p, s)) {
-		next = next_batch(p, s, s->token);
-		n = nl_batch_of(p, next);
-		if (n && !n->closed && !n->st[NL_STAGE_SPARSE].work)
-			take_token(p, s, next);
+		take_next_stage(p, s, false);
 		return;
 	}
 	/* right after a record another sparse stream waited on (the hand-off
@@ -379,10 +382,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * copy segment closed or not (the dropped record would have closed it) */
 	if (again && s->rec_fed && nl_api_info[last->api].kind == NL_K_EVENT_RECORD &&
 	    last->token == s->token) {
-		next = next_batch(p, s, s->token);
-		n = nl_batch_of(p, next);
-		if (n && !n->closed && n->st[NL_STAGE_COPY].work && !n->st[NL_STAGE_SPARSE].work)
-			take_token(p, s, next);
+		take_next_stage(p, s, true);
 		return;
 	}
 	if (s->rec_fed)

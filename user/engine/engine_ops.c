@@ -312,15 +312,7 @@ static bool compute_work_between(const struct nl_proc *p, uint32_t tid, uint64_t
 {
 	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
 
-	if (!c)
-		return false;
-	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
-		const struct nl_ring_op *r = &c->ring[k % NL_RING];
-
-		if (r->work && r->tid == tid && r->ts > t0 && r->ts < t1)
-			return true;
-	}
-	return false;
+	return c && nl_ring_worked_between(c, t0, t1, &tid);
 }
 
 /* A copy stream found after learning: its batches are cut from the ops it

@@ -472,6 +472,20 @@ static inline uint32_t nl_ring_start(const struct nl_stream *s)
 	return s->nring > NL_RING ? s->nring - NL_RING : 0;
 }
 
+/* Stream s did work between two times (of thread *tid; NULL: any), as far
+ * as its ring tells. */
+static inline bool nl_ring_worked_between(const struct nl_stream *s, uint64_t t0, uint64_t t1,
+					  const uint32_t *tid)
+{
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->work && (!tid || r->tid == *tid) && r->ts > t0 && r->ts < t1)
+			return true;
+	}
+	return false;
+}
+
 /* A ring entry as an op reference on stream slot. */
 static inline struct nl_seen_op nl_ring_seen_op(int slot, const struct nl_ring_op *r)
 {
