@@ -735,18 +735,14 @@ static void altcopy_take_dropped_turn(void **state)
 			t->counted = counted;
 			M[0] = tb_stream_create(t, 1);
 			M[1] = tb_stream_create(t, 1);
-			t->tid = TB_LOADER;
-			tb_copy(t, M[0], 1, 4096);
-			tb_copy(t, M[1], 1, 4096);
-			t->tid = TB_MAIN;
+			tb_loader_copies(t, M[0], 1);
+			tb_loader_copies(t, M[1], 1);
 			for (int i = 0; i < N; i++) {
 				tb_wait_stream_or_drop(t, 0, M[i % 2], i != drop);
 				tb_kernel(t, 0, K_LOOKUP);
 				tb_kernel(t, 0, K_GEMM);
 				if (i + 2 < N) {
-					t->tid = TB_LOADER;
-					tb_copy(t, M[i % 2], 1, 4096);
-					t->tid = TB_MAIN;
+					tb_loader_copies(t, M[i % 2], 1);
 				}
 				tb_kernel(t, 0, K_TRITON);
 			}
@@ -780,15 +776,11 @@ static void altcopy_turn_ends_other_segment(void **state)
 		t->counted = counted;
 		M[0] = tb_stream_create(t, 0);
 		M[1] = tb_stream_create(t, 0);
-		t->tid = TB_LOADER;
-		tb_copy(t, M[0], 1, 4096);
-		t->tid = TB_MAIN;
+		tb_loader_copies(t, M[0], 1);
 		for (int i = 0; i < N; i++) {
 			tb_wait_stream_or_drop(t, 0, M[i % 2], i != 1);
 			if (i + 1 < N) {
-				t->tid = TB_LOADER;
-				tb_copy(t, M[(i + 1) % 2], 1, 4096);
-				t->tid = TB_MAIN;
+				tb_loader_copies(t, M[(i + 1) % 2], 1);
 			}
 			forward_null(t);
 		}

@@ -666,10 +666,7 @@ static struct tb *loader_loop(int n, int ahead, int drop, bool counted)
 		tb_wait_stream_or_drop(t, C, M, i != drop);
 		tb_kernel(t, C, K_LOOKUP);
 		tb_kernel(t, C, K_GEMM);
-		t->tid = TB_LOADER;
-		for (int k = 0; k < copies; k++)
-			tb_copy(t, M, 1, 4096);
-		t->tid = TB_MAIN;
+		tb_loader_copies(t, M, copies);
 		tb_kernel(t, C, K_TRITON);
 		tb_memcpy_sync(t, C, 2);
 		t->tid = TB_AUTOGRAD;
@@ -1916,19 +1913,14 @@ static struct tb *dist_end_loader_loop(int n, int drop, bool reuse)
 	struct tb *t = four_streams(&q, n, reuse);
 
 	t->counted = dist_counted;
-	t->tid = TB_LOADER;
-	tb_copy(t, q.M, 1, 4096);
-	tb_copy(t, q.M, 1, 4096);
-	t->tid = TB_MAIN;
+	tb_loader_copies(t, q.M, 2);
 	for (int i = 0; i < n; i++) {
 		tb_wait_stream(t, q.D, q.M);
 		tb_kernel(t, q.D, K_INPUT_DIST);
 		tb_wait_stream(t, q.X, q.D);
 		tb_alltoall(t, q.X, q.done[i]);
 		if (i + 2 < n) {
-			t->tid = TB_LOADER;
-			tb_copy(t, q.M, 1, 4096);
-			t->tid = TB_MAIN;
+			tb_loader_copies(t, q.M, 1);
 		}
 		if (i != drop)
 			tb_wait(t, q.D, q.done[i]);
@@ -2177,10 +2169,7 @@ static void short_run_fill_cut(void **state)
 			tb_kernel(t, C, K_GEMM);
 		}
 		if (i + 3 < N) {
-			t->tid = TB_LOADER;
-			tb_copy(t, M, 1, 4096);
-			tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
+			tb_loader_copies(t, M, 2);
 		}
 		if (i >= 0)
 			tb_kernel(t, C, K_TRITON);
@@ -2210,10 +2199,7 @@ static void smoke_run_copied_ahead(void **state)
 			uint64_t C = tb_stream_create(t, 1);
 
 			t->counted = counted;
-			t->tid = TB_LOADER;
-			for (int i = 0; i < N; i++)
-				tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
+			tb_loader_copies(t, M, N);
 			for (int i = 0; i < N; i++) {
 				if (sparse) {
 					tb_wait_stream(t, D, M);
@@ -2256,10 +2242,7 @@ static void smoke_run_take_dropped(void **state)
 				M = tb_stream_create(t, 1);
 				C = tb_stream_create(t, 1);
 				t->counted = counted;
-				t->tid = TB_LOADER;
-				for (int i = 0; i < N * copies; i++)
-					tb_copy(t, M, 1, 4096);
-				t->tid = TB_MAIN;
+				tb_loader_copies(t, M, N * copies);
 				for (int i = 0; i < N; i++) {
 					tb_wait_stream_or_drop(t, C, M, i != drop);
 					forward3(t, C);
@@ -2327,19 +2310,13 @@ static void fill_pair_not_batch_size(void **state)
 		uint64_t C = tb_stream_create(t, 1);
 
 		t->counted = counted;
-		t->tid = TB_LOADER;
-		for (int c = 0; c < 4; c++)
-			tb_copy(t, M, 1, 4096);
-		t->tid = TB_MAIN;
+		tb_loader_copies(t, M, 4);
 		for (int i = 0; i < N; i++) {
 			tb_wait_stream_or_drop(t, D, M, i != 1);
 			tb_kernel(t, D, K_INPUT_DIST);
 			tb_kernel(t, D, K_DIST_INIT);
 			if (i + 2 < N) {
-				t->tid = TB_LOADER;
-				tb_copy(t, M, 1, 4096);
-				tb_copy(t, M, 1, 4096);
-				t->tid = TB_MAIN;
+				tb_loader_copies(t, M, 2);
 			}
 			tb_wait_stream(t, C, D);
 			forward3(t, C);

@@ -279,6 +279,16 @@ static inline void tb_copy(struct tb *t, uint64_t s, unsigned kind, uint64_t byt
 	tb_feed(t, &c);
 }
 
+/* n host-to-device copies on s made by the loader thread, then back to the
+ * main thread */
+static inline void tb_loader_copies(struct tb *t, uint64_t s, int n)
+{
+	t->tid = TB_LOADER;
+	for (int k = 0; k < n; k++)
+		tb_copy(t, s, 1, 4096);
+	t->tid = TB_MAIN;
+}
+
 /* hipLaunchKernel of kernel fn on s; its entry time. */
 static inline uint64_t tb_kernel(struct tb *t, uint64_t s, uint64_t fn)
 {
