@@ -108,8 +108,10 @@ static void note_record(struct nl_learn *l, uint64_t event, int slot)
 	r->slot = slot;
 	r->h2d = l->s[slot].h2d;
 	r->runs = l->s[slot].runs;
-	if (slot < 64)
+	if (slot < 64) {
 		r->recorders |= 1ull << slot;
+		l->s[slot].shares |= r->waited_from;
+	}
 }
 
 struct picks {
@@ -253,18 +255,6 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
 	       s->run_at * 4 >= handoffs * 3;
 }
 
-/* Stream b recorded an event whose record by stream a another stream
- * waited on (one event handed off by both, recorded in turn). */
-static bool shares_handoff(const struct nl_learn *l, int b, int a)
-{
-	if (a < 0 || a >= 64 || b >= 64)
-		return false;
-	for (uint32_t i = 0; i < l->ecap; i++)
-		if (l->eh[i] && (l->es[i].recorders >> b & 1) && (l->es[i].waited_from >> a & 1))
-			return true;
-	return false;
-}
-
 /* Stream b copied in at least two runs in turn with copy stream a's (no
  * more than one run fewer) and recorded the event a's waited records were
  * of. Waits on it do not count then: with one event reused for both, they
@@ -272,7 +262,8 @@ static bool shares_handoff(const struct nl_learn *l, int b, int a)
  * after the last copy). */
 static bool in_turn_sharing(const struct nl_learn *l, int b, int a)
 {
-	return l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1 && shares_handoff(l, b, a);
+	return a >= 0 && a < 64 && l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1 &&
+	       (l->s[b].shares >> a & 1);
 }
 
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
@@ -453,8 +444,12 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		l->s[src].out[i / 64] |= 1ull << (i % 64);
 		l->s[i].in[src / 64] |= 1ull << (src % 64);
 		l->s[src].waited++;
-		if (src < 64)
+		if (src < 64 && !(r->waited_from >> src & 1)) {
 			r->waited_from |= 1ull << src;
+			for (int b = 0; b < 64 && b < (int)l->ns; b++)
+				if (r->recorders >> b & 1)
+					l->s[b].shares |= 1ull << src;
+		}
 		if (l->s[src].h2d) {
 			/* what the record covers, not what the stream copied
 			 * since (the loader ahead: the next batch's copies) */

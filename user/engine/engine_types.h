@@ -282,6 +282,10 @@ struct nl_lstream {
 	/* runs of its H2D copies (copies right after another stream's), and
 	 * how many the newest record a hand-off waited on covered */
 	uint64_t runs, run_at;
+	/* the streams (the first 64) whose record of an event it recorded too,
+	 * in one generation of that event, a wait found (a hand-off event
+	 * shared in turn) */
+	uint64_t shares;
 	/* its takes (waits on another stream with work of its own before:
 	 * back-to-back waits are one), and its work at the last */
 	uint64_t takes, take_work;
