@@ -56,8 +56,8 @@ static int pair_progress(const uint64_t first[2], int prog, uint64_t sig)
 
 /* The first of batch b's producer streams that consumer k reads whose
  * last upstream op stream s is not ordered after (NULL: none). */
-static const struct nl_batch_stream *unordered_producer(const struct nl_batch *b,
-							const struct nl_stream *s, int k)
+const struct nl_batch_stream *nl_unordered_producer(const struct nl_batch *b,
+						    const struct nl_stream *s, int k)
 {
 	for (int i = 0; i < b->nbs; i++) {
 		const struct nl_batch_stream *bs = &b->bs[i];
@@ -112,13 +112,13 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		if (only >= 0 && nl_tok_pipe(b->token) != only) {
 			/* unwatched, unless ordered after all its producer work:
 			 * then it cannot be its stage begun without the edge */
-			b->watch[k].blind |= unordered_producer(b, s, k) != NULL;
+			b->watch[k].blind |= nl_unordered_producer(b, s, k) != NULL;
 			continue;
 		}
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
 		    (k == NL_CONSUMER_SPARSE ? b->reached_sparse : b->fwd_started))
 			continue;
-		un = unordered_producer(b, s, k);
+		un = nl_unordered_producer(b, s, k);
 		if (un && !b->watch[k].valid) {
 			b->watch[k].valid = true;
 			b->watch[k].consumer = *op;
@@ -168,7 +168,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		 * batch waiting): when compute is ordered after its producers
 		 * now, nothing from here on can be that */
 		if (n && !n->fwd_started) {
-			n->prev_covered = !unordered_producer(n, s, NL_CONSUMER_COMPUTE);
+			n->prev_covered = !nl_unordered_producer(n, s, NL_CONSUMER_COMPUTE);
 			n->prev_ts = op->ts;
 		}
 	}

@@ -296,14 +296,7 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 		return false;
 	/* compute is not ordered after them even now: that forward read its
 	 * batch unordered (ordered, it may have been anything's) */
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_batch_stream *bs = &b->bs[i];
-
-		if (bs->stage != NL_STAGE_FORWARD && bs->has_up && !bs->covered &&
-		    s->vc[bs->slot] < bs->last_up.clock)
-			return true;
-	}
-	return false;
+	return nl_unordered_producer(b, s, NL_CONSUMER_COMPUTE) != NULL;
 }
 
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)

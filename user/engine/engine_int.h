@@ -199,6 +199,10 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 /* Batch b's ops on stream slot end at clock `cut`: its later ones were
  * handed to the next batch. */
 void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
+/* The first of batch b's producer streams that consumer k reads whose last
+ * upstream op stream s is not ordered after (NULL: none). */
+const struct nl_batch_stream *nl_unordered_producer(const struct nl_batch *b,
+						    const struct nl_stream *s, int k);
 
 /* ---- engine_verdict.c ------------------------------------------------------ */
 
