@@ -61,8 +61,12 @@ struct {
 
 struct tstate {
 	__u8 depth[NL_NLIBS];
-	__u8 pad[6];
+	__u8 seq_n; /* launches in the thread's row so far, 2 at most (nanlog_rec.h) */
+	__u8 pad[5];
 	__u64 run_token, run_stream, run_api;
+	__u64 seq_fn[NL_SEQ_STARTS]; /* kernels that began its last rows, newest first */
+	__u32 seq_last[NL_SEQ_STARTS]; /* seq_nl when each was last launched */
+	__u32 seq_nl; /* the thread's launches */
 	__u64 ns_id;
 	struct nl_wire rec;
 	struct nl_wire stash[NL_STASH_LEVELS];
@@ -399,11 +403,33 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 					 __u64 api, __u64 id, struct nl_target *tgt,
 					 struct tstate *t, __u64 *pend)
 {
-	__u64 stream, old, token, run, flush, flush_ts;
+	__u64 stream, old, token, run, flush, flush_ts, fn = PT_REGS_PARM1(ctx);
+	bool in, named;
 	enum run_end how;
+	int at;
 
+	/* Step starts stay named (nanlog_rec.h): a row's first two launches,
+	 * and a kernel that began one of the thread's last rows, launched
+	 * again but not right after itself. They are kept newest first: one
+	 * met again moves to the front. */
+	for (at = 0; at < NL_SEQ_STARTS && t->seq_fn[at] != fn; at++)
+		;
+	in = at < NL_SEQ_STARTS && t->seq_nl - t->seq_last[at & (NL_SEQ_STARTS - 1)] > 1;
+	named = in || t->seq_n < 2;
+	if (at < NL_SEQ_STARTS || !t->seq_n) {
+		for (int i = NL_SEQ_STARTS - 1; i > 0; i--) {
+			if (i <= at) {
+				t->seq_fn[i] = t->seq_fn[i - 1];
+				t->seq_last[i] = t->seq_last[i - 1];
+			}
+		}
+		t->seq_fn[0] = fn;
+		t->seq_last[0] = t->seq_nl;
+	}
+	t->seq_nl++;
+	t->seq_n = in || !t->seq_n ? 1 : 2;
 	old = VOLATILE_READ(tgt->run);
-	if (t->run_token && (!pend || !*pend) && !(old & NL_RUN_CLOSING) &&
+	if (!named && t->run_token && (!pend || !*pend) && !(old & NL_RUN_CLOSING) &&
 	    NL_RUN_TOKEN(old) == t->run_token && t->run_api == api &&
 	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !launch_stream(ctx, d->stream, &stream) &&
 	    stream == t->run_stream) {
@@ -489,6 +515,7 @@ int nl_entry(struct pt_regs *ctx)
 		return 0;
 	}
 
+	t->seq_n = 0; /* any other call of the thread ends its row of launches */
 	how = end_run(tgt, 0, &flush, &flush_ts);
 	if (noret || !(d->flags & NL_AF_RET)) {
 		emit_entry(ctx, d, api, id, noret ? 0 : t->depth[NL_LIB_RCCL], pend, 0, flush,

@@ -72,6 +72,19 @@ struct nl_rec_call {
  * launches are repeated at the first of them, and user space drops the
  * others (docs/architecture.md, "Counted runs and record order").
  */
+
+/*
+ * Step starts stay named. A launch is counted only as its thread's third or
+ * later in a row (no other call of the thread between), and never when its
+ * kernel is one of the last NL_SEQ_STARTS kernels that began such a row on
+ * the thread (the kernel right after a wait, a copy, a record), launched
+ * again but not right after itself: a step's first kernel launched again
+ * with no call between (a dropped wait) goes out with its name, and so does
+ * the kernel after it, as the engine needs them to see a step begin again
+ * (docs/engine.md, "Tick cadence at compute"). A layer's kernel repeated
+ * back to back stays counted. A power of two (BPF masks the index).
+ */
+#define NL_SEQ_STARTS 4
 #define NL_RUN_COUNT_BITS 24
 #define NL_RUN_CLOSING (1ull << 63) /* the run is being ended (above) */
 #define NL_RUN_COUNT_MAX ((1ull << NL_RUN_COUNT_BITS) - 1)

@@ -318,16 +318,6 @@ static void on_summary(void *ctx, const struct nl_summary *s)
 
 bool rp_counted_launches;
 
-/* A launch the kernel would count in the run of the call before it. */
-static bool counted(const struct rp_prog *p, int i, const struct nl_call *c)
-{
-	struct nl_call prev;
-
-	return rp_counted_launches && i > 0 && c->kind == NL_K_LAUNCH &&
-	       nl_decode(&p->calls[i - 1].rec, sizeof(p->calls[i - 1].rec), &prev) == 0 &&
-	       prev.kind == NL_K_LAUNCH && prev.tid == c->tid && prev.stream == c->stream;
-}
-
 int rp_run(const struct rp_prog *p, struct rp_result *r)
 {
 	return rp_run_attached(p, false, r);
@@ -339,23 +329,29 @@ int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
 	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
 	struct nl_engine_opts o;
 	struct nl_engine *e;
+	bool *cnt = calloc((size_t)p->n + 1, sizeof(*cnt));
 
 	memset(r, 0, sizeof(*r));
 	memset(&o, 0, sizeof(o));
-	e = nl_engine_new(&o, &sink);
-	if (!e)
+	e = cnt ? nl_engine_new(&o, &sink) : NULL;
+	if (!e) {
+		free(cnt);
 		return -ENOMEM;
+	}
 	/* as --replay: the target from the header, each record decoded, the exit, the end */
 	nl_engine_attach(e, p->pid, p->start_ns, mid_run);
+	if (rp_counted_launches)
+		rp_counted_calls(p, cnt);
 	for (int i = 0; i < p->n; i++) {
 		struct nl_call call;
 
 		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0) {
-			if (counted(p, i, &call))
+			if (rp_counted_launches && cnt[i])
 				call.fields &= ~NL_F_FN;
 			nl_engine_feed(e, &call);
 		}
 	}
+	free(cnt);
 	nl_engine_exit(e, p->pid, p->end_ns);
 	nl_engine_finish(e, p->end_ns + 1000);
 	nl_engine_free(e);

@@ -221,10 +221,14 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r);
 int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
 
 /* Feed launches as the probes send them by default: a launch that follows a
- * launch of the same thread on the same stream, with no other call of the
- * process between, is counted in that run and arrives without its kernel
- * address (user/record/runs.h). Off: as --every-launch sends them. */
+ * launch of the same thread, of the same API on the same stream, with no
+ * other call of the process between, is counted in that run and arrives
+ * without its kernel address (user/record/runs.h), unless the thread's row
+ * of launches keeps it named (include/nanlog_rec.h, step starts stay named).
+ * Off: as --every-launch sends them. */
 extern bool rp_counted_launches;
+/* out[i]: call i of the program is a launch the probes count (as above). */
+void rp_counted_calls(const struct rp_prog *p, bool *out);
 
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */
 int rp_write_recording(const struct rp_prog *p, const char *path);

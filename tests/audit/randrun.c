@@ -417,7 +417,12 @@ static int write_truth(FILE *f, uint64_t seed, bool mid_run)
 	char desc[512];
 	struct nl_json j;
 	int rc = 0;
+	/* the launches the probes count by default, as the tool gets them */
+	bool *counted = calloc((size_t)p->n, sizeof(*counted));
 
+	if (!counted)
+		return -ENOMEM;
+	rp_counted_calls(p, counted);
 	rp_spec_describe(&p->spec, desc, sizeof(desc));
 	nl_json_begin(&j, f);
 	nl_json_kstr(&j, "type", "program");
@@ -450,6 +455,8 @@ static int write_truth(FILE *f, uint64_t seed, bool mid_run)
 		nl_json_ku64(&j, "tid", (uint64_t)L.tid[i]);
 		nl_json_ku64(&j, "t0", L.t0[i]);
 		nl_json_ku64(&j, "t1", L.t1[i]);
+		if (counted[i])
+			nl_json_kbool(&j, "counted", true);
 		rc |= nl_json_end(&j);
 	}
 	for (int T = 0; T < p->spec.nb; T++) {
@@ -471,6 +478,7 @@ static int write_truth(FILE *f, uint64_t seed, bool mid_run)
 		nl_json_arr_end(&j);
 		rc |= nl_json_end(&j);
 	}
+	free(counted);
 	return rc ? -EIO : 0;
 }
 

@@ -110,6 +110,17 @@ same_thread_calls() {
 		  == ($o | map(select(.type == "call" and .pid == $pid)) | by_tid)' >/dev/null
 }
 
+# same_counted SEED: each thread's launches came counted in the kernel, or
+# with their kernel, as the program's model of the probes says
+# (include/nanlog_rec.h: counted runs, step starts stay named)
+same_counted() {
+	jq -n -e --slurpfile r "$TMP/$1.run" --slurpfile o "$TMP/$1.json" '
+		def by_tid: reduce .[] as $c ({}; .[$c.tid | tostring] += [[$c.api, ($c.counted // false)]]);
+		($r[0].pid) as $pid
+		| ($r | map(select(.type == "call")) | by_tid)
+		  == ($o | map(select(.type == "call" and .pid == $pid)) | by_tid)' >/dev/null
+}
+
 n=0 calls=0
 t0=$(date +%s)
 for entry in $free $(echo "$known" | awk 'NF { print "k" $1 }'); do
@@ -125,6 +136,11 @@ for entry in $free $(echo "$known" | awk 'NF { print "k" $1 }'); do
 		pass "seed $seed: the tool saw the program's $c calls, each thread's in order"
 	else
 		fail "seed $seed: the tool saw the program's $c calls, each thread's in order"
+	fi
+	if same_counted "$seed"; then
+		pass "seed $seed: the launches counted in the kernel are those the program's model counts"
+	else
+		fail "seed $seed: the launches counted in the kernel are those the program's model counts"
 	fi
 	jq -r -f tests/audit/audit_flat.jq "$TMP/$seed.json" |
 		"$FUZZ" -u --check-audit - -r "$TMP/$seed.run" >"$TMP/$seed.check"

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
+#include "../audit/launch_rows.h"
 
 #define TB_MAX 512
 /* The nth handle (1-based) a fresh bench hands out to creates. */
@@ -49,6 +50,8 @@ struct tb {
 	bool counted, last_launch;
 	uint32_t last_tid;
 	uint64_t last_stream;
+	int last_api;
+	struct rp_row rows[8];
 	/* recording: calls are kept instead of fed (to interleave processes) */
 	bool recording;
 	struct nl_call *rec;
@@ -142,14 +145,19 @@ static inline void tb_feed(struct tb *t, const struct nl_call *in)
 	struct nl_call cc = *in;
 	const struct nl_call *c = &cc;
 
-	/* counted: a launch right after a launch of the same thread on the same
-	 * stream arrives as the probes count it, without its kernel address */
-	if (t->counted && cc.kind == NL_K_LAUNCH && t->last_launch && t->last_tid == cc.tid &&
+	/* counted: a launch right after a launch of the same thread, of the
+	 * same API on the same stream, arrives as the probes count it, without
+	 * its kernel address, unless its thread's row keeps it named */
+	bool named = rp_row_named(t->rows, 8, &cc);
+
+	if (t->counted && !named && cc.kind == NL_K_LAUNCH && nl_api_info[cc.api].countable &&
+	    !cc.coll_depth && t->last_launch && t->last_tid == cc.tid && t->last_api == cc.api &&
 	    t->last_stream == cc.stream)
 		cc.fields &= ~NL_F_FN;
 	t->last_launch = cc.kind == NL_K_LAUNCH;
 	t->last_tid = cc.tid;
 	t->last_stream = cc.stream;
+	t->last_api = cc.api;
 	if (t->recording) {
 		if (t->nrec == t->rec_cap) {
 			t->rec_cap = t->rec_cap ? 2 * t->rec_cap : 1024;
