@@ -1778,6 +1778,56 @@ static void backward_reuses_first_kernel(void **state)
 	tight_bwd_reuse = false;
 }
 
+/* A depth-1 loop in TorchRec's order (take i, copy(i+1), input_dist(i+1),
+ * forward(i)) whose backward begins with forward's first kernel, clean.
+ * From the third step on, an allocator's record on compute comes between
+ * input_dist and the forward. Launches counted as the probes count them:
+ * in the first two windows the forward's first kernel follows input_dist
+ * in one row of launches, and its launch again in the backward comes
+ * counted, without its kernel; later it begins a row, and the probes keep
+ * that launch named (include/nanlog_rec.h). The fewest launches of the
+ * first kernel a window had, learned from windows with counted launches,
+ * is only a lower bound: it does not make the third window's second launch
+ * a step begun again (docs/engine.md, "Tick cadence at compute"). Before,
+ * it did, and the next batch, taken there before its wait, was accused
+ * sparse->forward. Named and counted. */
+static void counted_hits_lower_bound(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct mdc m = mdc_new(counted);
+		struct tb *t = m.t;
+		uint64_t ex = tb_event_create(t);
+
+		tb_copy(t, m.M, 1, 4096);
+		tb_record(t, m.em, m.M);
+		tb_wait(t, m.D, m.em);
+		tb_kernel(t, m.D, K_INPUT_DIST);
+		tb_record(t, m.ed, m.D);
+		for (int i = 0; i < N; i++) {
+			tb_wait(t, m.C, m.ed);
+			if (i + 1 < N) {
+				tb_copy(t, m.M, 1, 4096);
+				tb_record(t, m.em, m.M);
+				tb_wait(t, m.D, m.em);
+				tb_kernel(t, m.D, K_INPUT_DIST);
+			}
+			if (i >= 2)
+				tb_record(t, ex, m.C);
+			forward3(t, m.C);
+			tb_kernel(t, m.C, K_LOOKUP);
+			tb_kernel(t, m.C, K_BWD_ELEM);
+			if (i + 1 < N)
+				tb_record(t, m.ed, m.D);
+		}
+		tb_end(t);
+		assert_one_fault(t, N, -1, 0, counted ? "counted" : "named");
+		tb_free(t);
+	}
+}
+
 /* A depth-2 loop with no sparse stage whose loader copies two batches
  * before compute's first wait (each copy recorded on one event), and
  * compute's first take dropped. Compute's work before any wait is batch 0's
@@ -2711,6 +2761,7 @@ int main(void)
 		cmocka_unit_test(step_a_null_compute),
 		cmocka_unit_test(step_a_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),
+		cmocka_unit_test(counted_hits_lower_bound),
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),
 		cmocka_unit_test(backward_reuses_first_kernel),

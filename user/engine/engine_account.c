@@ -350,6 +350,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		acc->last_ts = c->ts_ns;
 	acc->ops++;
 	if (work) {
+		acc->unnamed |= c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN);
 		acc->hit_pending = acc->work && acc->first_named[0] && op.sig == acc->first_sig[0] &&
 				   c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN);
 		if (acc->hit_pending) {

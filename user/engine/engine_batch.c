@@ -215,7 +215,8 @@ void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts)
 /* Compute's window of batch b ends where batch n's begins: a window from
  * one wait to the next, in which no restart of the step was seen, tells how
  * many launches of its first kernel a step makes (q->first_min, the fewest
- * any such window had; docs/engine.md, "Tick cadence at compute"). */
+ * any such window had; docs/engine.md, "Tick cadence at compute"), and
+ * first_min_whole the same of windows with no launch counted in a run. */
 static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const struct nl_batch *n)
 {
 	uint32_t hits = b ? b->st[NL_STAGE_FORWARD].first_hits : 0;
@@ -225,6 +226,8 @@ static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const s
 		return;
 	if (!q->first_min || hits < q->first_min)
 		q->first_min = hits;
+	if (!b->st[NL_STAGE_FORWARD].unnamed && (!q->first_min_whole || hits < q->first_min_whole))
+		q->first_min_whole = hits;
 }
 
 /* Compute's first work op with token `to`: forward(to) begins and closes

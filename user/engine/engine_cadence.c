@@ -756,8 +756,12 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!producers_before(b, s)) {
 		/* taken unordered, it is accused: not on a restart seen by
 		 * counted runs only (a model that launches its step's first
-		 * kernel again after a call broke the run looks the same) */
+		 * kernel again after a call broke the run looks the same), nor
+		 * where the step's launches of that kernel are known only from
+		 * windows with launches counted (a lower bound: one counted
+		 * may have been of the kernel) */
 		if (!w->first_named[1] || p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
+		    (q->first_min && (!q->first_min_whole || w->first_hits + 1 <= q->first_min_whole)) ||
 		    outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
 			return;
 		/* taken as by a wait on the sparse streams carrying it: what

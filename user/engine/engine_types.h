@@ -207,6 +207,7 @@ struct nl_stage_acc {
 	 * the stage's last work op was one of them, past the first, and which */
 	uint32_t first_hits;
 	bool hit_pending;
+	bool unnamed; /* a launch of it came counted in a run: first_hits is a lower bound */
 	struct nl_seen_op hit_op;
 	/* when its work, past the opening, last showed those two again in a
 	 * row (the first's thread, both named): a restart seen */
@@ -339,6 +340,9 @@ struct nl_pipe {
 	 * window had, among windows a wait began and a wait ended (0: none
 	 * yet): a step that launches that kernel again has more than one */
 	uint32_t first_min;
+	/* the same among windows with no launch counted in a run (a launch
+	 * counted may have been of the kernel): the one to accuse by */
+	uint32_t first_min_whole;
 	/* forward windows in a row that began before the next batch was
 	 * ordered before compute (its take was tight), and whether one ever
 	 * began after (nl_note_window) */
