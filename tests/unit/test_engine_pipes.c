@@ -422,6 +422,51 @@ static void fill_cut_by_learned_size(void **state)
 	}
 }
 
+/* A short training run of five batches at depth 2, its first two copied
+ * before the copy stream's first record, then three evaluation turns of
+ * two batches each, both copied before the turn's one record: role
+ * learning never ends before the exit, and takes the evaluation's copy
+ * stream (more copies) as the first pipeline's. Every segment of it holds
+ * two batches, so no size it shows cuts the training fill; the training
+ * copy stream's own segments in what learning held back, one batch each
+ * after its fill, do (docs/engine.md, "Merged segments"). Before, training
+ * batches 0 and 1 merged, every later one was numbered one early, and its
+ * last batch had no forward. Launches named and counted. */
+static void fill_cut_by_own_segments(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = -1, .fill2 = true };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted;
+		tr.M = tb_stream_create(t, 1);
+		tr.D = tb_stream_create(t, 1);
+		pl_copy(t, &tr, tr.M);
+		pl_copy(t, &tr, tr.M);
+		for (int i = 0; i < 5; i++) {
+			pl_sparse(t, &tr, tr.M);
+			pl_take(t, &tr, tr.M);
+			pl_forward(t, &tr);
+			if (tr.copied < 5)
+				pl_copy(t, &tr, tr.M);
+		}
+		tb_device_sync(t);
+		for (int k = 0; k < 3; k++)
+			eval_phase(t, &ev, 2, 0x7e0000001000ull, 0x7e0000002000ull);
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		assert_int_equal(batch_in(t, 0, 0)->stage[NL_STAGE_COPY].streams[0].handle,
+				 0x7e0000001000ull);
+		/* training: five batches, batch 0 its two copies alone */
+		expect(t, 1, 5, -1, 0);
+		assert_int_equal(batch_in(t, 1, 0)->stage[NL_STAGE_COPY].ops, 2);
+		for (int i = 0; i < t->n; i++)
+			assert_int_not_equal(t->got[i].verdict, NL_VERDICT_UNTRUSTED);
+		tb_free(t);
+	}
+}
+
 /* The short training run of fill_cut_by_learned_size on streams whose
  * creation the trace did not show (made through a call not probed), in
  * a process traced from its start. Learning takes the evaluation's copy
@@ -1218,6 +1263,7 @@ int main(void)
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),
+		cmocka_unit_test(fill_cut_by_own_segments),
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),

@@ -495,6 +495,58 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		p->fill_k = k;
 }
 
+/* Streams outside the first pipeline that copy to the device in what
+ * learning held back (another pipeline's copy streams, found by their
+ * edges in the replay): each one's fill size as learn_fill finds it, from
+ * its own segments only (the smallest size NL_FILL_SURE segments in a row
+ * have, every segment a multiple of it), kept where a fill segment is
+ * larger. A short run whose learning never ended may have learned an
+ * evaluation pipeline first, whose every turn copies two batches before
+ * one record; the training pipeline's merged fill is then cut by its own
+ * steady segments. */
+static void learn_other_fills(struct nl_engine *e, struct nl_proc *p)
+{
+	p->nxfill = 0;
+	if (e->o.no_copy_split || p->mid_run)
+		return;
+	for (uint32_t i = 0; i < p->nlbuf && p->nxfill < NL_MAX_COPY_KEYS; i++) {
+		const struct nl_call *c = &p->lbuf[i];
+		uint32_t pre[NL_FILL_MAX], post[NL_FILL_MAX], npre, npost, k = 0;
+		struct nl_skey key = nl_call_skey(c);
+		bool cut = false, seen = false;
+
+		if (!nl_kind_is_work(c->kind) || !nl_call_is_h2d(c) ||
+		    key_in(p->copy_keys, p->ncopy_keys, &key) || nl_skey_eq(&key, &p->compute_key))
+			continue;
+		for (int q = 0; q < p->nxfill; q++)
+			seen |= nl_skey_eq(&key, &p->xfill[q].key);
+		if (seen || !fill_segments(p, &key, pre, &npre, post, &npost))
+			continue;
+		for (uint32_t j = 0; j + 1 < npre + npost; j++) {
+			uint32_t a = size_at(pre, npre, post, j);
+
+			if (a == size_at(pre, npre, post, j + 1) && (!k || a < k))
+				k = a;
+		}
+		for (uint32_t j = 0; k && j < npre + npost; j++) {
+			if (size_at(pre, npre, post, j) % k)
+				k = 0;
+			else
+				cut |= j < npre && pre[j] > k;
+		}
+		p->xfill[p->nxfill].key = key;
+		p->xfill[p->nxfill++].k = cut ? k : 0;
+	}
+}
+
+uint32_t nl_other_fill_k(const struct nl_proc *p, const struct nl_skey *key)
+{
+	for (int q = 0; q < p->nxfill; q++)
+		if (nl_skey_eq(key, &p->xfill[q].key))
+			return p->xfill[q].k;
+	return 0;
+}
+
 /* Decide the roles and replay what was held back. Without a copy stream
  * yet (and not final) the records are applied anyway and learning goes on
  * with an empty buffer: the state stays continuous. */
@@ -508,12 +560,15 @@ static void end_learning(struct nl_engine *e, struct nl_proc *p, bool final)
 	/* a second pipeline that ran while the roles were learned is found in
 	 * the replay, by the same edges as later */
 	p->discovering = decided && !e->o.has_copy_stream && !e->o.has_sparse_streams;
-	if (decided)
+	if (decided) {
 		learn_fill(e, p);
+		learn_other_fills(e, p);
+	}
 	p->nlbuf = 0;
 	for (uint32_t i = 0; i < n; i++)
 		replay(e, p, &p->lbuf[i]);
 	p->window_k = 0;
+	p->nxfill = 0;
 	if (decided) {
 		free(p->lbuf);
 		p->lbuf = NULL;

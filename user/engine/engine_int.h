@@ -51,6 +51,9 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 void nl_set_token(struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
 /* The copy stream's open segment ends. */
 void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
+/* A copy stream outside the first pipeline: the fill size its segments
+ * showed in what learning held back, while that is replayed (0: none). */
+uint32_t nl_other_fill_k(const struct nl_proc *p, const struct nl_skey *key);
 /* A fill segment left open, before the first batch is taken: cut at the fill size. */
 void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot);
 

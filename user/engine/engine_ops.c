@@ -229,9 +229,13 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	if (!s->seg_open || !n)
 		return;
 	/* a fill phase: a segment before any hand-off, of the size learning
-	 * saw (the first pipeline) or one another copy stream is sure of */
-	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split)
-		fk = s->pipe == 0 ? p->fill_k : known_k(p, n);
+	 * saw (the first pipeline, or this stream's own in what it held
+	 * back) or one another copy stream is sure of */
+	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split) {
+		fk = s->pipe == 0 ? p->fill_k : nl_other_fill_k(p, &s->key);
+		if (!fk && s->pipe != 0)
+			fk = known_k(p, n);
+	}
 	/* after it, in the window learning saw, the size all its segments share */
 	if (!fk && s->pipe == 0 && s->role == NL_ROLE_COPY && b)
 		fk = p->window_k;

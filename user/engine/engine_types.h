@@ -386,6 +386,14 @@ struct nl_proc {
 	/* the batch size every segment learning held back is a multiple of:
 	 * sure while those records are replayed (learn_fill) */
 	uint32_t window_k;
+	/* copy streams outside the first pipeline, seen copying in what
+	 * learning held back: the fill size their own segments there show
+	 * (learn_other_fills), sure while those records are replayed */
+	struct {
+		struct nl_skey key;
+		uint32_t k;
+	} xfill[NL_MAX_COPY_KEYS];
+	int nxfill;
 	struct nl_skey sparse_keys[NL_ENGINE_MAX_SPARSE];
 	int nsparse;
 	int compute_slot, null_slot;
