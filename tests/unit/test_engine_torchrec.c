@@ -2088,8 +2088,9 @@ static void split_copy_wait_dropped(void **state)
  * is i's. With compute's take of batch k dropped, forward(k) is not
  * ordered after dist_init(k): sparse->forward on k alone. Before,
  * dist_init(k) was charged to k+1, batch k looked ordered, and the fault
- * was missed. Launches named: with launches counted the rule stands down
- * ("Known limits"). */
+ * was missed. Named and counted: with launches counted, the probes keep
+ * a step's first kernels named, and the rule holds too (before they did,
+ * it stood down there). */
 static struct tb *reused_end_loop(int n, int drop, bool reuse)
 {
 	return split_loop(n, -1, drop, true, reuse);
@@ -2098,7 +2099,7 @@ static struct tb *reused_end_loop(int n, int drop, bool reuse)
 static void reused_end_event_take_dropped(void **state)
 {
 	(void)state;
-	each_drop(reused_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
+	each_drop_named_counted(reused_end_loop, EDGE(SPARSE_FORWARD));
 }
 
 /* TorchRec's split sparse stage at depth 2 where the data-dist stream

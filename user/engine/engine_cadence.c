@@ -425,9 +425,11 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
  * sparse stage began without its edge (where its work went is not known),
  * and where a newer batch's stage went on after its all-to-all already (a
  * dist_init run without its wait, charged to the batch the stream held).
- * Only with every launch named: with launches counted, compute's cadence
- * takes a batch whose forward it cannot see begin by the lag of the
- * data-dist stream's records, which this rule takes away. */
+ * With launches counted in runs too: the probes keep a step's first
+ * kernels named (include/nanlog_rec.h), so compute's cadence sees a
+ * forward begin without its take. Before they did, it took such a batch
+ * by the lag of the data-dist stream's records, which this rule takes
+ * away, and the rule held only with every launch named. */
 static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -435,7 +437,7 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 	int x = (int)(from - p->s);
 	int64_t t, found = NL_NO_TOKEN;
 
-	if (p->unnamed_launch || !q || s->role != NL_ROLE_SPARSE || !s->fed_by_copy ||
+	if (!q || s->role != NL_ROLE_SPARSE || !s->fed_by_copy ||
 	    from->fed_by_copy || from->pipe != s->pipe || s->token == NL_NO_TOKEN ||
 	    nl_tok_pipe(s->token) != nl_tok_pipe(tok))
 		return tok;
