@@ -65,4 +65,18 @@ static inline bool rp_row_named(struct rp_row *rows, int nrows, const struct nl_
 	return named;
 }
 
+/* Whether the probes count launch c in the run of prev, the process's call
+ * before it (NULL: none): the same thread's launch, of the same API on the
+ * same stream, not one its row keeps named. Called for every call in
+ * order (the rows follow them). */
+static inline bool rp_launch_counted(struct rp_row *rows, int nrows, const struct nl_call *prev,
+				     const struct nl_call *c)
+{
+	bool named = rp_row_named(rows, nrows, c);
+
+	return !named && prev && c->kind == NL_K_LAUNCH && nl_api_info[c->api].countable &&
+	       !c->coll_depth && prev->kind == NL_K_LAUNCH && prev->api == c->api &&
+	       prev->tid == c->tid && prev->stream == c->stream;
+}
+
 #endif

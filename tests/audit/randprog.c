@@ -1234,30 +1234,18 @@ static int build(struct rp_prog *p, const struct rp_spec *s, bool flip_untraced)
 	return err;
 }
 
-/* A launch the kernel would count in the run of the call before it: the
- * same thread's, of the same API on the same stream, and not one its row
- * keeps named. Called for every call in order (the rows follow them). */
-static bool counted(struct rp_row *rows, const struct rp_prog *p, int i, const struct nl_call *c)
-{
-	struct nl_call prev;
-	bool named = rp_row_named(rows, RP_ROW_THREADS, c);
-
-	return !named && i > 0 && c->kind == NL_K_LAUNCH && nl_api_info[c->api].countable &&
-	       !c->coll_depth &&
-	       nl_decode(&p->calls[i - 1].rec, sizeof(p->calls[i - 1].rec), &prev) == 0 &&
-	       prev.kind == NL_K_LAUNCH && prev.api == c->api && prev.tid == c->tid &&
-	       prev.stream == c->stream;
-}
-
 void rp_counted_calls(const struct rp_prog *p, bool *out)
 {
 	struct rp_row rows[RP_ROW_THREADS];
+	struct nl_call prev, call;
+	bool has_prev = false;
 
 	memset(rows, 0, sizeof(rows));
 	for (int i = 0; i < p->n; i++) {
-		struct nl_call call;
+		bool ok = nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0;
 
-		out[i] = nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0 &&
-			 counted(rows, p, i, &call);
+		out[i] = ok && rp_launch_counted(rows, RP_ROW_THREADS, has_prev ? &prev : NULL, &call);
+		has_prev = ok;
+		prev = call;
 	}
 }
