@@ -331,6 +331,22 @@ static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, ui
 	return true;
 }
 
+/* The smallest size NL_FILL_SURE segments in a row have (0: none). */
+static uint32_t sure_size(const uint32_t *pre, uint32_t npre, const uint32_t *post, uint32_t npost)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i + NL_FILL_SURE <= npre + npost; i++) {
+		uint32_t n = 1, c = size_at(pre, npre, post, i);
+
+		while (n < NL_FILL_SURE && size_at(pre, npre, post, i + n) == c)
+			n++;
+		if (n == NL_FILL_SURE && (!k || c < k))
+			k = c;
+	}
+	return k;
+}
+
 static bool all_multiples(uint32_t pre[][NL_FILL_MAX], const uint32_t *npre,
 			  uint32_t post[][NL_FILL_MAX], const uint32_t *npost, uint32_t nq, uint32_t k)
 {
@@ -441,15 +457,12 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		return;
 	/* K: the smallest size NL_FILL_SURE segments in a row of one stream
 	 * have; every segment there a multiple of it */
-	for (uint32_t q = 0; q < nq; q++)
-		for (uint32_t i = 0; i + NL_FILL_SURE <= npre[q] + npost[q]; i++) {
-			uint32_t n = 1, c = size_at(pre[q], npre[q], post[q], i);
+	for (uint32_t q = 0; q < nq; q++) {
+		uint32_t c = sure_size(pre[q], npre[q], post[q], npost[q]);
 
-			while (n < NL_FILL_SURE && size_at(pre[q], npre[q], post[q], i + n) == c)
-				n++;
-			if (n == NL_FILL_SURE && (!k || c < k))
-				k = c;
-		}
+		if (c && (!k || c < k))
+			k = c;
+	}
 	/* A short run traced from its start (a smoke test, an evaluation
 	 * round) may end before two steady segments: then its smallest steady
 	 * segment, when every segment is a multiple of it. Without one, the
@@ -511,7 +524,7 @@ static void learn_other_fills(struct nl_engine *e, struct nl_proc *p)
 		return;
 	for (uint32_t i = 0; i < p->nlbuf && p->nxfill < NL_MAX_COPY_KEYS; i++) {
 		const struct nl_call *c = &p->lbuf[i];
-		uint32_t pre[NL_FILL_MAX], post[NL_FILL_MAX], npre, npost, k = 0;
+		uint32_t pre[1][NL_FILL_MAX], post[1][NL_FILL_MAX], npre, npost, k;
 		struct nl_skey key = nl_call_skey(c);
 		bool cut = false, seen = false;
 
@@ -520,20 +533,13 @@ static void learn_other_fills(struct nl_engine *e, struct nl_proc *p)
 			continue;
 		for (int q = 0; q < p->nxfill; q++)
 			seen |= nl_skey_eq(&key, &p->xfill[q].key);
-		if (seen || !fill_segments(p, &key, pre, &npre, post, &npost))
+		if (seen || !fill_segments(p, &key, pre[0], &npre, post[0], &npost))
 			continue;
-		for (uint32_t j = 0; j + 1 < npre + npost; j++) {
-			uint32_t a = size_at(pre, npre, post, j);
-
-			if (a == size_at(pre, npre, post, j + 1) && (!k || a < k))
-				k = a;
-		}
-		for (uint32_t j = 0; k && j < npre + npost; j++) {
-			if (size_at(pre, npre, post, j) % k)
-				k = 0;
-			else
-				cut |= j < npre && pre[j] > k;
-		}
+		k = sure_size(pre[0], npre, post[0], npost);
+		if (k && !all_multiples(pre, &npre, post, &npost, 1, k))
+			k = 0;
+		for (uint32_t j = 0; k && j < npre; j++)
+			cut |= pre[0][j] > k;
 		p->xfill[p->nxfill].key = key;
 		p->xfill[p->nxfill++].k = cut ? k : 0;
 	}
