@@ -64,7 +64,10 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 }
 
 /* Every producer work op of batch b is ordered before stream s's clock: the
- * last one's time, 0 when one is not (or there is none). */
+ * last one's time, 0 when one is not (or there is none). Not the copy of a
+ * batch whose sparse stage began without its edge: nothing orders it
+ * before compute, and its fault is named on the batch already (copy->sparse);
+ * its sparse work covered is what lets compute take it. */
 static uint64_t producers_before(const struct nl_batch *b, const struct nl_stream *s)
 {
 	uint64_t last = 0;
@@ -73,6 +76,8 @@ static uint64_t producers_before(const struct nl_batch *b, const struct nl_strea
 		const struct nl_batch_stream *bs = &b->bs[i];
 
 		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (bs->stage == NL_STAGE_COPY && !b->reached_sparse && b->st[NL_STAGE_SPARSE].work)
 			continue;
 		if (bs->last_work.clock > s->vc[bs->slot])
 			return 0;
