@@ -1884,6 +1884,55 @@ static void first_window_one_step(void **state)
 	}
 }
 
+/* A depth-1 loop with no sparse stage whose loader copies batch i+1 while
+ * compute runs step i, and whose first two takes are dropped, the second
+ * with its record: copies 1 and 2 come with no record between them, and
+ * batch 1's forward begins again in compute's first window (its first two
+ * kernels again, named) before the segment that cuts batch 1 from batch 2
+ * closes. That window is not one step then: batch 1 is not taken by the
+ * wait that covers it, and is accused copy->forward as batch 0 is. Before,
+ * the first window was taken for one step whatever it showed: batch 1 got
+ * forward(2)'s window, every later batch was shifted by one, and the last
+ * was skipped target_exited. With launches counted the step's start stays
+ * named (include/nanlog_rec.h), and the same holds. */
+static void first_window_restart_seen(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+		uint64_t e = tb_event_create(t);
+
+		t->counted = counted;
+		t->tid = TB_LOADER;
+		tb_copy(t, M, 1, 4096);
+		t->tid = TB_MAIN;
+		for (int i = 0; i < N; i++) {
+			if (i != 1)
+				tb_record(t, e, M);
+			if (i >= 2)
+				tb_wait(t, C, e);
+			forward3(t, C);
+			if (i + 1 < N) {
+				t->tid = TB_LOADER;
+				tb_copy(t, M, 1, 4096);
+				t->tid = TB_MAIN;
+			}
+			tb_kernel(t, C, K_BWD_EMB);
+			tb_kernel(t, C, K_BWD_GEMM);
+		}
+		tb_end(t);
+		if (t->n != N)
+			fail_msg("%s: %d batches", counted ? "counted" : "named", t->n);
+		for (int i = 0; i < N; i++)
+			assert_verdict(t, (uint64_t)i, i < 2 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
+				       i < 2 ? EDGE(COPY_FORWARD) : 0, 0);
+		tb_free(t);
+	}
+}
+
 /* The TorchRec step with a collective stream: copy, D.wait_stream(M),
  * input_dist, X.wait_stream(D), the all-to-all recording done[i],
  * D.wait(done[i]), dist_init, C.wait_stream(D), forward. `ahead`: the
@@ -2782,6 +2831,7 @@ int main(void)
 		cmocka_unit_test(counted_hits_lower_bound),
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),
+		cmocka_unit_test(first_window_restart_seen),
 		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(stale_wait_keeps_lag),

@@ -143,12 +143,17 @@ static bool watched(const struct nl_batch *b, uint64_t last)
  * is the next one: the work of that window is one step, the first
  * batch's. With launches counted in runs nothing else could tell b's
  * forward begun in it too (two dropped takes in a row: then b is missed,
- * not a healthy b accused). */
-static bool after_first_window(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b)
+ * not a healthy b accused). Not where that window began the step again
+ * (its first two kernels again, named) after b's last producer op (at
+ * `last`): that restart may be b's forward, begun before the segment that
+ * cut b from the next batch closed. */
+static bool after_first_window(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b,
+			       uint64_t last)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
 
-	return own && own->fwd_adopted && b->token == own->token + 1 && nl_tok_seq(own->token) == 0;
+	return own && own->fwd_adopted && b->token == own->token + 1 && nl_tok_seq(own->token) == 0 &&
+	       own->st[NL_STAGE_FORWARD].again_ts <= last;
 }
 
 /* Every producer op of the batch is ordered before the stream's clock, and
@@ -167,7 +172,7 @@ static bool batch_covered(struct nl_proc *p, const struct nl_batch *b, const str
 	 * them there (watch[NL_CONSUMER_COMPUTE].repeat, "end of a run"). */
 	return last && (mine < last || watched(b, last) || restart_watched(p, s, b, last) ||
 			(b->prev_covered && last <= b->prev_ts) ||
-			after_first_window(p, s, b));
+			after_first_window(p, s, b, last));
 }
 
 /* The batch stream s holds, of tok's pipeline, still open, taken and no
