@@ -1885,52 +1885,63 @@ static void first_window_one_step(void **state)
 }
 
 /* A depth-1 loop with no sparse stage whose loader copies batch i+1 while
- * compute runs step i, and whose first two takes are dropped, the second
- * with its record: copies 1 and 2 come with no record between them, and
- * batch 1's forward begins again in compute's first window (its first two
- * kernels again, named) before the segment that cuts batch 1 from batch 2
- * closes. That window is not one step then: batch 1 is not taken by the
- * wait that covers it, and is accused copy->forward as batch 0 is. Before,
- * the first window was taken for one step whatever it showed: batch 1 got
- * forward(2)'s window, every later batch was shifted by one, and the last
- * was skipped target_exited. With launches counted the step's start stays
- * named (include/nanlog_rec.h), and the same holds. */
-static void first_window_restart_seen(void **state)
+ * compute runs step i, two takes in a row dropped: batch k's with its
+ * record (copies k and k+1 come with no record between them) and batch
+ * k+1's. Batch k's forward begins again in batch k-1's window (its first
+ * two kernels again, named) before the segment that cuts k from k+1
+ * closes; both are accused copy->forward, every other batch trusted. */
+static struct tb *restart_cut_loop(bool counted, int k)
 {
 	enum { N = 6 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+	uint64_t e = tb_event_create(t);
 
-	(void)state;
-	for (int counted = 0; counted < 2; counted++) {
-		struct tb *t = tb_new(NULL);
-		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
-		uint64_t e = tb_event_create(t);
-
-		t->counted = counted;
-		t->tid = TB_LOADER;
-		tb_copy(t, M, 1, 4096);
-		t->tid = TB_MAIN;
-		for (int i = 0; i < N; i++) {
-			if (i != 1)
-				tb_record(t, e, M);
-			if (i >= 2)
-				tb_wait(t, C, e);
-			forward3(t, C);
-			if (i + 1 < N) {
-				t->tid = TB_LOADER;
-				tb_copy(t, M, 1, 4096);
-				t->tid = TB_MAIN;
-			}
-			tb_kernel(t, C, K_BWD_EMB);
-			tb_kernel(t, C, K_BWD_GEMM);
+	t->counted = counted;
+	t->tid = TB_LOADER;
+	tb_copy(t, M, 1, 4096);
+	t->tid = TB_MAIN;
+	for (int i = 0; i < N; i++) {
+		if (i != k)
+			tb_record(t, e, M);
+		if (i != k && i != k + 1)
+			tb_wait(t, C, e);
+		forward3(t, C);
+		if (i + 1 < N) {
+			t->tid = TB_LOADER;
+			tb_copy(t, M, 1, 4096);
+			t->tid = TB_MAIN;
 		}
-		tb_end(t);
-		if (t->n != N)
-			fail_msg("%s: %d batches", counted ? "counted" : "named", t->n);
-		for (int i = 0; i < N; i++)
-			assert_verdict(t, (uint64_t)i, i < 2 ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED,
-				       i < 2 ? EDGE(COPY_FORWARD) : 0, 0);
-		tb_free(t);
+		tb_kernel(t, C, K_BWD_EMB);
+		tb_kernel(t, C, K_BWD_GEMM);
 	}
+	tb_end(t);
+	if (t->n != N)
+		fail_msg("%s drop %d: %d batches", counted ? "counted" : "named", k, t->n);
+	for (int i = 0; i < N; i++)
+		assert_verdict(t, (uint64_t)i, i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED :
+				   NL_VERDICT_TRUSTED, i == k || i == k + 1 ? EDGE(COPY_FORWARD) : 0, 0);
+	return t;
+}
+
+/* At the start (k = 0): the first window, begun without a take, is not one
+ * step where it began the step again after batch 1's copy. Before, it was
+ * taken for one step whatever it showed: batch 1 got forward(2)'s window,
+ * every later batch was shifted by one, and the last was skipped
+ * target_exited. At the end (k = 4): the step begun again in batch 3's
+ * window was batch 4's forward, before batch 4 was cut from batch 5
+ * (restarted_before_cut); the next restart is batch 5's. Before, batch 4
+ * took forward(5)'s window and batch 5 was skipped target_exited. With
+ * launches counted the step's start stays named (include/nanlog_rec.h),
+ * and the first holds; at the end the last batch is still skipped: a
+ * restart that would accuse is not taken where the step's launches of its
+ * first kernel are known only from windows with launches counted. */
+static void first_window_restart_seen(void **state)
+{
+	(void)state;
+	tb_free(restart_cut_loop(false, 0));
+	tb_free(restart_cut_loop(false, 4));
+	tb_free(restart_cut_loop(true, 0));
 }
 
 /* The TorchRec step with a collective stream: copy, D.wait_stream(M),

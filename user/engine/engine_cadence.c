@@ -707,6 +707,38 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 	f->first_hits = 1;
 }
 
+/* The last producer op of batch b, ordered or not: its time (0: none). */
+static uint64_t producers_last(const struct nl_batch *b)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&
+		    b->bs[i].last_work.ts > last)
+			last = b->bs[i].last_work.ts;
+	return last;
+}
+
+/* Batch b, due next after compute's window `x`, was cut from a merged copy
+ * segment after the fact, and that window began the step again between
+ * b's last producer op and the cut (unwatched_restart): that restart was
+ * b's forward, begun without its edge before b existed, and b is passed
+ * over (it has no forward: named). A step begun again now is the next
+ * batch's, when it is due. Before, it was b's: b took the next batch's
+ * forward, and that batch, its take dropped too, had none and was
+ * skipped target_exited at the end of a run. */
+static struct nl_batch *restarted_before_cut(struct nl_proc *p, const struct nl_batch *x,
+					     struct nl_batch *b)
+{
+	struct nl_batch *n;
+
+	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
+	    !unwatched_restart(x, b, producers_last(b)))
+		return b;
+	n = nl_batch_of(p, b->token + 1);
+	return n && !n->closed && !n->fwd_started ? n : b;
+}
+
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -752,6 +784,8 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			return;
 	}
 	b = nl_batch_of(p, s->token + 1);
+	if (pair || q->first_min <= 1)
+		b = restarted_before_cut(p, x, b);
 	if (counted && !ordered_due(q, b, s))
 		return;
 	if (!b || b->closed || b->fwd_started) {
