@@ -325,6 +325,73 @@ static void found_late_first_take_dropped(void **state)
 	}
 }
 
+/* A short training run with a sparse stage (four batches, too few
+ * hand-offs to end role learning), then an evaluation of six on copy and
+ * data-dist streams of its own: learning takes the evaluation's pipeline
+ * first, and the training one is found in the replay of what it held back,
+ * by the data-dist stream's first wait on the copy stream. That wait covers
+ * batches 0 and 1, and batch 1's own wait is dropped, redundant: D runs
+ * sparse(1) after the record compute takes batch 0 on. The edge that
+ * found the pipeline fed the data-dist stream from the copy stream: its
+ * work after that record is batch 1's, whose copy it finds ordered. Before,
+ * the edge gave D its role only after the test of what fed it: D was not
+ * counted as fed by the copy stream, sparse(1) stayed with batch 0, D's
+ * next wait moved it to batch 3, and the healthy batches 1 and 2 were
+ * accused copy->sparse (random program 95344). Launches named and
+ * counted. */
+static void found_in_replay_fed_by_copy(void **state)
+{
+	enum { TRAIN = 4, EVAL = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, D, m, d, em, ed;
+
+		t->counted = counted;
+		M = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		em = tb_event_create(t);
+		ed = tb_event_create(t);
+		for (int k = 0; k < 2; k++) {
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em, M);
+		}
+		tb_wait(t, D, em);
+		tb_kernel(t, D, K_INPUT_DIST);
+		tb_record(t, ed, D);
+		for (int i = 0; i < TRAIN; i++) {
+			if (i + 2 < TRAIN) {
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, em, M);
+			}
+			if (i + 1 < TRAIN) {
+				if (i + 1 != 1)
+					tb_wait(t, D, em);
+				tb_kernel(t, D, K_INPUT_DIST);
+				tb_record(t, ed, D);
+			}
+			tb_wait(t, 0, ed);
+			forward_null(t);
+		}
+		tb_device_sync(t);
+		m = stream_create_handle(t, 0x7e0000001000ull);
+		d = stream_create_handle(t, 0x7e0000002000ull);
+		for (int i = 0; i < EVAL; i++) {
+			tb_copy(t, m, 1, 4096);
+			tb_wait_stream(t, d, m);
+			tb_kernel(t, d, K_INPUT_DIST);
+			tb_wait_stream(t, 0, d);
+			forward_null(t);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		expect(t, 1, TRAIN, -1, 0);
+		expect(t, 0, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Each evaluation turn copies its first two batches before its copy
  * stream's first record: that segment is cut in two by the size the
  * training copy stream is sure of (nothing waited on it yet: a fill), so
@@ -1280,6 +1347,7 @@ int main(void)
 		cmocka_unit_test(altcopy_stale_rewaits),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),
+		cmocka_unit_test(found_in_replay_fed_by_copy),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

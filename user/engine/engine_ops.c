@@ -470,8 +470,16 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				s->fed_by_copy = true;
 				p->s[ev->slot].copy_waited = true;
 			}
-			if (from)
+			if (from) {
+				bool was_copy = from->role == NL_ROLE_COPY;
+
 				discover(e, p, slot, ev);
+				/* the edge that found a pipeline (in learning's
+				 * replay: learning took another first) fed its
+				 * data-dist stream from its copy stream too */
+				if (!was_copy && from->role == NL_ROLE_COPY && s->role == NL_ROLE_SPARSE)
+					s->fed_by_copy = true;
+			}
 			if (from && from->role == NL_ROLE_OTHER) {
 				p->s[ev->slot].feeds = true;
 				note_unplaced(p, &p->s[ev->slot]);
