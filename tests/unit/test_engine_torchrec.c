@@ -2086,18 +2086,18 @@ static void split_batch(struct four *q, struct tb *t, int k, bool d_wait, bool x
 }
 
 /* The split sparse stage's loop: X's wait on D dropped for batch drop_x,
- * compute's take for drop_take; one end event recorded again for every
- * batch (one_end), or one per batch. */
-static struct tb *split_loop(int n, int drop_x, int drop_take, bool one_end, bool reuse)
+ * compute's take for drop_take, D's wait on the copy for drop_d; one end
+ * event recorded again for every batch (one_end), or one per batch. */
+static struct tb *split_loop(int n, int drop_x, int drop_take, int drop_d, bool one_end, bool reuse)
 {
 	struct four q;
 	struct tb *t = four_streams(&q, one_end ? 1 : n, reuse);
 
 	t->counted = dist_counted;
-	split_batch(&q, t, 0, true, drop_x != 0);
+	split_batch(&q, t, 0, drop_d != 0, drop_x != 0);
 	for (int i = 0; i < n; i++) {
 		if (i + 1 < n)
-			split_batch(&q, t, one_end ? 0 : i + 1, true, i + 1 != drop_x);
+			split_batch(&q, t, one_end ? 0 : i + 1, i + 1 != drop_d, i + 1 != drop_x);
 		tb_wait(t, q.D, q.done[one_end ? 0 : i]);
 		tb_kernel(t, q.D, K_DIST_INIT);
 		tb_wait_stream_or_drop(t, q.C, q.D, i != drop_take);
@@ -2109,7 +2109,7 @@ static struct tb *split_loop(int n, int drop_x, int drop_take, bool one_end, boo
 
 static struct tb *split_dist_loop(int n, int drop, bool reuse)
 {
-	return split_loop(n, drop, -1, false, reuse);
+	return split_loop(n, drop, -1, -1, false, reuse);
 }
 
 static void split_collective_without_edge(void **state)
@@ -2170,13 +2170,51 @@ static void split_copy_wait_dropped(void **state)
  * it stood down there). */
 static struct tb *reused_end_loop(int n, int drop, bool reuse)
 {
-	return split_loop(n, -1, drop, true, reuse);
+	return split_loop(n, -1, drop, -1, true, reuse);
 }
 
 static void reused_end_event_take_dropped(void **state)
 {
 	(void)state;
 	each_drop_named_counted(reused_end_loop, EDGE(SPARSE_FORWARD));
+}
+
+/* The same loop with D's wait on the copy dropped for batch k: its sparse
+ * stage begins without its edge (copy->sparse on k), and it has sparse work
+ * of its own. D's wait on the end event that finds k+1's record still
+ * brings k, whose all-to-all came back: dist_init(k) is k's. Before, a
+ * batch that never reached the sparse stage by an edge stopped the rule,
+ * the wait brought k+1, every later dist_init was charged a batch late, and
+ * a take dropped three batches later was missed (random program 43877, at
+ * depth 3). */
+static struct tb *reused_end_copy_wait_loop(int n, int drop, bool reuse)
+{
+	return split_loop(n, -1, -1, drop, true, reuse);
+}
+
+static void reused_end_event_copy_wait_dropped(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	each_drop_named_counted(reused_end_copy_wait_loop, EDGE(COPY_SPARSE));
+	/* and a take dropped three batches later: named on its batch too */
+	for (int counted = 0; counted < 2; counted++)
+		for (int reuse = 0; reuse < 2; reuse++)
+			for (int k = 0; k + 3 < N; k++) {
+				struct tb *t;
+
+				dist_counted = counted;
+				t = split_loop(N, -1, k + 3, k, true, reuse);
+				for (int i = 0; i < N; i++)
+					assert_verdict(t, (uint64_t)i,
+						       i == k || i == k + 3 ? NL_VERDICT_UNTRUSTED :
+									  NL_VERDICT_TRUSTED,
+						       i == k ? EDGE(COPY_SPARSE) :
+						       i == k + 3 ? EDGE(SPARSE_FORWARD) : 0, 0);
+				tb_free(t);
+			}
+	dist_counted = false;
 }
 
 /* TorchRec's split sparse stage at depth 2 where the data-dist stream
@@ -2855,6 +2893,7 @@ int main(void)
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(split_copy_wait_dropped),
 		cmocka_unit_test(reused_end_event_take_dropped),
+		cmocka_unit_test(reused_end_event_copy_wait_dropped),
 		cmocka_unit_test(dist_init_then_next_stage),
 		cmocka_unit_test(short_run_fill_cut),
 		cmocka_unit_test(counted_restart_not_accused),

@@ -435,6 +435,9 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
  * sparse stage began without its edge (where its work went is not known),
  * and where a newer batch's stage went on after its all-to-all already (a
  * dist_init run without its wait, charged to the batch the stream held).
+ * An older batch whose sparse stage began without its edge (copy->sparse)
+ * but has sparse work of its own is such a batch too: before, it stopped
+ * the rule, and every later dist_init was charged a batch late.
  * With launches counted in runs too: the probes keep a step's first
  * kernels named (include/nanlog_rec.h), so compute's cadence sees a
  * forward begin without its take. Before they did, it took such a batch
@@ -461,7 +464,7 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 		bx = nl_worked_stream(b, x);
 		bs = nl_worked_stream(b, slot);
 		if (found == NL_NO_TOKEN) {
-			if (t == tok || !b->reached_sparse)
+			if (t == tok || (!b->reached_sparse && !b->st[NL_STAGE_SPARSE].work))
 				return tok;
 			/* its all-to-all came back (ordered before s), and s
 			 * did none of its work after it */
