@@ -971,6 +971,54 @@ static void first_sparse_without_edge_taken(void **state)
 			}
 }
 
+/* A depth-3 loop whose data-dist stream runs each batch's sparse stage
+ * right after its copy, compute taking batch i after batch i+2's sparse
+ * stage (a wait that covers two newer batches), with both of batch k's
+ * edges dropped: D's wait on its copy and compute's take. Its sparse stage
+ * begins without its edge (copy->sparse, named on k) and its forward
+ * begins again inside batch k-1's window. That restart takes k: its sparse
+ * work is what compute's forward reads. Before, a restart took only a
+ * batch that reached the sparse stage by an edge: k's forward stayed in
+ * k-1's window, every later batch took the window before its own, and
+ * healthy batches were accused sparse->forward (random program 127018).
+ * Launches named and counted. */
+static bool both_counted;
+
+static struct tb *both_edges_loop(int n, int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D;
+
+	t->counted = both_counted;
+	t->reuse_events = reuse;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	for (int k = 0; k < n + 2; k++) {
+		if (k < n) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, k != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+		}
+		if (k >= 2) {
+			tb_wait_stream_or_drop(t, 0, D, k - 2 != drop);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			tb_kernel(t, 0, K_TRITON);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+static void sparse_and_take_dropped(void **state)
+{
+	(void)state;
+	each_drop(both_edges_loop, 8, 1, EDGE(COPY_SPARSE));
+	both_counted = true;
+	each_drop(both_edges_loop, 8, 1, EDGE(COPY_SPARSE));
+	both_counted = false;
+}
+
 /* from batch 1: the first has no batch before it to take */
 static void late_take_dropped_sparse_wait(void **state)
 {
@@ -2887,6 +2935,7 @@ int main(void)
 		cmocka_unit_test(sparse_again_after_record),
 		cmocka_unit_test(exit_after_sparse_without_edge),
 		cmocka_unit_test(first_sparse_without_edge_taken),
+		cmocka_unit_test(sparse_and_take_dropped),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(dropped_dist_end_wait_loader),

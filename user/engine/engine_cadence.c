@@ -7,6 +7,20 @@
  */
 #include "engine/engine_int.h"
 
+/* Batch b's sparse stage has begun: reached by an edge, or begun without
+ * it (work of its own, its copy->sparse fault named on it). Either way its
+ * sparse work is what compute and the cadences look for, not the edge. */
+static bool sparse_begun(const struct nl_batch *b)
+{
+	return b->reached_sparse || b->st[NL_STAGE_SPARSE].work;
+}
+
+/* ...begun without its edge: its copy is not ordered before that work. */
+static bool sparse_without_edge(const struct nl_batch *b)
+{
+	return !b->reached_sparse && b->st[NL_STAGE_SPARSE].work;
+}
+
 /* Compute takes a batch of a pipeline with a sparse stage from its sparse
  * streams: a wait of compute on the copy stream orders (its clock is
  * joined) but does not move compute to the copy stream's newer batch, which
@@ -77,7 +91,7 @@ static uint64_t producers_before(const struct nl_batch *b, const struct nl_strea
 
 		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
 			continue;
-		if (bs->stage == NL_STAGE_COPY && !b->reached_sparse && b->st[NL_STAGE_SPARSE].work)
+		if (bs->stage == NL_STAGE_COPY && sparse_without_edge(b))
 			continue;
 		if (bs->last_work.clock > s->vc[bs->slot])
 			return 0;
@@ -118,7 +132,7 @@ static bool covered_but_collective(const struct nl_batch *b, const struct nl_str
 			continue;
 		/* a sparse stage begun without its edge: the copy is not
 		 * ordered before it, nor through it before compute */
-		if (bs->stage == NL_STAGE_COPY && !b->reached_sparse && b->st[NL_STAGE_SPARSE].work)
+		if (bs->stage == NL_STAGE_COPY && sparse_without_edge(b))
 			continue;
 		if (bs->stage != NL_STAGE_SPARSE || waited_on(s, bs->slot))
 			return false;
@@ -281,7 +295,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 
 		if (!b || b->closed || b->fwd_started || b->watch[NL_CONSUMER_COMPUTE].repeat ||
 		    !b->copy_closed ||
-		    (q->has_sparse && !b->reached_sparse && !b->st[NL_STAGE_SPARSE].work))
+		    (q->has_sparse && !sparse_begun(b)))
 			continue;
 		ordered = producers_before(b, s) != 0;
 		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
@@ -464,7 +478,7 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 		bx = nl_worked_stream(b, x);
 		bs = nl_worked_stream(b, slot);
 		if (found == NL_NO_TOKEN) {
-			if (t == tok || (!b->reached_sparse && !b->st[NL_STAGE_SPARSE].work))
+			if (t == tok || !sparse_begun(b))
 				return tok;
 			/* its all-to-all came back (ordered before s), and s
 			 * did none of its work after it */
@@ -636,7 +650,7 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
 static bool ordered_due(const struct nl_pipe *q, const struct nl_batch *b, const struct nl_stream *s)
 {
 	return b && !b->closed && !b->fwd_started && b->copy_closed &&
-	       (!q->has_sparse || b->reached_sparse) && producers_before(b, s);
+	       (!q->has_sparse || sparse_begun(b)) && producers_before(b, s);
 }
 
 /* The one batch of a pipeline other than `pipe` that compute could begin
@@ -800,7 +814,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			restart_take(p, slot, o, w, pair, c);
 		return;
 	}
-	if (!b->copy_closed || (q->has_sparse && !b->reached_sparse))
+	if (!b->copy_closed || (q->has_sparse && !sparse_begun(b)))
 		return;
 	if (!producers_before(b, s)) {
 		/* taken unordered, it is accused: not on a restart seen by
@@ -841,7 +855,7 @@ void nl_note_window(struct nl_proc *p, const struct nl_stream *s)
 	b = nl_batch_of(p, s->token + 1);
 	if (q->fwd_max == NL_NO_TOKEN ? nl_tok_seq(s->token) != 0 : s->token != q->fwd_max + 1)
 		loose = true; /* a batch skipped */
-	else if (b && b->copy_closed && (!q->has_sparse || b->reached_sparse))
+	else if (b && b->copy_closed && (!q->has_sparse || sparse_begun(b)))
 		loose = producers_before(b, s) != 0; /* the next one ordered already */
 	else if (b || q->loose)
 		return; /* the next one not produced yet: says nothing */
