@@ -212,6 +212,40 @@ static void last_take_after_eval_dropped(void **state)
 	tb_free(t);
 }
 
+/* The same, with training's last step run in the middle of the
+ * evaluation turn, after evaluation batch 1's forward and before batch 2
+ * is copied: its forward begins again in that window, which has nothing
+ * of its own pipeline left to begin yet. That restart is kept for the
+ * exit (lone_again_ts), where batch 7, never taken, is named
+ * sparse->forward. Before, only compute's last window's restart counted,
+ * and batch 7 was skipped target_exited. Launches named and counted (the
+ * probes keep a step's first kernels named). */
+static void take_dropped_inside_eval(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = 7, .drop_edge = EDGE_SF }, ev = { .drop_batch = -1 };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted;
+		train_begin(t, &tr, 7, 8);
+		ev.M = stream_create_handle(t, 0x7e0000001000ull);
+		ev.D = stream_create_handle(t, 0x7e0000002000ull);
+		for (int i = 0; i < 4; i++) {
+			pl_copy(t, &ev, ev.M);
+			pl_sparse(t, &ev, ev.M);
+			pl_take(t, &ev, ev.M);
+			pl_forward(t, &ev);
+			if (i == 1)
+				train_step(t, &tr, 1);
+		}
+		tb_end(t);
+		expect(t, 0, 8, 7, EDGE(SPARSE_FORWARD));
+		expect(t, 1, 4, -1, 0);
+		tb_free(t);
+	}
+}
+
 static void train_eval_clean(void **state)
 {
 	struct pl none = { .drop_batch = -1 };
@@ -1326,6 +1360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(train_eval_clean),
 		cmocka_unit_test(last_take_after_eval_dropped),
+		cmocka_unit_test(take_dropped_inside_eval),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

@@ -269,22 +269,22 @@ void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
 }
 
 /* At exit, batch b of one pipeline, never taken, whose forward never
- * began: compute's last window, another pipeline's newest batch, began its
- * step again after b's producers were done, and compute is not ordered
- * after them. Nothing of that pipeline was left to begin; the restart was
- * b's forward, begun without its edge (a last take dropped after the other
- * pipeline's turn). Only the oldest such batch of its pipeline: one
- * restart is one batch's. */
+ * began: compute's step began again in a window of another pipeline after
+ * b's producers were done, while nothing of that pipeline was left to
+ * begin (its last window, or an earlier one before its next batch was
+ * copied: lone_again_ts), and compute is not ordered after them. The
+ * restart was b's forward, begun without its edge (a take dropped after or
+ * during the other pipeline's turn). Only the oldest such batch of its
+ * pipeline: one restart is one batch's. */
 static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 {
 	const struct nl_stream *s = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
 	const struct nl_batch *own = s ? nl_batch_of(p, s->token) : NULL;
 	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
 	const struct nl_pipe *bq = nl_pipe_of_token(p, b->token);
-	uint64_t last = b->st[NL_STAGE_COPY].last_ts, again;
+	uint64_t last = b->st[NL_STAGE_COPY].last_ts, again = 0;
 
-	if (!own || !q || !bq || nl_tok_pipe(own->token) == nl_tok_pipe(b->token) ||
-	    own->token + 1 < q->next_token)
+	if (!s || !bq)
 		return false;
 	for (int64_t t = bq->oldest; t < b->token; t++) {
 		const struct nl_batch *o = nl_batch_of(p, t);
@@ -294,7 +294,12 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 	}
 	if (b->st[NL_STAGE_SPARSE].last_ts > last)
 		last = b->st[NL_STAGE_SPARSE].last_ts;
-	again = own->st[NL_STAGE_FORWARD].again_ts;
+	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
+	    own->token + 1 >= q->next_token)
+		again = own->st[NL_STAGE_FORWARD].again_ts;
+	for (int i = 0; i < p->npipes && (!again || again <= last); i++)
+		if (&p->pipes[i] != bq && p->pipes[i].lone_again_ts > last)
+			again = p->pipes[i].lone_again_ts;
 	if (!again || again <= last)
 		return false;
 	/* compute is not ordered after them even now: that forward read its

@@ -812,6 +812,9 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 
 		if (o)
 			restart_take(p, slot, o, w, pair, c);
+		else if (s->token + 1 >= q->next_token && w->first_named[1])
+			/* or not ordered: its take dropped, judged at exit */
+			p->pipes[nl_tok_pipe(s->token)].lone_again_ts = c->ts_ns;
 		return;
 	}
 	if (!b->copy_closed || (q->has_sparse && !sparse_begun(b)))

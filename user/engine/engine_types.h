@@ -348,6 +348,10 @@ struct nl_pipe {
 	 * began after (nl_note_window) */
 	uint32_t tight_run;
 	bool loose;
+	/* the last time compute's step began again in a window of this
+	 * pipeline while nothing of it was left to begin (no newer batch
+	 * copied): another pipeline's forward, begun without its take */
+	uint64_t lone_again_ts;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
