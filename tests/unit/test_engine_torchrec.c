@@ -1992,6 +1992,49 @@ static void first_window_restart_seen(void **state)
 	tb_free(restart_cut_loop(true, 0));
 }
 
+/* A depth-1 loop of one thread: take batch i, forward(i), loss.item() (a
+ * copy back on compute and a sync), copy(i+1), backward(i). Takes k and
+ * k+1 dropped, k's with its record: copies k and k+1 come in one segment,
+ * cut at the record of k+2's take. Batch k existed from its copy on (a new
+ * segment), and its consumer watch saw its forward begin again in k-1's
+ * window (repeat); the restart after the cut is then k+1's, not k's.
+ * Before, the restart after the cut was given to k: k took forward(k+1)'s
+ * window, the wait of k+2's take then found k+1 ordered and took it, and
+ * every later batch was shifted by one (random program 13688). */
+static void restart_after_cut_watched(void **state)
+{
+	enum { N = 10 };
+
+	(void)state;
+	for (int k = 1; k + 2 < N; k++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+
+		tb_copy(t, M, 1, 4096);
+		for (int i = 0; i < N; i++) {
+			if (i != k && i != k + 1)
+				tb_wait_stream(t, C, M);
+			else if (i == k + 1)
+				tb_record(t, tb_event_create(t), M);
+			forward3(t, C);
+			tb_copy(t, C, 2, 4); /* loss.item() */
+			tb_stream_sync(t, C);
+			if (i + 1 < N)
+				tb_copy(t, M, 1, 4096);
+			tb_kernel(t, C, K_BWD_EMB);
+			tb_kernel(t, C, K_BWD_GEMM);
+		}
+		tb_end(t);
+		if (t->n != N)
+			fail_msg("drop %d: %d batches", k, t->n);
+		for (int i = 0; i < N; i++)
+			assert_verdict(t, (uint64_t)i, i == k || i == k + 1 ? NL_VERDICT_UNTRUSTED :
+				       NL_VERDICT_TRUSTED, i == k || i == k + 1 ? EDGE(COPY_FORWARD) : 0,
+				       0);
+		tb_free(t);
+	}
+}
+
 /* The TorchRec step with a collective stream: copy, D.wait_stream(M),
  * input_dist, X.wait_stream(D), the all-to-all recording done[i],
  * D.wait(done[i]), dist_init, C.wait_stream(D), forward. `ahead`: the
@@ -2929,6 +2972,7 @@ int main(void)
 		cmocka_unit_test(forward_first_double_drop),
 		cmocka_unit_test(first_window_one_step),
 		cmocka_unit_test(first_window_restart_seen),
+		cmocka_unit_test(restart_after_cut_watched),
 		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(stale_wait_keeps_lag),

@@ -736,21 +736,23 @@ static uint64_t producers_last(const struct nl_batch *b)
 	return last;
 }
 
-/* Batch b, due next after compute's window `x`, was cut from a merged copy
- * segment after the fact, and that window began the step again between
- * b's last producer op and the cut (unwatched_restart): that restart was
- * b's forward, begun without its edge before b existed, and b is passed
- * over (it has no forward: named). A step begun again now is the next
- * batch's, when it is due. Before, it was b's: b took the next batch's
- * forward, and that batch, its take dropped too, had none and was
- * skipped target_exited at the end of a run. */
+/* Batch b, due next after compute's window `x`, already began its forward
+ * in that window without its edge: its consumer watch saw the step begin
+ * again (repeat), or, cut from a merged copy segment after the fact, the
+ * window began the step again between b's last producer op and the cut
+ * (unwatched_restart, where a step launches its first kernel once: `once`).
+ * b is passed over (it has no forward: named). A step begun again now is
+ * the next batch's, when it is due. Before, it was b's: b took the next
+ * batch's forward, and that batch, its take dropped too, had none, was
+ * taken by a later wait that covered it, or was skipped target_exited at
+ * the end of a run. */
 static struct nl_batch *restarted_before_cut(struct nl_proc *p, const struct nl_batch *x,
-					     struct nl_batch *b)
+					     struct nl_batch *b, bool once)
 {
 	struct nl_batch *n;
 
-	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
-	    !unwatched_restart(x, b, producers_last(b)))
+	if (!once || !b || b->closed || b->fwd_started || !b->copy_closed ||
+	    (!b->watch[NL_CONSUMER_COMPUTE].repeat && !unwatched_restart(x, b, producers_last(b))))
 		return b;
 	n = nl_batch_of(p, b->token + 1);
 	return n && !n->closed && !n->fwd_started ? n : b;
@@ -801,8 +803,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			return;
 	}
 	b = nl_batch_of(p, s->token + 1);
-	if (pair || q->first_min <= 1)
-		b = restarted_before_cut(p, x, b);
+	b = restarted_before_cut(p, x, b, pair || q->first_min <= 1);
 	if (counted && !ordered_due(q, b, s))
 		return;
 	if (!b || b->closed || b->fwd_started) {
