@@ -2035,6 +2035,65 @@ static void restart_after_cut_watched(void **state)
 	}
 }
 
+/* A depth-3 loop with a sparse stage, launches counted in runs as the
+ * probes send them: compute takes batch k, the loader copies k+3, forward
+ * launches four kernels in a row, loss.item() breaks the row, the
+ * data-dist stream runs k+3's input_dist from the main thread (a row of
+ * its own kernel), backward launches two. Every window has a launch
+ * counted, none of them of the step's first kernel: the probes keep that
+ * kernel named wherever it begins the step again (include/nanlog_rec.h),
+ * and the engine follows their rows (nl_counted_may_be, checked against
+ * the probes' model in test_engine_rows.c). With compute's take of batch k
+ * dropped, its forward begins again in k-1's window right after backward:
+ * sparse->forward on k alone, for every k. */
+static struct tb *counted_rows_loop(int n, int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D, ed[16];
+
+	assert_true(n <= 16);
+	t->counted = true;
+	t->reuse_events = reuse;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	for (int i = 0; i < n; i++)
+		ed[i] = !reuse || i < 4 ? tb_event_create(t) : ed[i - 4];
+	for (int i = 0; i < n + 3; i++) {
+		int k = i - 3;
+
+		if (k >= 0 && k != drop)
+			tb_wait(t, 0, ed[k]);
+		if (i < n) {
+			t->tid = TB_LOADER;
+			tb_copy(t, M, 1, 4096);
+			t->tid = TB_MAIN;
+		}
+		if (k >= 0) {
+			forward3(t, 0);
+			tb_kernel(t, 0, K_BWD_ELEM);
+			tb_copy(t, 0, 2, 4); /* loss.item() */
+			tb_stream_sync(t, 0);
+		}
+		if (i < n) {
+			tb_wait_stream(t, D, M);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, ed[i], D);
+		}
+		if (k >= 0) {
+			tb_kernel(t, 0, K_BWD_EMB);
+			tb_kernel(t, 0, K_BWD_GEMM);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+static void counted_rows_restart(void **state)
+{
+	(void)state;
+	each_drop(counted_rows_loop, 8, 2, EDGE(SPARSE_FORWARD));
+}
+
 /* The TorchRec step with a collective stream: copy, D.wait_stream(M),
  * input_dist, X.wait_stream(D), the all-to-all recording done[i],
  * D.wait(done[i]), dist_init, C.wait_stream(D), forward. `ahead`: the
@@ -2973,6 +3032,7 @@ int main(void)
 		cmocka_unit_test(first_window_one_step),
 		cmocka_unit_test(first_window_restart_seen),
 		cmocka_unit_test(restart_after_cut_watched),
+		cmocka_unit_test(counted_rows_restart),
 		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(stale_wait_keeps_lag),

@@ -350,7 +350,11 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		acc->last_ts = c->ts_ns;
 	acc->ops++;
 	if (work) {
-		acc->unnamed |= c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN);
+		/* a launch counted in a run that may have been of the window's
+		 * first kernel: first_hits is a lower bound */
+		acc->unnamed |= c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN) &&
+				(!acc->work || !acc->first_named[0] ||
+				 nl_counted_may_be(p, c, acc->first_sig[0]));
 		acc->hit_pending = acc->work && acc->first_named[0] && op.sig == acc->first_sig[0] &&
 				   c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN);
 		if (acc->hit_pending) {

@@ -94,6 +94,7 @@ void nl_apply_lost(struct nl_engine *e, struct nl_proc *p, uint64_t w0, uint64_t
 	 * start are hit too. */
 	if (ts > p->loss_until)
 		p->loss_until = ts;
+	p->rows_unsure = true;
 }
 
 /* ---- lifecycle -------------------------------------------------------------- */

@@ -731,12 +731,61 @@ static void graph_launch(struct nl_engine *e, struct nl_proc *p, int slot, const
 		nl_batch_skip(p, p->s[slot].token, NL_SKIP_GRAPH_CAPTURE);
 }
 
+/* The probes' rows of launches (bpf/nanlog.bpf.c count_launch), followed
+ * from the calls: every call of a thread is seen in its order. A row's
+ * first launch, and a launch of a kernel that began one of the last rows,
+ * moves that kernel to the front (a new one pushes the oldest out). A
+ * launch counted in a run came without its kernel: it began no row, and
+ * was a kernel already in front only if it was the one launched right
+ * before it; the rows are the same with or without it. */
+static void follow_rows(struct nl_proc *p, const struct nl_call *c)
+{
+	struct nl_thread *th = nl_thread_get(p, c->tid);
+	int at;
+
+	if (c->kind != NL_K_LAUNCH || !nl_api_info[c->api].countable || c->coll_depth) {
+		th->row_open = false; /* any other call of the thread ends its row */
+		return;
+	}
+	if (!(c->fields & NL_F_FN)) {
+		th->row_open = true;
+		return;
+	}
+	for (at = 0; at < NL_SEQ_STARTS && th->row_fn[at] != c->fn; at++)
+		;
+	if (at < NL_SEQ_STARTS || !th->row_open) {
+		int m = at < NL_SEQ_STARTS ? at : NL_SEQ_STARTS - 1;
+
+		memmove(&th->row_fn[1], &th->row_fn[0], (size_t)m * sizeof(th->row_fn[0]));
+		th->row_fn[0] = c->fn;
+	}
+	th->row_open = true;
+	th->row_last_fn = c->fn;
+}
+
+bool nl_counted_may_be(struct nl_proc *p, const struct nl_call *c, uint64_t sig)
+{
+	const struct nl_thread *th;
+	uint64_t fn = sig ^ ((uint64_t)c->api << 48);
+
+	if ((sig >> 48) != c->api)
+		return false; /* another API: never this kernel's sig */
+	if (p->rows_unsure)
+		return true;
+	th = nl_thread_get(p, c->tid);
+	for (int at = 0; at < NL_SEQ_STARTS; at++)
+		if (th->row_fn[at] == fn)
+			return th->row_last_fn == fn;
+	return true;
+}
+
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 {
 	struct nl_skey key;
 	int slot;
 
 	p->call_ts = c->ts_ns;
+	follow_rows(p, c);
 	if (c->kind == NL_K_EVENT_QUERY || c->kind == NL_K_STREAM_QUERY) {
 		nl_apply_query(e, p, c); /* 600 is an answer, not a failure */
 		return;

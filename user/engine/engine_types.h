@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "nanlog_rec.h"
 
 #define NL_NO_TOKEN INT64_C(-1)
 #define NL_RING 64           /* recent ops remembered per stream, for reports */
@@ -177,6 +178,13 @@ struct nl_thread {
 	uint32_t inner_clock;
 	int64_t inner_token;
 	uint64_t inner_ts;
+	/* the probes' rows of launches on this thread, as they keep them
+	 * (nanlog_rec.h, "Step starts stay named"): the kernels that began its
+	 * last rows, newest first; whether its next launch begins a row; the
+	 * kernel of its last launch that came named */
+	uint64_t row_fn[NL_SEQ_STARTS];
+	bool row_open;
+	uint64_t row_last_fn;
 };
 
 /* One stream's share of one stage of one batch. */
@@ -370,6 +378,7 @@ struct nl_proc {
 	uint32_t pid;
 	bool announced, mid_run, exited;
 	bool unnamed_launch;  /* a kernel launch came without its kernel (counted in a run) */
+	bool rows_unsure;     /* records lost: the threads' rows (nl_thread) may be off */
 	uint64_t attach_ts;
 	uint64_t call_ts;      /* entry time of the call being applied */
 	uint32_t skip_all;     /* reasons every batch of the process gets */
