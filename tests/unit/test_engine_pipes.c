@@ -359,6 +359,27 @@ static void found_late_first_take_dropped(void **state)
 	}
 }
 
+/* After a short training run: an evaluation of n batches at depth 1 on
+ * copy and data-dist streams of its own, clean, to the end of the job;
+ * two pipelines found. */
+static void eval_after_short_train(struct tb *t, int n)
+{
+	uint64_t m, d;
+
+	tb_device_sync(t);
+	m = stream_create_handle(t, 0x7e0000001000ull);
+	d = stream_create_handle(t, 0x7e0000002000ull);
+	for (int i = 0; i < n; i++) {
+		tb_copy(t, m, 1, 4096);
+		tb_wait_stream(t, d, m);
+		tb_kernel(t, d, K_INPUT_DIST);
+		tb_wait_stream(t, 0, d);
+		forward_null(t);
+	}
+	tb_end(t);
+	assert_int_equal(t->procs[0].npipes, 2);
+}
+
 /* A short training run with a sparse stage (four batches, too few
  * hand-offs to end role learning), then an evaluation of six on copy and
  * data-dist streams of its own: learning takes the evaluation's pipeline
@@ -380,7 +401,7 @@ static void found_in_replay_fed_by_copy(void **state)
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
 		struct tb *t = tb_new(NULL);
-		uint64_t M, D, m, d, em, ed;
+		uint64_t M, D, em, ed;
 
 		t->counted = counted;
 		M = tb_stream_create(t, 1);
@@ -408,19 +429,63 @@ static void found_in_replay_fed_by_copy(void **state)
 			tb_wait(t, 0, ed);
 			forward_null(t);
 		}
-		tb_device_sync(t);
-		m = stream_create_handle(t, 0x7e0000001000ull);
-		d = stream_create_handle(t, 0x7e0000002000ull);
-		for (int i = 0; i < EVAL; i++) {
-			tb_copy(t, m, 1, 4096);
-			tb_wait_stream(t, d, m);
-			tb_kernel(t, d, K_INPUT_DIST);
-			tb_wait_stream(t, 0, d);
+		eval_after_short_train(t, EVAL);
+		expect(t, 1, TRAIN, -1, 0);
+		expect(t, 0, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
+/* The same with TorchRec's collective stream, and the data-dist stream's
+ * wait on the copy dropped for training's batch 0: D runs batch 0's sparse
+ * stage (input_dist, the hand-off to the collective stream N, dist_init
+ * after the all-to-all's end) before any edge gives it or N a role. D's
+ * first wait on the copy stream finds the pipeline in learning's replay
+ * and covers batches 1 and 2: D's work before it was batch 0's stage, one
+ * segment, so the wait brings batch 1. D's record N waited on does not end
+ * that segment, roles or not. Before, it did: D's work counted as two
+ * batches' stages, the wait brought batch 2, and the healthy batch 1 was
+ * accused copy->sparse (random program 90007583). */
+static void found_in_replay_collective(void **state)
+{
+	enum { TRAIN = 4, EVAL = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, D, N, em, ex, en, ed;
+
+		t->counted = counted;
+		M = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		N = tb_stream_create(t, 1);
+		em = tb_event_create(t);
+		ex = tb_event_create(t);
+		en = tb_event_create(t);
+		ed = tb_event_create(t);
+		tb_copy(t, M, 1, 4096);
+		tb_copy(t, M, 1, 4096);
+		tb_record(t, em, M);
+		for (int i = 0; i < TRAIN; i++) {
+			if (i != 0)
+				tb_wait(t, D, em);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, ex, D);
+			tb_wait(t, N, ex);
+			tb_alltoall(t, N, 0);
+			tb_record(t, en, N);
+			tb_wait(t, D, en);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_record(t, ed, D);
+			if (i + 2 < TRAIN) {
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, em, M);
+			}
+			tb_wait(t, 0, ed);
 			forward_null(t);
 		}
-		tb_end(t);
-		assert_int_equal(t->procs[0].npipes, 2);
-		expect(t, 1, TRAIN, -1, 0);
+		eval_after_short_train(t, EVAL);
+		expect(t, 1, TRAIN, 0, 1u << NL_EDGE_COPY_SPARSE);
 		expect(t, 0, EVAL, -1, 0);
 		tb_free(t);
 	}
@@ -1383,6 +1448,7 @@ int main(void)
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(found_in_replay_fed_by_copy),
+		cmocka_unit_test(found_in_replay_collective),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 	};

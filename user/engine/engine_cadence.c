@@ -365,14 +365,16 @@ static bool worked_since(const struct nl_stream *s, uint64_t ts)
 /* Another sparse stream waited on the record at `clock` of stream s (D
  * handing its input_dist to the collective stream): the batch goes on on s
  * after it. */
-static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+static bool waited_by(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock,
+		      bool unroled)
 {
 	int slot = (int)(s - p->s);
 
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
 
-		if (!x->used || x == s || x->role != NL_ROLE_SPARSE)
+		if (!x->used || x == s ||
+		    (x->role != NL_ROLE_SPARSE && (!unroled || x->role != NL_ROLE_OTHER)))
 			continue;
 		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 			const struct nl_ring_op *r = &x->ring[k % NL_RING];
@@ -383,6 +385,11 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
 		}
 	}
 	return false;
+}
+
+static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+{
+	return waited_by(p, s, clock, false);
 }
 
 /* The stream did work after ts that no wait made after ts preceded with
@@ -519,7 +526,11 @@ static int unroled_segments(const struct nl_proc *p, const struct nl_stream *s,
 		if (r->work && !open) {
 			open = true;
 			n++;
-		} else if (!r->work && nl_api_info[r->api].kind == NL_K_EVENT_RECORD) {
+		} else if (!r->work && nl_api_info[r->api].kind == NL_K_EVENT_RECORD &&
+			   !waited_by(p, s, r->clock, true)) {
+			/* a record another sparse stream, or one without a
+			 * role yet, waited on (the hand-off to the collective
+			 * stream) ends no segment: the stage goes on after it */
 			open = false;
 		}
 	}
