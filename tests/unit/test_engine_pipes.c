@@ -246,6 +246,49 @@ static void take_dropped_inside_eval(void **state)
 	}
 }
 
+/* Training without a sparse stage, an evaluation turn of three batches on
+ * a copy stream of its own, destroyed, then a second turn of one batch on
+ * a stream created again on the same handle, its take dropped: nothing
+ * ever waits on the new stream, which starts without a role, so its batch
+ * is not audited. Its copies are a producer's the audit cannot place: the
+ * evidence is not valid (unplaced_work), as for a copy stream found by no
+ * edge that feeds another. Before, the batch vanished and the summary
+ * said the evidence was valid (random program 32244). With the take kept,
+ * the stream earns its role back and the evidence stays valid. */
+static void recreated_copy_stream_unplaced(void **state)
+{
+	(void)state;
+	for (int drop = 0; drop < 2; drop++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), m;
+
+		for (int i = 0; i < 8; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, 0, M);
+			forward_null(t);
+		}
+		for (int turn = 0; turn < 2; turn++) {
+			m = stream_create_handle(t, 0x7e0000001000ull);
+			for (int i = 0; i < (turn ? 1 : 3); i++) {
+				tb_copy(t, m, 1, 4096);
+				tb_wait_stream_or_drop(t, 0, m, !(turn && drop));
+				forward_null(t);
+			}
+			tb_device_sync(t);
+			stream_destroy(t, m);
+		}
+		for (int i = 0; i < 2; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, 0, M);
+			forward_null(t);
+		}
+		tb_end(t);
+		assert_int_equal(t->sum.unplaced_streams, drop ? 1 : 0);
+		assert_int_equal(t->sum.evidence_valid, !drop);
+		tb_free(t);
+	}
+}
+
 static void train_eval_clean(void **state)
 {
 	struct pl none = { .drop_batch = -1 };
@@ -1426,6 +1469,7 @@ int main(void)
 		cmocka_unit_test(train_eval_clean),
 		cmocka_unit_test(last_take_after_eval_dropped),
 		cmocka_unit_test(take_dropped_inside_eval),
+		cmocka_unit_test(recreated_copy_stream_unplaced),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

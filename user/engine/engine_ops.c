@@ -407,10 +407,13 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 
 /* Work the audit cannot place must not vanish: a stream without a role that
  * copies to the device and feeds another stream is counted, and the run's
- * evidence is then not valid (unplaced_work). */
+ * evidence is then not valid (unplaced_work). So is one created again on a
+ * destroyed copy stream's handle that copies to the device, until an edge
+ * gives it its role back: an evaluation turn whose take was dropped leaves
+ * its new copy stream without one. */
 static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
 {
-	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d && s->feeds) {
+	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d && (s->feeds || s->was_copy)) {
 		s->unplaced = true;
 		p->unplaced_streams++;
 	}

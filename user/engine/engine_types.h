@@ -137,6 +137,9 @@ struct nl_stream {
 	 * second pipeline, a second copy stream), counted once */
 	uint64_t h2d;
 	bool feeds, unplaced;
+	/* created again on the handle of a destroyed copy stream: its H2D
+	 * copies, until an edge gives it a role, are a producer's not placed */
+	bool was_copy;
 	uint64_t joins;       /* how often vc took another stream's clock */
 	uint64_t ops, lru, last_join_ts;
 	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
