@@ -67,6 +67,7 @@ struct tstate {
 	__u64 seq_fn[NL_SEQ_STARTS]; /* kernels that began its last rows, newest first */
 	__u32 seq_last[NL_SEQ_STARTS]; /* seq_nl when each was last launched */
 	__u32 seq_nl; /* the thread's launches */
+	__u64 seq_stream; /* the stream of the row's last launch */
 	__u64 ns_id;
 	struct nl_wire rec;
 	struct nl_wire stash[NL_STASH_LEVELS];
@@ -394,8 +395,8 @@ static __always_inline int launch_stream(struct pt_regs *ctx, __u32 slot, __u64 
  * A launch that can be counted (nanlog_rec.h, counted runs): added to the
  * open run when that run is this thread's, for the same API and stream, and
  * nothing else happened in the process since; otherwise it starts a run and
- * goes out as a record. The stream is read only when the run could go on:
- * a launch that starts a run takes it from its own record. A CPU that lost
+ * goes out as a record. Its stream ends the thread's row of launches where
+ * it changes (step starts stay named). A CPU that lost
  * records counts nothing until a record of its own has told the loss: the
  * engine must hear of it before the batches it touches are judged.
  */
@@ -403,15 +404,22 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 					 __u64 api, __u64 id, struct nl_target *tgt,
 					 struct tstate *t, __u64 *pend)
 {
-	__u64 stream, old, token, run, flush, flush_ts, fn = PT_REGS_PARM1(ctx);
+	__u64 stream = 0, old, token, run, flush, flush_ts, fn = PT_REGS_PARM1(ctx);
 	bool in, named;
 	enum run_end how;
-	int at;
+	int at, sr;
 
 	/* Step starts stay named (nanlog_rec.h): a row's first two launches,
 	 * and a kernel that began one of the thread's last rows, launched
 	 * again but not right after itself. They are kept newest first: one
-	 * met again moves to the front. */
+	 * met again moves to the front. A launch on another stream than the
+	 * row's last begins a row. */
+	sr = launch_stream(ctx, d->stream, &stream);
+	if (!sr) {
+		if (t->seq_n && stream != t->seq_stream)
+			t->seq_n = 0;
+		t->seq_stream = stream;
+	}
 	for (at = 0; at < NL_SEQ_STARTS && t->seq_fn[at] != fn; at++)
 		;
 	in = at < NL_SEQ_STARTS && t->seq_nl - t->seq_last[at & (NL_SEQ_STARTS - 1)] > 1;
@@ -431,8 +439,7 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 	old = VOLATILE_READ(tgt->run);
 	if (!named && t->run_token && (!pend || !*pend) && !(old & NL_RUN_CLOSING) &&
 	    NL_RUN_TOKEN(old) == t->run_token && t->run_api == api &&
-	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !launch_stream(ctx, d->stream, &stream) &&
-	    stream == t->run_stream) {
+	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !sr && stream == t->run_stream) {
 		/*
 		 * The time first: a call ending the run right after the add
 		 * reads it. If the add fails, it is the time of this launch,

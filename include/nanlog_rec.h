@@ -75,7 +75,8 @@ struct nl_rec_call {
 
 /*
  * Step starts stay named. A launch is counted only as its thread's third or
- * later in a row (no other call of the thread between), and never when its
+ * later in a row (no other call of the thread between, and no launch on
+ * another stream: a launch on another stream begins a row), and never when its
  * kernel is one of the last NL_SEQ_STARTS kernels that began such a row on
  * the thread (the kernel right after a wait, a copy, a record), launched
  * again but not right after itself: a step's first kernel launched again

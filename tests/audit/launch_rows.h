@@ -16,13 +16,15 @@
 #include "nanlog_rec.h"
 #include "record/call.h"
 
-/* One thread's row: launches in it so far (2 at most), and the kernels
+/* One thread's row: launches in it so far (2 at most), the stream of its
+ * last (a launch on another stream begins a row), and the kernels
  * that began its last rows, newest first, with the thread's launch count
  * when each was last launched. */
 struct rp_row {
 	uint32_t tid;
 	bool used;
 	uint8_t n;
+	uint64_t stream; /* of its row's last launch */
 	uint64_t fn[NL_SEQ_STARTS];
 	uint32_t last[NL_SEQ_STARTS], nl;
 };
@@ -47,6 +49,9 @@ static inline bool rp_row_named(struct rp_row *rows, int nrows, const struct nl_
 		r->n = 0; /* any other call of the thread ends its row */
 		return true;
 	}
+	if (r->n && c->stream != r->stream)
+		r->n = 0; /* a launch on another stream begins a row */
+	r->stream = c->stream;
 	for (at = 0; at < NL_SEQ_STARTS && r->fn[at] != c->fn; at++)
 		;
 	in = at < NL_SEQ_STARTS && r->nl - r->last[at] > 1;

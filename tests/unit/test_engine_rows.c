@@ -67,7 +67,9 @@ static void rows_follow_the_probes(void **state)
 				fn = 0x4000 + (uint64_t)(r < 3 ? favourite[t] : (int)(rnd(&s) % NK));
 				c.api = NL_API_LAUNCH_KERNEL;
 				c.kind = NL_K_LAUNCH;
-				c.stream = 0x100 + (uint64_t)t;
+				/* mostly one stream, sometimes another (a data-dist
+				 * launch before forward's on the same thread) */
+				c.stream = 0x100 + (uint64_t)t + (rnd(&s) % 4 == 0 ? 0x10 : 0);
 				c.fn = fn;
 				c.fields = NL_F_STREAM | NL_F_FN;
 			} else {

@@ -735,7 +735,8 @@ static void graph_launch(struct nl_engine *e, struct nl_proc *p, int slot, const
 }
 
 /* The probes' rows of launches (bpf/nanlog.bpf.c count_launch), followed
- * from the calls: every call of a thread is seen in its order. A row's
+ * from the calls: every call of a thread is seen in its order, and any
+ * other call, or a launch on another stream, ends its row. A row's
  * first launch, and a launch of a kernel that began one of the last rows,
  * moves that kernel to the front (a new one pushes the oldest out). A
  * launch counted in a run came without its kernel: it began no row, and
@@ -750,6 +751,9 @@ static void follow_rows(struct nl_proc *p, const struct nl_call *c)
 		th->row_open = false; /* any other call of the thread ends its row */
 		return;
 	}
+	if (th->row_open && c->stream != th->row_stream)
+		th->row_open = false; /* a launch on another stream begins a row */
+	th->row_stream = c->stream;
 	if (!(c->fields & NL_F_FN)) {
 		th->row_open = true;
 		return;

@@ -187,7 +187,7 @@ struct nl_thread {
 	 * kernel of its last launch that came named */
 	uint64_t row_fn[NL_SEQ_STARTS];
 	bool row_open;
-	uint64_t row_last_fn;
+	uint64_t row_stream, row_last_fn;
 };
 
 /* One stream's share of one stage of one batch. */
