@@ -447,6 +447,10 @@ struct nl_thread *nl_thread_get(struct nl_proc *p, uint32_t tid)
 		if (!t->used ? p->th[best].used : (p->th[best].used && t->lru < p->th[best].lru))
 			best = i;
 	}
+	/* a thread forgotten: its rows of launches (follow_rows) come back
+	 * empty while the probes kept them */
+	if (p->th[best].used)
+		p->rows_unsure = true;
 	memset(&p->th[best], 0, sizeof(p->th[best]));
 	p->th[best].used = true;
 	p->th[best].tid = tid;

@@ -381,7 +381,7 @@ struct nl_proc {
 	uint32_t pid;
 	bool announced, mid_run, exited;
 	bool unnamed_launch;  /* a kernel launch came without its kernel (counted in a run) */
-	bool rows_unsure;     /* records lost: the threads' rows (nl_thread) may be off */
+	bool rows_unsure;     /* records lost, or a thread forgotten: the threads' rows (nl_thread) may be off */
 	uint64_t attach_ts;
 	uint64_t call_ts;      /* entry time of the call being applied */
 	uint32_t skip_all;     /* reasons every batch of the process gets */
