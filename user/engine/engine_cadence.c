@@ -751,18 +751,18 @@ static uint64_t producers_last(const struct nl_batch *b)
  * in that window without its edge: its consumer watch saw the step begin
  * again (repeat), or, cut from a merged copy segment after the fact, the
  * window began the step again between b's last producer op and the cut
- * (unwatched_restart, where a step launches its first kernel once: `once`).
+ * (unwatched_restart). Only where a step launches its first kernel once.
  * b is passed over (it has no forward: named). A step begun again now is
  * the next batch's, when it is due. Before, it was b's: b took the next
  * batch's forward, and that batch, its take dropped too, had none, was
  * taken by a later wait that covered it, or was skipped target_exited at
  * the end of a run. */
 static struct nl_batch *restarted_before_cut(struct nl_proc *p, const struct nl_batch *x,
-					     struct nl_batch *b, bool once)
+					     struct nl_batch *b)
 {
 	struct nl_batch *n;
 
-	if (!once || !b || b->closed || b->fwd_started || !b->copy_closed ||
+	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
 	    (!b->watch[NL_CONSUMER_COMPUTE].repeat && !unwatched_restart(x, b, producers_last(b))))
 		return b;
 	n = nl_batch_of(p, b->token + 1);
@@ -814,7 +814,8 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			return;
 	}
 	b = nl_batch_of(p, s->token + 1);
-	b = restarted_before_cut(p, x, b, pair || q->first_min <= 1);
+	if (pair || q->first_min <= 1) /* the step launches its first kernel once */
+		b = restarted_before_cut(p, x, b);
 	if (counted && !ordered_due(q, b, s))
 		return;
 	if (!b || b->closed || b->fwd_started) {

@@ -474,13 +474,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				p->s[ev->slot].copy_waited = true;
 			}
 			if (from) {
-				bool was_copy = from->role == NL_ROLE_COPY;
+				bool copy_before = from->role == NL_ROLE_COPY;
 
 				discover(e, p, slot, ev);
 				/* the edge that found a pipeline (in learning's
 				 * replay: learning took another first) fed its
 				 * data-dist stream from its copy stream too */
-				if (!was_copy && from->role == NL_ROLE_COPY && s->role == NL_ROLE_SPARSE)
+				if (!copy_before && from->role == NL_ROLE_COPY && s->role == NL_ROLE_SPARSE)
 					s->fed_by_copy = true;
 			}
 			if (from && from->role == NL_ROLE_OTHER) {
