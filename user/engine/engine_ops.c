@@ -501,6 +501,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
 			int64_t got = nl_cadence(p, slot, due, ev->slot);
 
+			/* a record of an older batch of the pipeline compute
+			 * holds (the backward stream's, its wait on compute
+			 * dropped) brings nothing new: compute stays */
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && s->token != NL_NO_TOKEN &&
+			    from && from->role == NL_ROLE_OTHER &&
+			    nl_tok_pipe(got) == nl_tok_pipe(s->token) && got < s->token)
+				got = s->token;
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got != s->token) {
 				struct nl_batch *g = nl_batch_of(p, got);
 
