@@ -246,6 +246,56 @@ static void take_dropped_inside_eval(void **state)
 	}
 }
 
+/* Training without a sparse stage at depth 2 (the take of batch i made
+ * after copy(i + 1)), its take of batch 1 dropped: batch 0's take covered
+ * both copies, so batch 1 is ordered all the same, and its forward, begun
+ * again in batch 0's window, takes it. An evaluation turn of two batches on
+ * a copy stream of its own, running the same model, comes next; then
+ * training's wait covers batches 2 and 3. Batch 2 is the one it brings:
+ * its forward could not have begun in the evaluation windows, each of
+ * which began its own step at its wait and began none again. Before,
+ * compute's work there went unwatched, batch 2 was passed over as if its
+ * forward might have begun in it, and it was accused copy->forward
+ * (random program 27658). With a step begun again in an evaluation window,
+ * the same take is that batch's forward's, and batch 2 is named. */
+static void eval_windows_watched(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 3; v++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1);
+		struct pl tr = { .M = M, .drop_batch = 1, .drop_edge = EDGE_CF },
+			  ev = { .drop_batch = -1 };
+
+		t->counted = v == 1;
+		pl_copy(t, &tr, M);
+		pl_copy(t, &tr, M);
+		for (int i = 0; i < 8; i++) {
+			if (i == 2) {
+				ev.M = stream_create_handle(t, 0x7e0000001000ull);
+				pl_copy(t, &ev, ev.M);
+				pl_copy(t, &ev, ev.M);
+				for (int k = 0; k < 2; k++) {
+					pl_take(t, &ev, ev.M);
+					pl_forward(t, &ev);
+				}
+				if (v == 2) /* training's batch 2, its take dropped too */
+					pl_forward(t, &tr);
+			}
+			if (v != 2 || i != 2)
+				pl_take(t, &tr, M);
+			if (i + 2 < 8)
+				pl_copy(t, &tr, M);
+			if (v != 2 || i != 2)
+				pl_forward(t, &tr);
+		}
+		tb_end(t);
+		expect(t, 0, 8, v == 2 ? 2 : -1, EDGE(COPY_FORWARD));
+		expect(t, 1, 2, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -1470,6 +1520,7 @@ int main(void)
 		cmocka_unit_test(last_take_after_eval_dropped),
 		cmocka_unit_test(take_dropped_inside_eval),
 		cmocka_unit_test(recreated_copy_stream_unplaced),
+		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

@@ -90,12 +90,33 @@ static bool restart_stands(struct nl_proc *p, const struct nl_stage_acc *w, int6
 	return w->first_named[1];
 }
 
+/* Compute's work op `op`, in the window of another pipeline's batch `own`,
+ * may be the first of batch b's forward: not a launch of another kernel
+ * than the one every step of b's pipeline began with (named; counted in a
+ * run, where the probes' rows say it was not that kernel), nor the first
+ * op of a window a wait began (that pipeline's own step: both pipelines
+ * may run one model). */
+static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c,
+			   const struct nl_seen_op *op, const struct nl_batch *own)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+	if (!q || !q->step_n || q->step_varied)
+		return true;
+	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN) ?
+		    !nl_counted_may_be(p, c, q->step_sig[0]) :
+		    op->sig != q->step_sig[0])
+		return false;
+	return !own || !own->fwd_waited || own->st[NL_STAGE_FORWARD].work;
+}
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
  * stage inside an older token's window (docs/engine.md, "end of a run"). */
 static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
-			    const struct nl_seen_op *op, int st, int64_t token)
+			    const struct nl_call *c, const struct nl_seen_op *op, int st,
+			    int64_t token)
 {
 	int k = st == NL_STAGE_SPARSE ? NL_CONSUMER_SPARSE : NL_CONSUMER_COMPUTE;
 	const struct nl_batch *own = nl_batch_of(p, token);
@@ -110,9 +131,11 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		const struct nl_batch_stream *un;
 
 		if (only >= 0 && nl_tok_pipe(b->token) != only) {
-			/* unwatched, unless ordered after all its producer work:
+			/* unwatched, unless ordered after all its producer work
+			 * or, at compute, not the launch its step begins with:
 			 * then it cannot be its stage begun without the edge */
-			b->watch[k].blind |= nl_unordered_producer(b, s, k) != NULL;
+			b->watch[k].blind |= nl_unordered_producer(b, s, k) != NULL &&
+					     (k != NL_CONSUMER_COMPUTE || may_begin_step(p, b, c, op, own));
 			continue;
 		}
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
@@ -336,7 +359,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 	if (st < 0)
 		return;
 	if (work && st != NL_STAGE_COPY)
-		watch_consumers(p, s, &op, st, token);
+		watch_consumers(p, s, c, &op, st, token);
 	b = nl_batch_of(p, token);
 	if (!b || b->closed) {
 		if (token >= 0)

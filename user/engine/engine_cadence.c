@@ -64,14 +64,25 @@ static bool unwatched_restart(const struct nl_batch *own, const struct nl_batch 
 
 /* The consumer watch could have seen batch b's forward begin in compute's
  * current window: it watched every compute op after the batch's last
- * producer op (at `last`). */
+ * producer op (at `last`). Compute in another pipeline's window now (an
+ * evaluation turn): the window of b's pipeline compute held last, where
+ * the watch, armed by then, saw no op of the other pipeline's windows
+ * since that could have begun b's step (not blind: no launch of the
+ * kernel b's steps begin with but the first of a window a wait began).
+ * Before, b was passed over, and a wait that brought it gave compute the
+ * next batch: b was accused copy->forward (random program 27658). */
 static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b,
 			    uint64_t last)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
-	const struct nl_stage_acc *w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	const struct nl_stage_acc *w;
 
+	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
+	    !b->watch[NL_CONSUMER_COMPUTE].blind && b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last &&
+	    q->fwd_max != NL_NO_TOKEN)
+		own = nl_batch_of(p, q->fwd_max);
+	w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
 	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
 	       own->token < b->token && opens_step(q, w) && b->watch[NL_CONSUMER_COMPUTE].armed &&
 	       !unwatched_restart(own, b, last);
