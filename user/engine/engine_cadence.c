@@ -599,14 +599,26 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		if (!b || b->closed || !b->copy_closed || b->st[NL_STAGE_SPARSE].work)
 			continue;
 		if (!nl_copy_covered(b, s)) {
+			const struct nl_batch *n = nl_batch_of(p, t + 1);
+
 			/* the wait is on another copy stream than the due
 			 * batch's and brings nothing of it, and the stream did
-			 * no work since that batch's copy began: its next work
-			 * is that batch's, begun without its edge (a reused
-			 * event the other copy stream recorded again before
-			 * this wait), not the newer batch's */
+			 * no work since that batch's copy began but an older
+			 * batch's it was fed (its first segment, given by
+			 * nl_take_first), none after the next batch's copy
+			 * began: its next work is that batch's, begun without
+			 * its edge (a reused event the other copy stream
+			 * recorded again before this wait), not the newer
+			 * batch's. Before, any work since passed the batch
+			 * over: the first batch's sparse stage begun without
+			 * its edge, after the next batch's copy on the other
+			 * stream, shifted every later sparse stage by one and
+			 * accused a healthy batch sparse->forward (random
+			 * program 24638). */
 			if (t == first && copy_slot(b) >= 0 && copy_slot(b) != (int)(from - p->s) &&
-			    !worked_since(s, b->st[NL_STAGE_COPY].first_ts))
+			    !unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts) &&
+			    (!n || !n->st[NL_STAGE_COPY].ops ||
+			     !worked_since(s, n->st[NL_STAGE_COPY].first_ts)))
 				return t;
 			continue;
 		}

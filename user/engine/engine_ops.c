@@ -534,6 +534,19 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			/* the copy stream mints its own tokens: nothing to carry */
 			s->adopted = s->role != NL_ROLE_COPY && ev->adopted;
 		}
+		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&
+		    s->token != NL_NO_TOKEN && s->token < ev->token &&
+		    nl_tok_pipe(s->token) == nl_tok_pipe(ev->token)) {
+			const struct nl_batch *g = nl_batch_of(p, s->token);
+
+			/* the wait gave the stream an older batch than it
+			 * brought, whose copy it does not order (nl_sparse_due:
+			 * another copy stream's batch, the event recorded again
+			 * on this one): that batch reaches the stage without its
+			 * edge, and compute is judged against its sparse work */
+			if (g && !nl_copy_covered(g, s))
+				s->adopted = true;
+		}
 		if (slot == p->compute_slot && from && ev->slot != slot &&
 		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN) {
 			if (from->token == ev->token)
