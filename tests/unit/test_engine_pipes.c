@@ -189,6 +189,21 @@ static void expect(struct tb *t, uint32_t pipe, int n, int bad, uint32_t missing
 	}
 }
 
+/* n batches of pipeline 0: those in the mask `bad` untrusted with exactly
+ * `missing`, every other trusted; `v` names the variant in a failure. */
+static void expect_set(struct tb *t, int n, uint32_t bad, uint32_t missing, int v)
+{
+	for (int i = 0; i < n; i++) {
+		const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
+		bool b = bad & (1u << i);
+
+		if (a->verdict != (b ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
+		    a->missing_mask != (b ? missing : 0u) || a->skip_mask)
+			fail_msg("variant %d batch %d: %s missing 0x%x skip 0x%x", v, i,
+				 nl_verdict_name(a->verdict), a->missing_mask, a->skip_mask);
+	}
+}
+
 /* Training at depth 2 for seven steps, an evaluation turn of four batches,
  * then training's last step, its take dropped: the process exits with
  * training's batch 7 never taken. Its forward began again in the
@@ -1162,15 +1177,7 @@ static void altcopy_sparse_due_other_stream(void **state)
 		}
 		tb_end(t);
 		assert_int_equal(t->n, N);
-		for (int i = 0; i < N; i++) {
-			const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
-			bool bad = i == 0 || (drop && i == 1);
-
-			if (a->verdict != (bad ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
-			    a->missing_mask != (bad ? EDGE(COPY_SPARSE) : 0u) || a->skip_mask)
-				fail_msg("v %d batch %d: %s missing 0x%x skip 0x%x", v, i,
-					 nl_verdict_name(a->verdict), a->missing_mask, a->skip_mask);
-		}
+		expect_set(t, N, drop ? 3u : 1u, EDGE(COPY_SPARSE), v);
 		tb_free(t);
 	}
 }
@@ -1269,18 +1276,23 @@ static void altcopy_one_wait_runs_seen(void **state)
 		}
 }
 
+/* Two copy streams and the one event both record: its handle. */
+static uint64_t altcopy_setup(struct tb *t, uint64_t M[2], bool counted)
+{
+	t->counted = counted;
+	M[0] = tb_stream_create(t, 1);
+	M[1] = tb_stream_create(t, 1);
+	return tb_event_create(t);
+}
+
 /* n batches, batch i copied on M[i % 2] (`copies` copies) two batches
  * ahead, every copy recorded on one reused event, compute waiting on it
  * for each batch but `drop`, then forward on the null stream. */
 static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted)
 {
 	struct tb *t = tb_new(NULL);
-	uint64_t M[2], e;
+	uint64_t M[2], e = altcopy_setup(t, M, counted);
 
-	t->counted = counted;
-	M[0] = tb_stream_create(t, 1);
-	M[1] = tb_stream_create(t, 1);
-	e = tb_event_create(t);
 	for (int i = 0; i < n; i++) {
 		for (int c = i ? i + 2 : 0; c <= i + 2 && c < n; c++) {
 			for (int k = 0; k < copies; k++)
@@ -1295,6 +1307,50 @@ static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted
 	assert_int_equal(t->procs[0].npipes, 1);
 	assert_int_equal(t->n, n);
 	return t;
+}
+
+/* Batch i copied on M[i % 2] three batches ahead, every copy recorded on
+ * one reused event but batch 2's, compute waiting on it for each batch
+ * but 2 (a wait_stream dropped whole: its record with it): the first wait
+ * finds batch 1's record, on the other copy stream than batch 0's, and
+ * batch 0's copy is never ordered before its forward. Compute did no work
+ * since that copy: its next work is batch 0's forward, begun without its
+ * edge, and the wait brings batch 0 (untrusted copy->forward). Batch 2,
+ * never ordered either, begins its forward again in batch 1's window.
+ * Every other wait covers its batch. Before, the first wait gave batch 1,
+ * every later take came a batch early, and batch 4 was accused
+ * copy->forward (random program 7073). Named and counted. */
+static void altcopy_first_due_other_stream(void **state)
+{
+	enum { N = 7 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], e = altcopy_setup(t, M, counted);
+
+		for (int c = 0; c < 3; c++) {
+			tb_copy(t, M[c % 2], 1, 4096);
+			if (c != 2)
+				tb_record(t, e, M[c % 2]);
+		}
+		for (int i = 0; i < N; i++) {
+			if (i != 2)
+				tb_wait(t, 0, e);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			if (i + 3 < N) {
+				tb_copy(t, M[(i + 3) % 2], 1, 4096);
+				tb_record(t, e, M[(i + 3) % 2]);
+			}
+			tb_kernel(t, 0, K_TRITON);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->n, N);
+		expect_set(t, N, 5u, EDGE(COPY_FORWARD), counted);
+		tb_free(t);
+	}
 }
 
 /* Five batches of reused_event_altcopy, compute's take of batch 1
@@ -1314,15 +1370,7 @@ static void altcopy_unwaited_shares_event(void **state)
 	for (int counted = 0; counted < 2; counted++) {
 		struct tb *t = reused_event_altcopy(N, 3, 1, counted);
 
-		for (int i = 0; i < N; i++) {
-			const struct nl_batch_audit *a = batch_in(t, 0, (uint64_t)i);
-			bool bad = i % 2 == 1;
-
-			if (a->verdict != (bad ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
-			    a->missing_mask != (bad ? EDGE(COPY_FORWARD) : 0u) || a->skip_mask)
-				fail_msg("counted %d batch %d: %s missing 0x%x skip 0x%x", counted, i,
-					 nl_verdict_name(a->verdict), a->missing_mask, a->skip_mask);
-		}
+		expect_set(t, N, 0xau, EDGE(COPY_FORWARD), counted);
 		tb_free(t);
 	}
 }
@@ -1557,6 +1605,7 @@ int main(void)
 		cmocka_unit_test(altcopy_one_wait_two_runs),
 		cmocka_unit_test(altcopy_one_wait_runs_seen),
 		cmocka_unit_test(altcopy_unwaited_shares_event),
+		cmocka_unit_test(altcopy_first_due_other_stream),
 		cmocka_unit_test(altcopy_stale_rewaits),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),

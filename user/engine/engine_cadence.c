@@ -240,6 +240,16 @@ static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s)
 	       own->st[NL_STAGE_FORWARD].first_hits <= (q->first_min ? q->first_min : 1) + 1;
 }
 
+/* Stream s did work after ts, or its ring does not reach back to ts. */
+static bool worked_since(const struct nl_stream *s, uint64_t ts)
+{
+	uint32_t start = nl_ring_start(s);
+
+	if (start > 0 && s->ring[start % NL_RING].ts > ts)
+		return true;
+	return nl_ring_last_work_ts(s) > ts;
+}
+
 /* Compute never held a batch, in a process traced from its start: its work
  * so far is one window, the first batch's forward begun without its edge
  * (its first take dropped), taken by no batch because the pipeline's copy
@@ -277,7 +287,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	const struct nl_stream *s = &p->s[slot];
 	uint64_t mine; /* compute's last work */
-	int64_t t;
+	int64_t t, first;
 
 	if (slot != p->compute_slot || !q)
 		return tok;
@@ -296,6 +306,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 		return s->token;
 	mine = nl_ring_last_work_ts(s);
 	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+	first = t;
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
@@ -311,8 +322,21 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 		ordered = producers_before(b, s) != 0;
 		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
 			return doubt != NL_NO_TOKEN && from >= 0 && copy_slot(b) != from ? doubt : t;
-		if (!ordered)
+		if (!ordered) {
+			/* the wait is on another copy stream than the first
+			 * due batch's and brings nothing of it (one event the
+			 * copy streams record in turn), and compute did no work
+			 * since that batch's copy began: its next work is that
+			 * batch's forward, begun without its edge, not the
+			 * newer batch's (as at the data-dist stream,
+			 * nl_sparse_due). Before, the wait gave the newer batch
+			 * and every later take was a batch ahead. */
+			if (t == first && !q->has_sparse && from >= 0 &&
+			    p->s[from].role == NL_ROLE_COPY && copy_slot(b) >= 0 &&
+			    copy_slot(b) != from && !worked_since(s, b->st[NL_STAGE_COPY].first_ts))
+				return t;
 			continue;
+		}
 		/* an older due batch was passed over for compute's work since
 		 * its producers: that work holds its forward begun without its
 		 * edge, if any, and this batch's could not begin before it,
@@ -361,16 +385,6 @@ static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
 static bool worked_on(const struct nl_stream *s, int64_t tok)
 {
 	return worked_before(s, s->nring, tok);
-}
-
-/* Stream s did work after ts, or its ring does not reach back to ts. */
-static bool worked_since(const struct nl_stream *s, uint64_t ts)
-{
-	uint32_t start = nl_ring_start(s);
-
-	if (start > 0 && s->ring[start % NL_RING].ts > ts)
-		return true;
-	return nl_ring_last_work_ts(s) > ts;
 }
 
 /* Another sparse stream waited on the record at `clock` of stream s (D
