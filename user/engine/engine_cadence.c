@@ -431,32 +431,46 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * work, on the batch the stream held, is not unfed either. Nor
  * does work the engine found to be the batch's own stage going on after
  * compute's step-a wait (goes_on: dist_init without its wait on the
- * all-to-all's end). */
+ * all-to-all's end). A record right after a record, with nothing between
+ * (an allocator's event, only queried), is the first one's again: it
+ * neither ends a segment nor the hand-off (as rec_fed, op_record). */
 static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts)
 {
 	uint32_t k = nl_ring_start(s);
 	int64_t last = NL_NO_TOKEN;
-	bool fed = false, handed = false;
+	bool fed = false, handed = false, rec = false;
 
 	for (; k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
 		int kind = nl_api_info[r->api].kind;
 
 		if (kind == NL_K_STREAM_WAIT) {
-			handed = false;
+			handed = rec = false;
 			fed = r->ts > ts;
 			last = r->token;
-		} else if (kind == NL_K_EVENT_RECORD) {
-			handed = handed_on(p, s, r->clock);
-			if (!handed)
-				fed = false;
-		} else if (r->work && r->goes_on) {
+			continue;
+		}
+		if (kind == NL_K_EVENT_RECORD) {
+			/* a second record with nothing between (an allocator's
+			 * event, only queried) carries what the first did */
+			if (!rec) {
+				handed = handed_on(p, s, r->clock);
+				if (!handed)
+					fed = false;
+			}
+			rec = true;
+			continue;
+		}
+		if (!r->work)
+			continue;
+		rec = false;
+		if (r->goes_on) {
 			last = r->token; /* the batch's own stage going on */
-		} else if (r->work && handed && !r->again && r->token == last) {
+		} else if (handed && !r->again && r->token == last) {
 			/* the batch's stage going on after its hand-off to the
 			 * collective stream (dist_init without its wait on the
 			 * all-to-all's end) */
-		} else if (r->work) {
+		} else {
 			if (handed && r->again)
 				fed = false;
 			handed = false;

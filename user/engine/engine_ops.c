@@ -300,9 +300,13 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->adopted = s->role != NL_ROLE_COPY && s->adopted;
 	ev->rec_ts = c->ts_ns;
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
+	/* a second record with nothing between (an allocator's event, only
+	 * queried) carries what the first did: a hand-off to the collective
+	 * stream stands */
+	if (!s->nring || nl_api_info[s->ring[(s->nring - 1) % NL_RING].api].kind != NL_K_EVENT_RECORD)
+		s->rec_fed = false;
 	nl_ring_push(s, clock, c, s->token, false);
 	nl_account(e, p, slot, c, clock, s->token, false, false);
-	s->rec_fed = false;
 	if (s->role == NL_ROLE_COPY) {
 		nl_pipe_of_stream(p, s)->seen_copy_record = true;
 		if (s->seg_open)
