@@ -311,6 +311,43 @@ static void eval_windows_watched(void **state)
 	}
 }
 
+/* Compute on the legacy null stream, every stream blocking: training on M
+ * for two batches, then an evaluation turn on a stream created for it, its
+ * first take dropped. The evaluation's first forward runs in training's
+ * last window, and compute takes the evaluation's second batch by its
+ * wait: the first is passed over, its forward begun without its take. But
+ * every null-stream op after its copy waited for it (HIP's implicit
+ * synchronization with blocking streams): that forward read it ordered,
+ * and the batch is trusted. Before, a batch passed over was accused
+ * copy->forward whatever ordered compute after it (random program 14647).
+ * With the evaluation stream non-blocking the same drop is named. */
+static void implicit_passed_over_trusted(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		bool counted = v & 1, nonblocking = v & 2;
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 0), m;
+
+		t->counted = counted;
+		for (int i = 0; i < 2; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, 0, M);
+			forward_null(t);
+		}
+		m = tb_stream_create(t, nonblocking);
+		for (int i = 0; i < 2; i++) {
+			tb_copy(t, m, 1, 4096);
+			tb_wait_stream_or_drop(t, 0, m, i != 0);
+			forward_null(t);
+		}
+		tb_end(t);
+		expect(t, 0, 2, -1, 0);
+		expect(t, 1, 2, nonblocking ? 0 : -1, EDGE(COPY_FORWARD));
+		tb_free(t);
+	}
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -1587,6 +1624,7 @@ int main(void)
 		cmocka_unit_test(take_dropped_inside_eval),
 		cmocka_unit_test(recreated_copy_stream_unplaced),
 		cmocka_unit_test(eval_windows_watched),
+		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

@@ -193,6 +193,30 @@ static const struct nl_seen_op *frontier_op(const struct nl_batch *b, int stage)
 	return best;
 }
 
+/* Compute is the legacy null stream and every producer stream of batch b
+ * is blocking: each null-stream op after b's producer ops waited for them
+ * (HIP's implicit synchronization), and compute is ordered after them now.
+ * A forward of b begun without its take read it ordered, wherever it ran. */
+static bool implicitly_ordered(const struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_stream *c;
+	bool any = false;
+
+	if (p->compute_slot < 0 || p->compute_slot != p->null_slot)
+		return false;
+	c = &p->s[p->compute_slot];
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (!p->s[bs->slot].blocking || c->vc[bs->slot] < bs->last_work.clock)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a,
 		  uint32_t *by_flags)
 {
@@ -213,7 +237,7 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 
 		add_unordered(p, a, by_flags, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
-	if ((!has_sparse || b->reached_sparse) && !b->fwd_started) {
+	if ((!has_sparse || b->reached_sparse) && !b->fwd_started && !implicitly_ordered(p, b)) {
 		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
 
 		add_unordered(p, a, by_flags,
