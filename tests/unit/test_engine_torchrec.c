@@ -1450,6 +1450,51 @@ static void forward3(struct tb *t, uint64_t C)
 	tb_kernel(t, C, K_TRITON);
 }
 
+/* Compute takes batch i after D's input_dist of batch i+1, on one event D
+ * records again after each input_dist (the take covers batch i+1's sparse
+ * work too); each batch's copy is recorded and waited on by D (with its
+ * record: fresh events), then input_dist, all from one thread. With D's
+ * wait on the copy of batch k dropped with its record, input_dist(k)
+ * follows D's record of k-1 with no wait between, and k's copy segment is
+ * still open (the dropped record would have closed it). That launch again
+ * of the kernel k-1's stage began with, after the same thread's copy of
+ * k, is k's stage begun without its edge: copy->sparse on k alone, with
+ * compute's take of k+1 dropped too (redundant: the take of k covered
+ * it). Before, that launch was k-1's (the rule wanted k's copy segment
+ * closed), D's next wait gave k+1, and k+2 was accused sparse->forward
+ * (random program 70003502). */
+static struct tb *open_segment_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = tight_counted;
+	for (int i = 0; i < n; i++) {
+		for (int k = i ? i + 1 : 0; k <= i + 1 && k < n; k++) {
+			tb_copy(t, q.M, 1, 4096);
+			tb_wait_stream_or_drop(t, q.D, q.M, k != drop);
+			tb_kernel(t, q.D, K_INPUT_DIST);
+			tb_record(t, q.done[0], q.D);
+		}
+		if (drop < 0 || i != drop + 1)
+			tb_wait(t, q.C, q.done[0]);
+		forward3(t, q.C);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void open_segment_sparse_again(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		tight_counted = counted;
+		each_drop(open_segment_loop, 8, 1, EDGE(COPY_SPARSE));
+	}
+	tight_counted = false;
+}
+
+
 /* D's wait on the copy of this batch dropped too (-1: none) */
 static int tight_drop_cs = -1;
 /* backward on C, after the next batch's production, begins with forward's
@@ -3019,6 +3064,7 @@ int main(void)
 		cmocka_unit_test(first_sparse_work_after_fill),
 		cmocka_unit_test(thread_split_learns_fill),
 		cmocka_unit_test(sparse_segment_after_record),
+		cmocka_unit_test(open_segment_sparse_again),
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
 		cmocka_unit_test(step_a_copy_wait_dropped),

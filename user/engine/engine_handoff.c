@@ -355,7 +355,9 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * after the stream's work when the same thread copied on the pipeline's
  * copy stream since that work (a prefetching loop's next step began: its
  * input_dist runs on, and one batch's repeated launches of one kernel
- * have no copy between them). */
+ * have no copy between them). So is such a launch after the record when
+ * the next batch's copy, by the same thread, came since and its segment
+ * is still open (its record dropped with D's wait on it). */
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c)
 {
 	const struct nl_ring_op *last;
@@ -391,7 +393,13 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		return;
 	next = next_batch(p, s, s->token);
 	n = nl_batch_of(p, next);
-	if (!n || !n->copy_closed || n->st[NL_STAGE_SPARSE].work)
+	if (!n || n->st[NL_STAGE_SPARSE].work)
+		return;
+	/* its copy segment still open (its record dropped with the wait):
+	 * a launch again that the same thread's copy of that batch came
+	 * before, since the record, begins its stage without its edge */
+	if (!n->copy_closed && !(again && n->st[NL_STAGE_COPY].work &&
+				 copied_since(p, s, last->ts, c)))
 		return;
 	if (!nl_copy_covered(n, s) && !again)
 		return;
