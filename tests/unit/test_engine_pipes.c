@@ -348,6 +348,47 @@ static void implicit_passed_over_trusted(void **state)
 	}
 }
 
+/* An evaluation turn whose compute waits on its data-dist stream and on
+ * its copy stream itself, the data-dist stream's first wait on the copy
+ * dropped: compute's first wait on the data-dist stream finds a stream
+ * without a role, its wait on the copy stream finds the pipeline (no
+ * sparse stage yet), and the data-dist stream's next wait, on that copy
+ * stream, makes it the pipeline's data-dist stream. The turn's first batch
+ * is untrusted copy->sparse, every other batch trusted. Before, the
+ * data-dist stream stayed without a role until the pipeline was found
+ * again with one, and the turn's batches were judged without their sparse
+ * stage: its fault missed, healthy batches accused copy->sparse (random
+ * program 33953). */
+static void eval_sparse_found_late(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = 0, .drop_edge = EDGE_CS };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted;
+		train_begin(t, &tr, 4, 6);
+		ev.M = stream_create_handle(t, 0x7e0000001000ull);
+		ev.D = stream_create_handle(t, 0x7e0000002000ull);
+		for (int i = 0; i < 4; i++) {
+			pl_copy(t, &ev, ev.M);
+			pl_sparse(t, &ev, ev.M);
+			pl_take(t, &ev, ev.M);
+			tb_wait_stream(t, 0, ev.M);
+			pl_forward(t, &ev);
+		}
+		tb_device_sync(t);
+		stream_destroy(t, ev.M);
+		stream_destroy(t, ev.D);
+		for (int i = 4; i < 6; i++)
+			train_step(t, &tr, 6 - i);
+		tb_end(t);
+		expect(t, 0, 6, -1, 0);
+		expect(t, 1, 4, 0, EDGE(COPY_SPARSE));
+		tb_free(t);
+	}
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -1625,6 +1666,7 @@ int main(void)
 		cmocka_unit_test(recreated_copy_stream_unplaced),
 		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(implicit_passed_over_trusted),
+		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

@@ -423,6 +423,19 @@ static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
+/* Stream s, without a role, waits on the copy stream of a pipeline found
+ * by its edges after learning, that has no sparse stage, and compute has
+ * waited on s already: s is that pipeline's data-dist stream, found late
+ * (compute found the pipeline by waiting on its copy stream itself, and
+ * the data-dist stream's first wait on the copy was dropped). Before, s
+ * stayed without a role: its work went unaudited, and the pipeline's
+ * batches were judged without a sparse stage until one was found. */
+static bool fills_in_sparse(const struct nl_proc *p, const struct nl_stream *s,
+			    const struct nl_stream *from)
+{
+	return p->discovering && from->role == NL_ROLE_COPY && from->pipe > 0 && s->feeds_compute;
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -489,6 +502,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			}
 			if (from && from->role == NL_ROLE_OTHER) {
 				p->s[ev->slot].feeds = true;
+				p->s[ev->slot].feeds_compute |= slot == p->compute_slot;
 				note_unplaced(p, &p->s[ev->slot]);
 			}
 		}
@@ -497,9 +511,11 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * when --sparse-stream named the set). */
 		if (s->role == NL_ROLE_OTHER && !e->o.has_sparse_streams && from &&
 		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE) &&
-		    nl_pipe_of_stream(p, from) && nl_pipe_of_stream(p, from)->has_sparse) {
+		    nl_pipe_of_stream(p, from) &&
+		    (nl_pipe_of_stream(p, from)->has_sparse || fills_in_sparse(p, s, from))) {
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
+			nl_pipe_of_stream(p, from)->has_sparse = p->has_sparse = true;
 		}
 		if (!nl_over_copy(p, slot, from, ev)) {
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);

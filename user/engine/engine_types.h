@@ -137,6 +137,7 @@ struct nl_stream {
 	 * second pipeline, a second copy stream), counted once */
 	uint64_t h2d;
 	bool feeds, unplaced;
+	bool feeds_compute;   /* compute waited on it while it had no role */
 	/* created again on the handle of a destroyed copy stream: its H2D
 	 * copies, until an edge gives it a role, are a producer's not placed */
 	bool was_copy;
