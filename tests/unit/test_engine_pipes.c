@@ -389,6 +389,49 @@ static void eval_sparse_found_late(void **state)
 	}
 }
 
+/* An evaluation turn of three batches, compute waiting on its data-dist
+ * stream and its copy stream, streams destroyed; a second turn of one
+ * batch on streams created again on the same handles, the data-dist
+ * stream's wait on the copy dropped. Compute's wait on the new data-dist
+ * stream finds a stream without a role, its wait on the new copy stream
+ * finds the pipeline again; the data-dist stream, created on the handle of
+ * the pipeline's data-dist stream and waited on by compute, is its
+ * data-dist stream again, and its work, which no batch carries, is the
+ * turn's one batch's stage begun without its edge: untrusted copy->sparse
+ * at exit. Before, the stream stayed without a role and the batch was
+ * skipped target_exited (random program 14206). */
+static void eval_one_batch_turn_dropped(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = 3, .drop_edge = EDGE_CS };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted;
+		train_begin(t, &tr, 4, 6);
+		for (int turn = 0; turn < 2; turn++) {
+			ev.M = stream_create_handle(t, 0x7e0000001000ull);
+			ev.D = stream_create_handle(t, 0x7e0000002000ull);
+			for (int i = 0; i < (turn ? 1 : 3); i++) {
+				pl_copy(t, &ev, ev.M);
+				pl_sparse(t, &ev, ev.M);
+				pl_take(t, &ev, ev.M);
+				tb_wait_stream(t, 0, ev.M);
+				pl_forward(t, &ev);
+			}
+			tb_device_sync(t);
+			stream_destroy(t, ev.M);
+			stream_destroy(t, ev.D);
+		}
+		for (int i = 4; i < 6; i++)
+			train_step(t, &tr, 6 - i);
+		tb_end(t);
+		expect(t, 0, 6, -1, 0);
+		expect(t, 1, 4, 3, EDGE(COPY_SPARSE));
+		tb_free(t);
+	}
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -1667,6 +1710,7 @@ int main(void)
 		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(eval_sparse_found_late),
+		cmocka_unit_test(eval_one_batch_turn_dropped),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

@@ -308,6 +308,32 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 	return nl_unordered_producer(b, s, NL_CONSUMER_COMPUTE) != NULL;
 }
 
+/* A data-dist stream of batch b's pipeline did work that carries no batch
+ * after b's copy began (its role came after: a stream created again that
+ * no wait on the copy stream reached, nl_sparse_due never counted it):
+ * b's sparse stage, begun without its edge, when b is the pipeline's only
+ * batch it could be. */
+static bool unclaimed_sparse_work(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	uint64_t from = b->st[NL_STAGE_COPY].first_ts;
+
+	if (!b->st[NL_STAGE_COPY].ops || b->token + 1 != q->next_token)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x->role != NL_ROLE_SPARSE || !x->fed_by_copy ||
+		    x->pipe != nl_tok_pipe(b->token) || x->token != NL_NO_TOKEN)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++)
+			if (x->ring[k % NL_RING].work && x->ring[k % NL_RING].token == NL_NO_TOKEN &&
+			    x->ring[k % NL_RING].ts > from)
+				return true;
+	}
+	return false;
+}
+
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
@@ -327,7 +353,8 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 			b->watch[k].repeat = true;
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
 		    !(exited && !b->fwd_started && b->watch[k].repeat) &&
-		    !(exited && k == NL_CONSUMER_SPARSE && b->st[NL_STAGE_SPARSE].work))
+		    !(exited && k == NL_CONSUMER_SPARSE &&
+		      (b->st[NL_STAGE_SPARSE].work || unclaimed_sparse_work(p, b))))
 			b->skip |= NL_SKIP_BIT(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
 		close_batch(e, p, b, ts);
 	}

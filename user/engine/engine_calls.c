@@ -103,13 +103,18 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 		key = (struct nl_skey){ c->handle == 1 ? 0 : c->handle, 0 };
 		slot = nl_stream_slot(e, p, &key, true);
 		if (slot >= 0) {
-			bool was_copy = p->s[slot].destroyed && p->s[slot].role == NL_ROLE_COPY;
+			const struct nl_stream *o = &p->s[slot];
+			bool was_copy = o->destroyed && o->role == NL_ROLE_COPY;
+			bool was_sparse = o->destroyed && o->role == NL_ROLE_SPARSE && o->fed_by_copy;
+			int8_t was_pipe = was_copy || was_sparse ? o->pipe : -1;
 
 			nl_stream_reset(p, slot, &key, true,
 					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
 			p->s[slot].creation_seen = true;
 			p->s[slot].creation_ts = c->ts_ns;
 			p->s[slot].was_copy = was_copy && p->s[slot].role == NL_ROLE_OTHER;
+			p->s[slot].was_sparse = was_sparse && p->s[slot].role == NL_ROLE_OTHER;
+			p->s[slot].was_pipe = p->s[slot].role == NL_ROLE_OTHER ? was_pipe : -1;
 		}
 		break;
 	case NL_K_STREAM_DESTROY:

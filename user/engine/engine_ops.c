@@ -383,6 +383,29 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
  * copy streams were all destroyed, or a new one), and a waiter without a
  * role becomes that pipeline's sparse stream. Only after learning, and not
  * when the options named the streams. */
+/* Compute found pipeline `pipe` by waiting on a copy stream created again
+ * on the handle of a copy stream of pipeline `was` (an evaluation turn's
+ * streams created again). A stream created again on the handle of that
+ * pipeline's data-dist stream, that compute waited on already, is this
+ * turn's data-dist stream: its wait on the copy stream was dropped (a turn
+ * of one batch has no other). Its work so far carries no batch: the
+ * cadence of its next wait counts it (nl_sparse_due), or the exit judges
+ * the batch it was (nl_drain). */
+static void data_dist_again(struct nl_proc *p, int was, int pipe)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x->role != NL_ROLE_OTHER || !x->was_sparse || x->was_pipe != was ||
+		    !x->feeds_compute || x->capturing)
+			continue;
+		x->role = NL_ROLE_SPARSE;
+		x->pipe = (int8_t)pipe;
+		x->fed_by_copy = true;
+		p->pipes[pipe].has_sparse = p->has_sparse = true;
+	}
+}
+
 static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_event *ev)
 {
 	struct nl_stream *s = &p->s[slot], *m = &p->s[ev->slot];
@@ -405,6 +428,8 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		s->role = NL_ROLE_SPARSE;
 		s->pipe = (int8_t)pipe;
 		p->pipes[pipe].has_sparse = p->has_sparse = true;
+	} else if (slot == p->compute_slot && m->was_copy && m->was_pipe >= 0) {
+		data_dist_again(p, m->was_pipe, pipe);
 	}
 	restamp(e, p, ev->slot);
 }

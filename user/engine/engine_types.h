@@ -138,6 +138,11 @@ struct nl_stream {
 	uint64_t h2d;
 	bool feeds, unplaced;
 	bool feeds_compute;   /* compute waited on it while it had no role */
+	/* created again on the handle of a destroyed data-dist stream (fed by
+	 * a copy stream) of pipeline was_pipe, or of a copy stream of it (-1:
+	 * neither) */
+	bool was_sparse;
+	int8_t was_pipe;
 	/* created again on the handle of a destroyed copy stream: its H2D
 	 * copies, until an edge gives it a role, are a producer's not placed */
 	bool was_copy;
