@@ -432,6 +432,52 @@ static void eval_one_batch_turn_dropped(void **state)
 	}
 }
 
+/* Training and an evaluation pipeline, neither with a sparse stage, on
+ * one compute stream: training copies its last batch and records an event
+ * after it (the copy stream's segment ends), then an evaluation
+ * turn of one batch whose take is dropped runs its forward in training's
+ * window, then training takes its last batch by its wait. The restart of
+ * the step in training's window could have been training's last batch's
+ * forward (it was copied, not yet ordered), but a wait gave that batch its
+ * own forward after it: the restart was the evaluation batch's, named
+ * copy->forward at exit. Before, only a restart in a window with nothing
+ * of its pipeline left to begin counted, and the batch was skipped
+ * target_exited (random program 11914). */
+static void eval_restart_before_last_take(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = 3, .drop_edge = EDGE_CF };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted;
+		tr.M = tb_stream_create(t, 1);
+		ev.M = tb_stream_create(t, 1);
+		for (int turn = 0; turn < 2; turn++) {
+			for (int i = 0; i < 3; i++) {
+				pl_copy(t, &tr, tr.M);
+				pl_take(t, &tr, tr.M);
+				pl_forward(t, &tr);
+			}
+			if (turn) { /* training's last batch, recorded */
+				pl_copy(t, &tr, tr.M);
+				tb_record(t, tb_event_create(t), tr.M);
+			}
+			for (int i = 0; i < (turn ? 1 : 3); i++) {
+				pl_copy(t, &ev, ev.M);
+				pl_take(t, &ev, ev.M);
+				pl_forward(t, &ev);
+			}
+		}
+		pl_take(t, &tr, tr.M);
+		pl_forward(t, &tr);
+		tb_end(t);
+		expect(t, 0, 7, -1, 0);
+		expect(t, 1, 4, 3, EDGE(COPY_FORWARD));
+		tb_free(t);
+	}
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -1711,6 +1757,7 @@ int main(void)
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),
+		cmocka_unit_test(eval_restart_before_last_take),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

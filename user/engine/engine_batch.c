@@ -298,9 +298,14 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
 	    own->token + 1 >= q->next_token)
 		again = own->st[NL_STAGE_FORWARD].again_ts;
-	for (int i = 0; i < p->npipes && (!again || again <= last); i++)
+	for (int i = 0; i < p->npipes && (!again || again <= last); i++) {
 		if (&p->pipes[i] != bq && p->pipes[i].lone_again_ts > last)
 			again = p->pipes[i].lone_again_ts;
+		/* or while its next batch was due, which a wait then took */
+		if (&p->pipes[i] != bq && p->pipes[i].again_not_its && p->pipes[i].again_ts > last &&
+		    (!again || again <= last))
+			again = p->pipes[i].again_ts;
+	}
 	if (!again || again <= last)
 		return false;
 	/* compute is not ordered after them even now: that forward read its

@@ -890,6 +890,13 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * where the step's launches of that kernel are known only from
 		 * windows with launches counted (a lower bound: one counted
 		 * may have been of the kernel) */
+		if (w->first_named[1] && p->npipes > 1) {
+			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
+
+			xq->again_ts = c->ts_ns;
+			xq->again_tok = b->token;
+			xq->again_not_its = false;
+		}
 		if (!w->first_named[1] || p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
 		    (q->first_min && (!q->first_min_whole || w->first_hits + 1 <= q->first_min_whole)) ||
 		    outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))

@@ -560,8 +560,15 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				 * already says nothing of the lag */
 				if (news)
 					nl_note_lag(p, due, got);
-				if (g && !g->fwd_started)
+				if (g && !g->fwd_started) {
+					struct nl_pipe *gq = nl_pipe_of_token(p, got);
+
 					g->fwd_waited = true;
+					/* a restart seen before, that could have
+					 * been this batch's forward, was not */
+					if (gq->again_ts && gq->again_tok == got)
+						gq->again_not_its = true;
+				}
 			}
 			nl_set_token(p, slot, got, c->ts_ns);
 		}

@@ -369,6 +369,13 @@ struct nl_pipe {
 	 * pipeline while nothing of it was left to begin (no newer batch
 	 * copied): another pipeline's forward, begun without its take */
 	uint64_t lone_again_ts;
+	/* the last time compute's step began again in a window of this
+	 * pipeline while its next batch (again_tok), not yet ordered, could
+	 * not be taken by it (more than one pipeline), and whether a wait gave
+	 * that batch its forward after it (then the restart was not its) */
+	uint64_t again_ts;
+	int64_t again_tok;
+	bool again_not_its;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
