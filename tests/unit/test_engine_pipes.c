@@ -478,6 +478,46 @@ static void eval_restart_before_last_take(void **state)
 	}
 }
 
+/* Compute on the legacy null stream, every stream blocking: training with
+ * a data-dist stream, an evaluation turn of its own, then training's last
+ * steps with the data-dist stream's wait on the copy of the last batch
+ * dropped. The null stream's implicit joins order that copy before the
+ * data-dist stream's work anyway (redundant: every batch trusted), and
+ * they bring the data-dist stream its batch. The newest token the null
+ * stream carried was the evaluation pipeline's: it moved the training
+ * data-dist stream into that pipeline, and training's last batch was
+ * skipped target_exited (random program 28634). A sparse stream now takes
+ * only its own pipeline's batch from those joins. */
+static void implicit_carry_per_pipeline(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct pl tr = { .drop_batch = 7, .drop_edge = EDGE_CS }, ev = { .drop_batch = -1 };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = counted;
+		tr.M = tb_stream_create(t, 0);
+		tr.D = tb_stream_create(t, 0);
+		train_fill(t, &tr);
+		for (int i = 0; i < 5; i++)
+			train_step(t, &tr, 8 - i);
+		ev.M = tb_stream_create(t, 0);
+		ev.D = tb_stream_create(t, 0);
+		for (int i = 0; i < 2; i++) {
+			pl_copy(t, &ev, ev.M);
+			pl_sparse(t, &ev, ev.M);
+			pl_take(t, &ev, ev.M);
+			pl_forward(t, &ev);
+		}
+		for (int i = 5; i < 8; i++)
+			train_step(t, &tr, 8 - i);
+		tb_end(t);
+		expect(t, 0, 8, -1, 0);
+		expect(t, 1, 2, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -1758,6 +1798,7 @@ int main(void)
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),
 		cmocka_unit_test(eval_restart_before_last_take),
+		cmocka_unit_test(implicit_carry_per_pipeline),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),

@@ -94,6 +94,13 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 			join_implicit(p, slot, (int)i, ts);
 			if (b->token > all)
 				all = b->token;
+			if (b->token != NL_NO_TOKEN && nl_pipe_of_token(p, b->token)) {
+				struct nl_pipe *bq = nl_pipe_of_token(p, b->token);
+
+				if (nl_tok_pipe(bq->null_carry) != nl_tok_pipe(b->token) ||
+				    b->token > bq->null_carry)
+					bq->null_carry = b->token;
+			}
 			if (b->token > tok && !(slot == p->compute_slot && over_copy_join(p, b)))
 				tok = b->token;
 		}
@@ -117,6 +124,20 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * that took it handed compute a batch a step early: every
 		 * batch of a clean loop accused). */
 		bool rec = c->kind == NL_K_EVENT_RECORD && s->role == NL_ROLE_SPARSE;
+
+		/* a sparse stream takes only its own pipeline's batch: the
+		 * newest token the null stream carried may be another's (an
+		 * evaluation turn's), which moved the training data-dist stream
+		 * into that pipeline */
+		if (s->role == NL_ROLE_SPARSE && s->pipe >= 0 && s->pipe < p->npipes) {
+			int64_t own = ns->token != NL_NO_TOKEN && nl_tok_pipe(ns->token) == s->pipe ?
+					      ns->token : NL_NO_TOKEN;
+			int64_t pc = p->pipes[s->pipe].null_carry;
+
+			if (nl_tok_pipe(pc) != s->pipe)
+				pc = NL_NO_TOKEN;
+			tok = pc > own ? pc : own;
+		}
 
 		if (c->kind == NL_K_STREAM_WAIT) {
 			s->implicit_tok = NL_NO_TOKEN; /* the wait decides */

@@ -369,6 +369,9 @@ struct nl_pipe {
 	 * pipeline while nothing of it was left to begin (no newer batch
 	 * copied): another pipeline's forward, begun without its take */
 	uint64_t lone_again_ts;
+	/* the newest batch of this pipeline the null stream's implicit joins
+	 * brought (its `carry`, per pipeline) */
+	int64_t null_carry;
 	/* the last time compute's step began again in a window of this
 	 * pipeline while its next batch (again_tok), not yet ordered, could
 	 * not be taken by it (more than one pipeline), and whether a wait gave
