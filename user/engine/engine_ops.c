@@ -71,6 +71,22 @@ static bool over_copy_join(struct nl_proc *p, const struct nl_stream *b)
 	return q && q->has_sparse;
 }
 
+/* The token an implicit join brings stream s is newer than the batch s
+ * holds: a later one of its pipeline, or, of another pipeline, one that
+ * pipeline's compute has not begun (an evaluation turn over, training's
+ * next batch: its tokens are smaller, and compared across pipelines the
+ * join never moved compute back to training). */
+static bool implicit_newer(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+
+	if (tok == NL_NO_TOKEN || s->token == NL_NO_TOKEN)
+		return tok > s->token;
+	if (nl_tok_pipe(tok) == nl_tok_pipe(s->token))
+		return tok > s->token;
+	return q && tok > q->fwd_max;
+}
+
 /* The legacy null stream waits for all prior work of blocking streams, and
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
@@ -109,7 +125,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * batch its wait took and it did no work on yet stays */
 		if (all > s->carry)
 			s->carry = all;
-		if (tok > s->token && !nl_held_unworked(p, s, tok))
+		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok))
 			nl_set_token(p, slot, nl_cadence(p, slot, tok, -1), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
