@@ -884,12 +884,9 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (!b->copy_closed || (q->has_sparse && !sparse_begun(b)))
 		return;
 	if (!producers_before(b, s)) {
-		/* taken unordered, it is accused: not on a restart seen by
-		 * counted runs only (a model that launches its step's first
-		 * kernel again after a call broke the run looks the same), nor
-		 * where the step's launches of that kernel are known only from
-		 * windows with launches counted (a lower bound: one counted
-		 * may have been of the kernel) */
+		/* with more than one pipeline the restart is not taken here:
+		 * kept for the exit, where a wait that gave b its forward since
+		 * shows it was another pipeline's batch's (restarted_elsewhere) */
 		if (w->first_named[1] && p->npipes > 1) {
 			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
 
@@ -897,6 +894,12 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			xq->again_tok = b->token;
 			xq->again_not_its = false;
 		}
+		/* taken unordered, it is accused: not on a restart seen by
+		 * counted runs only (a model that launches its step's first
+		 * kernel again after a call broke the run looks the same), nor
+		 * where the step's launches of that kernel are known only from
+		 * windows with launches counted (a lower bound: one counted
+		 * may have been of the kernel) */
 		if (!w->first_named[1] || p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
 		    (q->first_min && (!q->first_min_whole || w->first_hits + 1 <= q->first_min_whole)) ||
 		    outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
