@@ -18,6 +18,7 @@ struct pl {
 	int copied, sparsed, fwd; /* batches that went through each stage */
 	int drop_batch, drop_edge;
 	bool fill2; /* evaluation: copy two batches before the first record (depth 2) */
+	bool take_copy; /* evaluation: compute also waits on the copy stream itself */
 };
 
 /* forward's three kernels on the null stream */
@@ -117,7 +118,8 @@ static void train_step(struct tb *t, struct pl *p, int left)
 /* An evaluation phase: n batches on streams created for it, at depth 1;
  * with fill2 at depth 2, its first two batches copied before the copy
  * stream's first record (one segment, found when the data-dist stream
- * first waits on it). */
+ * first waits on it); with take_copy, compute's take waits on the copy
+ * stream too. */
 static void eval_phase(struct tb *t, struct pl *p, int n, uint64_t hm, uint64_t hd)
 {
 	p->M = stream_create_handle(t, hm);
@@ -131,6 +133,8 @@ static void eval_phase(struct tb *t, struct pl *p, int n, uint64_t hm, uint64_t 
 			pl_copy(t, p, p->M);
 		pl_sparse(t, p, p->M);
 		pl_take(t, p, p->M);
+		if (p->take_copy)
+			tb_wait_stream(t, 0, p->M);
 		pl_forward(t, p);
 		if (p->fill2 && i + 2 < n)
 			pl_copy(t, p, p->M);
@@ -363,23 +367,13 @@ static void eval_sparse_found_late(void **state)
 {
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
-		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = 0, .drop_edge = EDGE_CS };
+		struct pl tr = { .drop_batch = -1 },
+			  ev = { .drop_batch = 0, .drop_edge = EDGE_CS, .take_copy = true };
 		struct tb *t = tb_new(NULL);
 
 		t->counted = counted;
 		train_begin(t, &tr, 4, 6);
-		ev.M = stream_create_handle(t, 0x7e0000001000ull);
-		ev.D = stream_create_handle(t, 0x7e0000002000ull);
-		for (int i = 0; i < 4; i++) {
-			pl_copy(t, &ev, ev.M);
-			pl_sparse(t, &ev, ev.M);
-			pl_take(t, &ev, ev.M);
-			tb_wait_stream(t, 0, ev.M);
-			pl_forward(t, &ev);
-		}
-		tb_device_sync(t);
-		stream_destroy(t, ev.M);
-		stream_destroy(t, ev.D);
+		eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
 		for (int i = 4; i < 6; i++)
 			train_step(t, &tr, 6 - i);
 		tb_end(t);
@@ -404,25 +398,14 @@ static void eval_one_batch_turn_dropped(void **state)
 {
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
-		struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = 3, .drop_edge = EDGE_CS };
+		struct pl tr = { .drop_batch = -1 },
+			  ev = { .drop_batch = 3, .drop_edge = EDGE_CS, .take_copy = true };
 		struct tb *t = tb_new(NULL);
 
 		t->counted = counted;
 		train_begin(t, &tr, 4, 6);
-		for (int turn = 0; turn < 2; turn++) {
-			ev.M = stream_create_handle(t, 0x7e0000001000ull);
-			ev.D = stream_create_handle(t, 0x7e0000002000ull);
-			for (int i = 0; i < (turn ? 1 : 3); i++) {
-				pl_copy(t, &ev, ev.M);
-				pl_sparse(t, &ev, ev.M);
-				pl_take(t, &ev, ev.M);
-				tb_wait_stream(t, 0, ev.M);
-				pl_forward(t, &ev);
-			}
-			tb_device_sync(t);
-			stream_destroy(t, ev.M);
-			stream_destroy(t, ev.D);
-		}
+		for (int turn = 0; turn < 2; turn++)
+			eval_phase(t, &ev, turn ? 1 : 3, 0x7e0000001000ull, 0x7e0000002000ull);
 		for (int i = 4; i < 6; i++)
 			train_step(t, &tr, 6 - i);
 		tb_end(t);

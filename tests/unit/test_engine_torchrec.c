@@ -853,6 +853,18 @@ static void each_drop(struct tb *(*loop)(int, int, bool), int n, int first, uint
 		}
 }
 
+/* each_drop with launches named, then counted in runs as the probes send
+ * them: *counted is the flag the loop reads */
+static void each_drop_counted(bool *counted, struct tb *(*loop)(int, int, bool), int first,
+			      uint32_t missing)
+{
+	for (int c = 0; c < 2; c++) {
+		*counted = c;
+		each_drop(loop, 8, first, missing);
+	}
+	*counted = false;
+}
+
 /* from batch 1: a drop right after the fill merges two batches' copies
  * before the copy stream is sure of its batch size by two steady segments;
  * the size every segment learning held back shares cuts them
@@ -1290,11 +1302,7 @@ static struct tb *step_a_loop(int n, int drop, bool reuse)
 /* launches named, then counted in runs as the probes send them */
 static void step_a_each_drop(struct tb *(*loop)(int, int, bool))
 {
-	for (int counted = 0; counted < 2; counted++) {
-		step_a_counted = counted;
-		each_drop(loop, 8, 1, EDGE(SPARSE_FORWARD));
-	}
-	step_a_counted = false;
+	each_drop_counted(&step_a_counted, loop, 1, EDGE(SPARSE_FORWARD));
 }
 
 static void step_a_wait_before_dist_init(void **state)
@@ -1370,12 +1378,8 @@ static void step_a_null_compute(void **state)
 
 static void step_a_copy_wait_dropped(void **state)
 {
-	for (int counted = 0; counted < 2; counted++) {
-		step_a_counted = counted;
-		each_drop(step_a_copy_wait_loop, 8, 0, EDGE(COPY_SPARSE));
-	}
-	step_a_counted = false;
 	(void)state;
+	each_drop_counted(&step_a_counted, step_a_copy_wait_loop, 0, EDGE(COPY_SPARSE));
 }
 
 /* TorchRec's step a at depth 1 with the all-to-all's end recorded on the
@@ -1422,11 +1426,7 @@ static struct tb *step_a_end_loop(int n, int drop, bool reuse)
 static void step_a_dist_end_dropped(void **state)
 {
 	(void)state;
-	for (int counted = 0; counted < 2; counted++) {
-		step_a_counted = counted;
-		each_drop(step_a_end_loop, 8, 0, EDGE(SPARSE_FORWARD));
-	}
-	step_a_counted = false;
+	each_drop_counted(&step_a_counted, step_a_end_loop, 0, EDGE(SPARSE_FORWARD));
 }
 
 /* A depth-2 loop whose compute takes batch i on an event the data-dist
@@ -1487,13 +1487,8 @@ static struct tb *open_segment_loop(int n, int drop, bool reuse)
 static void open_segment_sparse_again(void **state)
 {
 	(void)state;
-	for (int counted = 0; counted < 2; counted++) {
-		tight_counted = counted;
-		each_drop(open_segment_loop, 8, 1, EDGE(COPY_SPARSE));
-	}
-	tight_counted = false;
+	each_drop_counted(&tight_counted, open_segment_loop, 1, EDGE(COPY_SPARSE));
 }
-
 
 /* D's wait on the copy of this batch dropped too (-1: none) */
 static int tight_drop_cs = -1;
@@ -2205,11 +2200,7 @@ static struct tb *dist_end_loop(int n, int drop, bool reuse)
 /* each_drop with launches named, then counted in runs (dist_counted) */
 static void each_drop_named_counted(struct tb *(*loop)(int, int, bool), uint32_t missing)
 {
-	for (int counted = 0; counted < 2; counted++) {
-		dist_counted = counted;
-		each_drop(loop, 8, 0, missing);
-	}
-	dist_counted = false;
+	each_drop_counted(&dist_counted, loop, 0, missing);
 }
 
 static void dropped_dist_end_wait(void **state)
