@@ -299,12 +299,15 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 	    own->token + 1 >= q->next_token)
 		again = own->st[NL_STAGE_FORWARD].again_ts;
 	for (int i = 0; i < p->npipes && (!again || again <= last); i++) {
-		if (&p->pipes[i] != bq && p->pipes[i].lone_again_ts > last)
-			again = p->pipes[i].lone_again_ts;
+		const struct nl_pipe *o = &p->pipes[i];
+
+		if (o == bq)
+			continue;
+		if (o->lone_again_ts > last)
+			again = o->lone_again_ts;
 		/* or while its next batch was due, which a wait then took */
-		if (&p->pipes[i] != bq && p->pipes[i].again_not_its && p->pipes[i].again_ts > last &&
-		    (!again || again <= last))
-			again = p->pipes[i].again_ts;
+		else if (o->again_not_its && o->again_ts > last)
+			again = o->again_ts;
 	}
 	if (!again || again <= last)
 		return false;

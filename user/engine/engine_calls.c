@@ -104,17 +104,20 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 		slot = nl_stream_slot(e, p, &key, true);
 		if (slot >= 0) {
 			const struct nl_stream *o = &p->s[slot];
-			bool was_copy = o->destroyed && o->role == NL_ROLE_COPY;
-			bool was_sparse = o->destroyed && o->role == NL_ROLE_SPARSE && o->fed_by_copy;
-			int8_t was_pipe = was_copy || was_sparse ? o->pipe : -1;
+			uint8_t was = !o->destroyed ? NL_ROLE_OTHER :
+				      o->role == NL_ROLE_COPY ? NL_ROLE_COPY :
+				      o->role == NL_ROLE_SPARSE && o->fed_by_copy ? NL_ROLE_SPARSE :
+										  NL_ROLE_OTHER;
+			int8_t was_pipe = o->pipe;
 
 			nl_stream_reset(p, slot, &key, true,
 					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
 			p->s[slot].creation_seen = true;
 			p->s[slot].creation_ts = c->ts_ns;
-			p->s[slot].was_copy = was_copy && p->s[slot].role == NL_ROLE_OTHER;
-			p->s[slot].was_sparse = was_sparse && p->s[slot].role == NL_ROLE_OTHER;
-			p->s[slot].was_pipe = p->s[slot].role == NL_ROLE_OTHER ? was_pipe : -1;
+			if (p->s[slot].role != NL_ROLE_OTHER)
+				was = NL_ROLE_OTHER;
+			p->s[slot].was_role = was;
+			p->s[slot].was_pipe = was != NL_ROLE_OTHER ? was_pipe : -1;
 		}
 		break;
 	case NL_K_STREAM_DESTROY:

@@ -103,6 +103,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 			return;
 		for (uint32_t i = 0; i < p->w; i++) {
 			const struct nl_stream *b = &p->s[i];
+			struct nl_pipe *bq;
 
 			if ((int)i == slot || !b->used || !b->blocking || b->capturing ||
 			    b->vc[i] <= s->vc[i])
@@ -110,13 +111,10 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 			join_implicit(p, slot, (int)i, ts);
 			if (b->token > all)
 				all = b->token;
-			if (b->token != NL_NO_TOKEN && nl_pipe_of_token(p, b->token)) {
-				struct nl_pipe *bq = nl_pipe_of_token(p, b->token);
-
-				if (nl_tok_pipe(bq->null_carry) != nl_tok_pipe(b->token) ||
-				    b->token > bq->null_carry)
-					bq->null_carry = b->token;
-			}
+			bq = nl_pipe_of_token(p, b->token);
+			if (bq && (nl_tok_pipe(bq->null_carry) != nl_tok_pipe(b->token) ||
+				   b->token > bq->null_carry))
+				bq->null_carry = b->token;
 			if (b->token > tok && !(slot == p->compute_slot && over_copy_join(p, b)))
 				tok = b->token;
 		}
@@ -413,13 +411,6 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 }
 
-/* Pipelines found by their edges (docs/engine.md, "Pipelines"): a stream
- * without a role that copies to the device, whose event another stream now
- * waits on, is a copy stream. It belongs to the waiter's pipeline when the
- * waiter is a sparse stream; otherwise to a pipeline of its own (one whose
- * copy streams were all destroyed, or a new one), and a waiter without a
- * role becomes that pipeline's sparse stream. Only after learning, and not
- * when the options named the streams. */
 /* Compute found pipeline `pipe` by waiting on a copy stream created again
  * on the handle of a copy stream of pipeline `was` (an evaluation turn's
  * streams created again). A stream created again on the handle of that
@@ -433,8 +424,8 @@ static void data_dist_again(struct nl_proc *p, int was, int pipe)
 	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *x = &p->s[i];
 
-		if (!x->used || x->role != NL_ROLE_OTHER || !x->was_sparse || x->was_pipe != was ||
-		    !x->feeds_compute || x->capturing)
+		if (!x->used || x->role != NL_ROLE_OTHER || x->was_role != NL_ROLE_SPARSE ||
+		    x->was_pipe != was || !x->feeds_compute || x->capturing)
 			continue;
 		x->role = NL_ROLE_SPARSE;
 		x->pipe = (int8_t)pipe;
@@ -443,6 +434,13 @@ static void data_dist_again(struct nl_proc *p, int was, int pipe)
 	}
 }
 
+/* Pipelines found by their edges (docs/engine.md, "Pipelines"): a stream
+ * without a role that copies to the device, whose event another stream now
+ * waits on, is a copy stream. It belongs to the waiter's pipeline when the
+ * waiter is a sparse stream; otherwise to a pipeline of its own (one whose
+ * copy streams were all destroyed, or a new one), and a waiter without a
+ * role becomes that pipeline's sparse stream. Only after learning, and not
+ * when the options named the streams. */
 static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_event *ev)
 {
 	struct nl_stream *s = &p->s[slot], *m = &p->s[ev->slot];
@@ -465,7 +463,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		s->role = NL_ROLE_SPARSE;
 		s->pipe = (int8_t)pipe;
 		p->pipes[pipe].has_sparse = p->has_sparse = true;
-	} else if (slot == p->compute_slot && m->was_copy && m->was_pipe >= 0) {
+	} else if (slot == p->compute_slot && m->was_role == NL_ROLE_COPY) {
 		data_dist_again(p, m->was_pipe, pipe);
 	}
 	restamp(e, p, ev->slot);
@@ -479,7 +477,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
  * its new copy stream without one. */
 static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
 {
-	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d && (s->feeds || s->was_copy)) {
+	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d && (s->feeds || s->was_role == NL_ROLE_COPY)) {
 		s->unplaced = true;
 		p->unplaced_streams++;
 	}
