@@ -650,6 +650,14 @@ void rp_print(const struct rp_prog *p, const struct rp_result *r, FILE *f)
 		fprintf(f, ": truth %s", nl_verdict_name(p->truth[T].verdict));
 		if (p->truth[T].first >= 0)
 			fprintf(f, " %s", nl_edge_name(p->truth[T].first));
+		if (p->unsure[T]) {
+			/* the calls cannot decide: the truth made the other way */
+			fprintf(f, " (undecided; other way %s",
+				p->other_known ? nl_verdict_name(p->other[T].verdict) : "unknown");
+			if (p->other_known && p->other[T].first >= 0)
+				fprintf(f, " %s", nl_edge_name(p->other[T].first));
+			fprintf(f, ")");
+		}
 		if (r && r->have[T]) {
 			char e[40];
 

@@ -741,6 +741,16 @@ static void unknown_handle(void **state)
 
 }
 
+/* Batches 0..n-1 trusted, but batch k (-1: none) as given. */
+static void trusted_but(struct tb *t, int n, int k, int verdict, uint32_t missing, uint32_t skip)
+{
+	for (int i = 0; i < n; i++)
+		if (i == k)
+			assert_verdict(t, (uint64_t)i, verdict, missing, skip);
+		else
+			assert_verdict(t, (uint64_t)i, NL_VERDICT_TRUSTED, 0, 0);
+}
+
 /* A copy stream created before tracing began, compute on the null stream:
  * batch 1 is never waited for. Had the stream been created blocking, the
  * null stream would have ordered its forward after the copy: the calls do
@@ -802,13 +812,45 @@ static void pretrace_stream_sparse(void **state)
 			tb_kernel(t, 0, K_GEMM);
 		}
 		end_job(t);
-		for (int k = 0; k < 10; k++)
-			if (k != 2)
-				assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
-			else if (between)
-				assert_verdict(t, 2, NL_VERDICT_SKIPPED, 0, SKIPR(PRETRACE_STREAM));
-			else
-				assert_verdict(t, 2, NL_VERDICT_UNTRUSTED, EDGE(COPY_SPARSE), 0);
+		if (between)
+			trusted_but(t, 10, 2, NL_VERDICT_SKIPPED, 0, SKIPR(PRETRACE_STREAM));
+		else
+			trusted_but(t, 10, 2, NL_VERDICT_UNTRUSTED, EDGE(COPY_SPARSE), 0);
+		tb_free(t);
+	}
+}
+
+/* The same at depth 2, the data-dist stream running batch i after batch
+ * i+1's copy closed, its wait on batch 3's copy dropped: batch 3's sparse
+ * work comes after compute took batch 2 through the null stream, which a
+ * blocking pair would be ordered through, and batch 3 is skipped. The
+ * first data-dist op after batch 3's copy, batch 2's own, does not read
+ * batch 3: judged by it, batch 3 was named copy->sparse. */
+static void pretrace_stream_older_op(void **state)
+{
+	(void)state;
+	for (int drop = 0; drop < 2; drop++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t m = 0x7e0000000100ull, d = 0x7e0000000300ull, ev[12];
+
+		nl_engine_attach(t->e, t->pid, t->now, true);
+		for (int i = 0; i < 12; i++)
+			ev[i] = tb_event_create(t);
+		tb_record(t, tb_event_create(t), m);
+		tb_copy(t, m, 1, 1024);
+		tb_record(t, ev[0], m);
+		for (int i = 0; i < 10; i++) {
+			tb_copy(t, m, 1, 1024);
+			tb_record(t, ev[i + 1], m);
+			if (!drop || i != 3)
+				tb_wait(t, d, ev[i]);
+			tb_kernel(t, d, K_INPUT_DIST);
+			tb_wait_stream(t, 0, d);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+		}
+		end_job(t);
+		trusted_but(t, 10, drop ? 3 : -1, NL_VERDICT_SKIPPED, 0, SKIPR(PRETRACE_STREAM));
 		tb_free(t);
 	}
 }
@@ -1019,6 +1061,7 @@ int main(void)
 		cmocka_unit_test(unknown_handle),
 		cmocka_unit_test(pretrace_stream),
 		cmocka_unit_test(pretrace_stream_sparse),
+		cmocka_unit_test(pretrace_stream_older_op),
 		cmocka_unit_test(caps_batches),
 		cmocka_unit_test(caps_events),
 		cmocka_unit_test(caps_streams),

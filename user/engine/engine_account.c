@@ -142,7 +142,11 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		    (k == NL_CONSUMER_SPARSE ? b->reached_sparse : b->fwd_started))
 			continue;
 		un = nl_unordered_producer(b, s, k);
-		if (un && !b->watch[k].valid) {
+		/* the first unordered op, or later the first charged to b:
+		 * one charged to another batch may not read b (the check of
+		 * streams created blocking asks whether b's read was ordered) */
+		if (un && (!b->watch[k].valid || (!b->watch[k].own && token == b->token))) {
+			b->watch[k].own = token == b->token;
 			b->watch[k].valid = true;
 			b->watch[k].consumer = *op;
 			b->watch[k].producer = un->last_up;
@@ -297,7 +301,7 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	/* an op given to the batch after the fact (a cut segment): the watch
 	 * stands from the op itself when compute did no work since */
 	cw->armed_ts = op->ts < p->call_ts && !compute_worked_since(p, op->ts) ? op->ts : p->call_ts;
-	cw->valid = cw->repeat = cw->blind = false;
+	cw->valid = cw->repeat = cw->blind = cw->own = false;
 	cw->prog = 0;
 }
 

@@ -277,6 +277,7 @@ struct nl_batch {
 	 * on without this batch's token. */
 	struct nl_watch {
 		bool armed, valid, repeat;
+		bool own;            /* consumer is an op charged to this batch */
 		bool blind;          /* a consumer op in another pipeline's window went unwatched */
 		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
 		int prog;            /* how much of the restart was seen */
