@@ -1382,6 +1382,18 @@ static void step_a_copy_wait_dropped(void **state)
 	each_drop_counted(&step_a_counted, step_a_copy_wait_loop, 0, EDGE(COPY_SPARSE));
 }
 
+/* D's wait on batch i's all-to-all end (dropped for batch drop), its
+ * dist_init, step d's wait and forward's first kernels */
+static void dist_init_step_d(struct tb *t, const struct four *q, int i, int drop)
+{
+	if (i != drop)
+		tb_wait(t, q->D, q->done[i]);
+	tb_kernel(t, q->D, K_DIST_INIT);
+	tb_wait_stream(t, q->C, q->D); /* step d */
+	tb_kernel(t, q->C, K_LOOKUP);
+	tb_kernel(t, q->C, K_GEMM);
+}
+
 /* TorchRec's step a at depth 1 with the all-to-all's end recorded on the
  * collective stream X: compute waits on D's record before D waits on
  * done[i] and runs dist_init(i), and copy(i+1) comes between. With D's
@@ -1409,12 +1421,7 @@ static struct tb *step_a_end_loop(int n, int drop, bool reuse)
 		tb_wait_stream(t, q.C, q.D); /* step a */
 		if (i + 1 < n)
 			tb_copy(t, q.M, 1, 4096);
-		if (i != drop)
-			tb_wait(t, q.D, q.done[i]);
-		tb_kernel(t, q.D, K_DIST_INIT);
-		tb_wait_stream(t, q.C, q.D); /* step d */
-		tb_kernel(t, q.C, K_LOOKUP);
-		tb_kernel(t, q.C, K_GEMM);
+		dist_init_step_d(t, &q, i, drop);
 		tb_kernel(t, q.C, K_TRITON);
 		tb_kernel(t, q.C, K_BWD_EMB);
 		tb_kernel(t, q.C, K_BWD_GEMM);
@@ -1427,6 +1434,45 @@ static void step_a_dist_end_dropped(void **state)
 {
 	(void)state;
 	each_drop_counted(&step_a_counted, step_a_end_loop, 0, EDGE(SPARSE_FORWARD));
+}
+
+/* The same at depth 2 with a loader: D begins batch i+1 (its wait on the
+ * copy, input_dist, the all-to-all) before step a, whose wait takes batch
+ * i (the lag learned) on a record carrying i+1, and batch i+2 is copied
+ * before dist_init(i). With D's wait on batch k's end dropped, dist_init(k)
+ * follows that record with no wait between: the stage of the batch
+ * compute took going on (another kernel than i+1's began with), not i+2's
+ * begun without its edge. Before, the hand-off rule gave it to i+2, copied
+ * by then, and the healthy k+2 was accused copy->sparse. Named and
+ * counted, from batch 0. */
+static struct tb *step_a_lag_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = step_a_counted;
+	copy_and_dist(t, q.M, q.D, q.X, q.done[0], true);
+	tb_copy(t, q.M, 1, 4096);
+	for (int i = 0; i < n; i++) {
+		if (i + 1 < n) {
+			tb_wait_stream(t, q.D, q.M);
+			tb_kernel(t, q.D, K_INPUT_DIST);
+			tb_wait_stream(t, q.X, q.D);
+			tb_alltoall(t, q.X, q.done[i + 1]);
+		}
+		tb_wait_stream(t, q.C, q.D); /* step a */
+		if (i + 2 < n)
+			tb_copy(t, q.M, 1, 4096);
+		dist_init_step_d(t, &q, i, drop);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void step_a_lag_dist_end_dropped(void **state)
+{
+	(void)state;
+	each_drop_counted(&step_a_counted, step_a_lag_loop, 0, EDGE(SPARSE_FORWARD));
 }
 
 /* A depth-2 loop whose compute takes batch i on an event the data-dist
@@ -3063,6 +3109,7 @@ int main(void)
 		cmocka_unit_test(stage_after_copy_is_next),
 		cmocka_unit_test(step_a_null_compute),
 		cmocka_unit_test(step_a_dist_end_dropped),
+		cmocka_unit_test(step_a_lag_dist_end_dropped),
 		cmocka_unit_test(dropped_tight_take),
 		cmocka_unit_test(counted_hits_lower_bound),
 		cmocka_unit_test(forward_first_double_drop),

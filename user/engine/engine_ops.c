@@ -730,7 +730,8 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
 }
 
 /* TorchRec's step a: compute waited on the data-dist stream's record
- * before that stream's dist_init, and did no work on the batch yet. The
+ * before that stream's dist_init, and did no work on the batch yet (or
+ * took an older batch than the record carried, the lag learned). The
  * stream's next work, a launch of another kernel than its work of the
  * batch began with, is the batch's stage going on (dist_init), not the
  * next batch's begun without its edge (the hand-off rule). */
@@ -738,9 +739,14 @@ static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const st
 {
 	const struct nl_batch *b = nl_batch_of(p, s->handed_tok);
 	const struct nl_batch_stream *bs;
+	int64_t ct;
 
-	if (!b || p->compute_slot < 0 || p->s[p->compute_slot].token != b->token || b->fwd_work ||
-	    c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
+	if (!b || p->compute_slot < 0 || b->fwd_work || c->kind != NL_K_LAUNCH ||
+	    !(c->fields & NL_F_FN))
+		return false;
+	ct = p->s[p->compute_slot].token;
+	if (ct != b->token && (ct == NL_NO_TOKEN || nl_tok_pipe(ct) != nl_tok_pipe(b->token) ||
+			       ct > b->token))
 		return false;
 	bs = nl_worked_stream(b, (int)(s - p->s));
 	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
