@@ -1476,9 +1476,11 @@ static uint64_t altcopy_setup(struct tb *t, uint64_t M[2], bool counted)
 }
 
 /* n batches, batch i copied on M[i % 2] (`copies` copies) two batches
- * ahead, every copy recorded on one reused event, compute waiting on it
- * for each batch but `drop`, then forward on the null stream. */
-static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted)
+ * ahead, every copy recorded on one reused event but batch drop_rec's,
+ * compute waiting on it for each batch but `drop`, then forward on the
+ * null stream. */
+static struct tb *reused_event_altcopy_rec(int n, int copies, int drop, int drop_rec,
+					   bool counted)
 {
 	struct tb *t = tb_new(NULL);
 	uint64_t M[2], e = altcopy_setup(t, M, counted);
@@ -1487,7 +1489,8 @@ static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted
 		for (int c = i ? i + 2 : 0; c <= i + 2 && c < n; c++) {
 			for (int k = 0; k < copies; k++)
 				tb_copy(t, M[c % 2], 1, 4096);
-			tb_record(t, e, M[c % 2]);
+			if (c != drop_rec)
+				tb_record(t, e, M[c % 2]);
 		}
 		if (i != drop)
 			tb_wait(t, 0, e);
@@ -1497,6 +1500,11 @@ static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted
 	assert_int_equal(t->procs[0].npipes, 1);
 	assert_int_equal(t->n, n);
 	return t;
+}
+
+static struct tb *reused_event_altcopy(int n, int copies, int drop, bool counted)
+{
+	return reused_event_altcopy_rec(n, copies, drop, -1, counted);
 }
 
 /* Batch i copied on M[i % 2] three batches ahead, every copy recorded on
@@ -1561,6 +1569,26 @@ static void altcopy_unwaited_shares_event(void **state)
 		struct tb *t = reused_event_altcopy(N, 3, 1, counted);
 
 		expect_set(t, N, 0xau, EDGE(COPY_FORWARD), counted);
+		tb_free(t);
+	}
+}
+
+/* Eight batches of reused_event_altcopy, batch 3's record dropped: the
+ * wait for batch 1 finds batch 2's record again, the one compute's wait
+ * for batch 0 found. That wait brings nothing new: it is batch 1's take,
+ * made without its edge (copy->forward), not a take of batch 2 passing 1
+ * over. Before, compute took batch 2 there, every later take was a batch
+ * ahead, and the healthy batch 3, which the wait for it covered, was
+ * accused copy->forward beside 1. Named and counted. */
+static void altcopy_stale_wait_takes_due(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = reused_event_altcopy_rec(N, 3, -1, 3, counted);
+
+		expect_set(t, N, 0x2u, EDGE(COPY_FORWARD), counted);
 		tb_free(t);
 	}
 }
@@ -1802,6 +1830,7 @@ int main(void)
 		cmocka_unit_test(altcopy_unwaited_shares_event),
 		cmocka_unit_test(altcopy_first_due_other_stream),
 		cmocka_unit_test(altcopy_stale_rewaits),
+		cmocka_unit_test(altcopy_stale_wait_takes_due),
 		cmocka_unit_test(eval_first_take_dropped),
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(found_in_replay_fed_by_copy),

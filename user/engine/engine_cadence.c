@@ -279,8 +279,9 @@ static bool first_window_unheld(const struct nl_proc *p, const struct nl_stream 
  * it takes it, though compute's last window might hold its forward begun
  * without its edge, rather than a newer batch of another copy stream that
  * was covered before: a wait on one copy stream brings nothing of a batch
- * copied on another (batch i on M[i % 2], launches counted in runs). */
-int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
+ * copied on another (batch i on M[i % 2], launches counted in runs).
+ * stale: the wait brings nothing new (a record compute waited on). */
+int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stale)
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
 	bool passed = false;         /* a due batch passed over, ordered before */
@@ -331,6 +332,13 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from)
 			 * newer batch's (as at the data-dist stream,
 			 * nl_sparse_due). Before, the wait gave the newer batch
 			 * and every later take was a batch ahead. */
+			/* a wait on a record compute waited on already
+			 * brings nothing: it is the first due batch's take,
+			 * made without its edge, not a newer batch's passing
+			 * it over (the record of the copy it was for dropped,
+			 * the event recorded on another copy stream since) */
+			if (t == first && stale)
+				return t;
 			if (t == first && !q->has_sparse && from >= 0 &&
 			    p->s[from].role == NL_ROLE_COPY && copy_slot(b) >= 0 &&
 			    copy_slot(b) != from && !worked_since(s, b->st[NL_STAGE_COPY].first_ts))

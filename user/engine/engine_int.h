@@ -80,7 +80,7 @@ void nl_stream_done(struct nl_proc *p, int slot, const struct nl_call *c);
 
 /* The batch a wait of stream slot that brings token tok gives compute: an
  * older one it covers that is due first, else tok. */
-int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from);
+int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stale);
 const struct nl_batch *nl_held_unworked(struct nl_proc *p, const struct nl_stream *s, int64_t tok);
 /* The same at a sparse stream fed by the copy stream `from`. */
 int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok);

@@ -124,7 +124,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 		if (all > s->carry)
 			s->carry = all;
 		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok))
-			nl_set_token(p, slot, nl_cadence(p, slot, tok, -1), ts);
+			nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];
@@ -579,7 +579,11 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		}
 		if (!nl_over_copy(p, slot, from, ev)) {
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
-			int64_t got = nl_cadence(p, slot, due, ev->slot);
+			/* a wait that brings nothing new: on a record compute
+			 * waited on already (not where implicit joins may have
+			 * brought it first) */
+			bool stale = !news && !(nl_key_is_null(&s->key) && p->nblocking);
+			int64_t got = nl_cadence(p, slot, due, ev->slot, stale);
 
 			/* a record of an older batch of the pipeline compute
 			 * holds (the backward stream's, its wait on compute
