@@ -160,6 +160,52 @@ static void backward_loop(struct tb *t, uint64_t m, int n, int drop, int bwd_dro
 	end_job(t);
 }
 
+/* A sparse stage at depth 1: each step copies batch i, the data-dist
+ * stream waits on the copy and runs input_dist, compute takes batch i from
+ * it and runs forward, backward runs on the autograd thread's per-thread
+ * stream (forked from compute, joined back), and compute waits on the
+ * data-dist stream once more. With the take of batch `drop` dropped, its
+ * forward begins again in the window before, after backward's work there:
+ * the backward stream (no role, no copy, fed by compute alone) is no
+ * producer of another batch the restart could be for, and the restart is
+ * batch drop's forward, sparse->forward (from batch 2: two tight takes
+ * before it, NL_STEP_SURE). Before, any other stream's work
+ * in the window kept the restart from being taken: the extra wait took the
+ * batch after its forward, the next batch's forward was charged to it, the
+ * fault was missed and the last batch skipped (random program 49093). */
+static void backward_work_not_a_producer(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int drop = -1; drop < N; drop = drop < 0 ? 2 : drop + 1) {
+			struct tb *t = tb_new(NULL);
+			uint64_t m = tb_stream_create(t, 1), d = tb_stream_create(t, 1);
+			char what[48];
+
+			t->counted = counted;
+			for (int i = 0; i < N; i++) {
+				tb_copy(t, m, 1, 4096);
+				tb_wait_stream(t, d, m);
+				tb_kernel(t, d, K_INPUT_DIST);
+				tb_wait_stream_or_drop(t, TB_PER_THREAD, d, i != drop);
+				tb_kernel(t, TB_PER_THREAD, K_LOOKUP);
+				tb_kernel(t, TB_PER_THREAD, K_GEMM);
+				wait_across(t, TB_PER_THREAD, TB_AUTOGRAD, TB_PER_THREAD, TB_MAIN);
+				t->tid = TB_AUTOGRAD;
+				for (int k = 0; k < 3; k++)
+					tb_kernel(t, TB_PER_THREAD, K_BWD_GEMM);
+				wait_across(t, TB_PER_THREAD, TB_MAIN, TB_PER_THREAD, TB_AUTOGRAD);
+				tb_wait_stream(t, TB_PER_THREAD, d);
+			}
+			end_job(t);
+			snprintf(what, sizeof(what), "counted %d drop %d", counted, drop);
+			assert_one_fault(t, N, drop, drop < 0 ? 0 : EDGE(SPARSE_FORWARD), what);
+			tb_free(t);
+		}
+}
+
 /* Forward on the main thread's per-thread stream, which waits on the copy
  * stream itself; backward, three kernels to forward's two, on the autograd
  * thread's per-thread stream, forked from compute and joined back to it.
@@ -1042,6 +1088,7 @@ int main(void)
 		cmocka_unit_test(event_handle_reuse),
 		cmocka_unit_test(per_thread_streams),
 		cmocka_unit_test(backward_side_stream_not_compute),
+		cmocka_unit_test(backward_work_not_a_producer),
 		cmocka_unit_test(backward_wait_dropped_keeps_compute),
 		cmocka_unit_test(null_stream_blocking),
 		cmocka_unit_test(null_stream_nonblocking),

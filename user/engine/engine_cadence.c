@@ -687,6 +687,10 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
 
 		if (!x->used || x == s || nl_ring_last_work_ts(x) <= since)
 			continue;
+		/* a stream without a role that never copied to the device
+		 * nor waited on a copy stream (the backward stream) */
+		if (x->role == NL_ROLE_OTHER && !x->h2d && !x->fed_by_copy)
+			continue;
 		if ((x->role != NL_ROLE_COPY && x->role != NL_ROLE_SPARSE) || x->pipe != pipe)
 			return true;
 	}
@@ -709,7 +713,8 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
  * pipeline, the last NL_STEP_SURE takes tight (the next
  * batch was produced and not yet ordered when compute began each window,
  * nl_note_window), no stream outside the pipeline's own producers worked
- * since the window began (another pipeline's batch may be the one due),
+ * since the window began (another pipeline's batch may be the one due;
+ * not the backward stream, outside_work),
  * and both batches copied on the same stream (two copy streams in turn
  * can put compute's windows a batch ahead). */
 #define NL_STEP_SURE 2 /* steps that began alike, or takes that were tight, before a restart is trusted */
