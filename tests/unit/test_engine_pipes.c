@@ -352,6 +352,52 @@ static void implicit_passed_over_trusted(void **state)
 	}
 }
 
+/* Compute on the legacy null stream, the copy stream blocking, depth 2:
+ * batch i+2 is copied between forward(i) and its backward, both on the
+ * null stream, whose backward kernels join that copy. The take of batch
+ * `drop` dropped: each null-stream op after batch drop's copy waited for
+ * it, so the drop is redundant and every batch trusted. The join moves
+ * compute at its next op that may begin a step (the step's first kernel),
+ * not at backward's kernel inside the step. Before, it moved compute to
+ * the next batch in the middle of batch i's backward: the next window's
+ * first kernels were backward's, no restart showed where the last batch's
+ * forward began without its take, and that batch was skipped
+ * target_exited (random program 39928). Named and counted, every drop. */
+static void implicit_join_moves_at_step(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int drop = -1; drop < N; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 0), ev[N];
+
+			t->counted = counted;
+			for (int i = 0; i < N; i++)
+				ev[i] = tb_event_create(t);
+			for (int i = 0; i < 2; i++) {
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, ev[i], M);
+			}
+			for (int i = 0; i < N; i++) {
+				if (i != drop)
+					tb_wait(t, 0, ev[i]);
+				tb_kernel(t, 0, K_LOOKUP);
+				tb_kernel(t, 0, K_GEMM);
+				if (i + 2 < N) {
+					tb_copy(t, M, 1, 4096);
+					tb_record(t, ev[i + 2], M);
+				}
+				tb_kernel(t, 0, K_BWD_EMB);
+				tb_kernel(t, 0, K_BWD_GEMM);
+			}
+			tb_end(t);
+			expect(t, 0, N, -1, 0);
+			tb_free(t);
+		}
+}
+
 /* An evaluation turn whose compute waits on its data-dist stream and on
  * its copy stream itself, the data-dist stream's first wait on the copy
  * dropped: compute's first wait on the data-dist stream finds a stream
@@ -1806,6 +1852,7 @@ int main(void)
 		cmocka_unit_test(recreated_copy_stream_unplaced),
 		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(implicit_passed_over_trusted),
+		cmocka_unit_test(implicit_join_moves_at_step),
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),
 		cmocka_unit_test(eval_restart_before_last_take),

@@ -87,6 +87,20 @@ static bool implicit_newer(struct nl_proc *p, const struct nl_stream *s, int64_t
 	return q && tok > q->fwd_max;
 }
 
+/* Null-stream op c of compute may begin a step of tok's pipeline: not a
+ * launch of another kernel than every step of it began with (named; or
+ * counted in a run, where the probes' rows say it was not that kernel). */
+static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_call *c)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+
+	if (c->kind != NL_K_LAUNCH || !q || !q->step_n || q->step_varied)
+		return true;
+	if (!(c->fields & NL_F_FN))
+		return nl_counted_may_be(p, c, q->step_sig[0]);
+	return nl_call_sig(c) == q->step_sig[0];
+}
+
 /* The legacy null stream waits for all prior work of blocking streams, and
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
@@ -123,8 +137,18 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * batch its wait took and it did no work on yet stays */
 		if (all > s->carry)
 			s->carry = all;
-		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok))
-			nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
+		/* compute moves at an op that may begin a step: a join made
+		 * by a later kernel of the step (backward's) moves it at the
+		 * next such op (implicit_tok) */
+		if (s->implicit_tok > tok && c->kind != NL_K_STREAM_WAIT) /* else the wait decides */
+			tok = s->implicit_tok;
+		s->implicit_tok = NL_NO_TOKEN;
+		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok)) {
+			if (slot != p->compute_slot || implicit_may_begin(p, tok, c))
+				nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
+			else
+				s->implicit_tok = tok;
+		}
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
 		const struct nl_stream *ns = &p->s[n];

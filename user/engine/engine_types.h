@@ -107,7 +107,8 @@ struct nl_stream {
 	uint32_t *vc;         /* vector clock; vc[own slot] = clock of its last op */
 	int64_t token;        /* current batch token */
 	int64_t carry;        /* null stream: the newest token its implicit joins brought */
-	int64_t implicit_tok; /* blocking sparse stream: a token its record's join brought, for its next work */
+	int64_t implicit_tok; /* blocking sparse stream: a token its record's join brought, for its next work;
+			       * null-stream compute: a join's token, for its next op that may begin a step */
 	/* copy stream: an open segment, its thread and that thread's compute work then */
 	bool seg_open;
 	uint32_t seg_tid;
