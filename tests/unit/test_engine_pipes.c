@@ -398,6 +398,42 @@ static void implicit_join_moves_at_step(void **state)
 		}
 }
 
+/* A loop at depth 1 on the null stream, the copy stream blocking, compute
+ * taking batch i on a record made right before and batch i+1 copied
+ * before forward(i), the last batch's record and take both dropped: its
+ * copy segment never closes, and its forward begins again in the window
+ * before. That restart is the last batch's forward: compute is the null
+ * stream and the copy stream blocking, so every null-stream op after the
+ * copy waited for it, and the batch is trusted. Before, a restart took no
+ * batch whose copy segment was open, and the last batch was skipped
+ * target_exited (random program 21741). Named and counted. */
+static void implicit_open_segment_restart(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 0);
+
+		t->counted = counted;
+		tb_copy(t, M, 1, 4096);
+		for (int i = 0; i < N; i++) {
+			if (i != N - 1)
+				tb_wait_stream(t, 0, M);
+			if (i + 1 < N)
+				tb_copy(t, M, 1, 4096);
+			tb_kernel(t, 0, K_LOOKUP);
+			tb_kernel(t, 0, K_GEMM);
+			tb_kernel(t, 0, K_BWD_EMB);
+			tb_kernel(t, 0, K_BWD_GEMM);
+		}
+		tb_end(t);
+		expect(t, 0, N, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* An evaluation turn whose compute waits on its data-dist stream and on
  * its copy stream itself, the data-dist stream's first wait on the copy
  * dropped: compute's first wait on the data-dist stream finds a stream
@@ -1853,6 +1889,7 @@ int main(void)
 		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(implicit_join_moves_at_step),
+		cmocka_unit_test(implicit_open_segment_restart),
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),
 		cmocka_unit_test(eval_restart_before_last_take),

@@ -833,6 +833,17 @@ static struct nl_batch *restarted_before_cut(struct nl_proc *p, const struct nl_
 	return n && !n->closed && !n->fwd_started ? n : b;
 }
 
+/* Batch b's copy segment is still open, but compute is the legacy null
+ * stream and b was copied on a blocking stream: every null-stream op after
+ * those copies waited for them. */
+static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
+			  const struct nl_batch *b)
+{
+	int c = copy_slot(b);
+
+	return (int)(s - p->s) == p->null_slot && c >= 0 && p->s[c].blocking;
+}
+
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -894,7 +905,8 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			p->pipes[nl_tok_pipe(s->token)].lone_again_ts = c->ts_ns;
 		return;
 	}
-	if (!b->copy_closed || (q->has_sparse && !sparse_begun(b)))
+	if ((!b->copy_closed && !(implicit_copy(p, s, b) && producers_before(b, s))) ||
+	    (q->has_sparse && !sparse_begun(b)))
 		return;
 	if (!producers_before(b, s)) {
 		/* with more than one pipeline the restart is not taken here:
