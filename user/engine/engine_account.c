@@ -167,6 +167,14 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			b->watch[k].prog = 0;
 			continue;
 		}
+		/* a stream outside b's pipeline copied since the window
+		 * began: the restart may be another pipeline's batch's (one
+		 * not found yet), and the watch keeps its op unmarked */
+		if (b->watch[k].prog == 2 && k == NL_CONSUMER_COMPUTE &&
+		    nl_outside_work(p, s, nl_tok_pipe(b->token), w->first_ts)) {
+			b->watch[k].prog = 0;
+			continue;
+		}
 		if (b->watch[k].prog == 2) {
 			if (k == NL_CONSUMER_COMPUTE && nl_batch_of(p, token))
 				nl_batch_of(p, token)->restart_seen = true;

@@ -678,9 +678,7 @@ static bool same_copy_stream(const struct nl_batch *x, const struct nl_batch *b)
 	return c >= 0 && c == copy_slot(x);
 }
 
-/* A stream other than compute and the pipeline's own producers did work
- * since `since`: a producer the restart could be for. */
-static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since)
+bool nl_outside_work(const struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
@@ -714,7 +712,7 @@ static bool outside_work(const struct nl_proc *p, const struct nl_stream *s, int
  * batch was produced and not yet ordered when compute began each window,
  * nl_note_window), no stream outside the pipeline's own producers worked
  * since the window began (another pipeline's batch may be the one due;
- * not the backward stream, outside_work),
+ * not the backward stream, nl_outside_work),
  * and both batches copied on the same stream (two copy streams in turn
  * can put compute's windows a batch ahead). */
 #define NL_STEP_SURE 2 /* steps that began alike, or takes that were tight, before a restart is trusted */
@@ -927,7 +925,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * may have been of the kernel) */
 		if (!w->first_named[1] || p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
 		    (q->first_min && (!q->first_min_whole || w->first_hits + 1 <= q->first_min_whole)) ||
-		    outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
+		    nl_outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
 			return;
 		/* taken as by a wait on the sparse streams carrying it: what
 		 * they enqueue next, before a newer batch reaches them, is not
