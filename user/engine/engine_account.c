@@ -163,15 +163,13 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		b->watch[k].prog = pair_progress(w->first_sig, b->watch[k].prog, op->sig);
 		if (b->watch[k].prog == 1)
 			b->watch[k].restart = *op;
-		if (b->watch[k].prog == 2 && k == NL_CONSUMER_COMPUTE && !restart_stands(p, w, token)) {
-			b->watch[k].prog = 0;
-			continue;
-		}
-		/* a stream outside b's pipeline copied since the window
-		 * began: the restart may be another pipeline's batch's (one
-		 * not found yet), and the watch keeps its op unmarked */
+		/* at compute, not a restart that does not stand, nor one
+		 * after a stream outside b's pipeline copied since the window
+		 * began (another pipeline's batch's, one not found yet, may
+		 * be the one restarted): the watch keeps its op unmarked */
 		if (b->watch[k].prog == 2 && k == NL_CONSUMER_COMPUTE &&
-		    nl_outside_work(p, s, nl_tok_pipe(b->token), w->first_ts)) {
+		    (!restart_stands(p, w, token) ||
+		     nl_outside_work(p, s, nl_tok_pipe(b->token), w->first_ts))) {
 			b->watch[k].prog = 0;
 			continue;
 		}

@@ -324,6 +324,13 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
 			return doubt != NL_NO_TOKEN && from >= 0 && copy_slot(b) != from ? doubt : t;
 		if (!ordered) {
+			/* a wait on a record compute waited on already
+			 * brings nothing: it is the first due batch's take,
+			 * made without its edge, not a newer batch's passing
+			 * it over (the record of the copy it was for dropped,
+			 * the event recorded on another copy stream since) */
+			if (t == first && stale)
+				return t;
 			/* the wait is on another copy stream than the first
 			 * due batch's and brings nothing of it (one event the
 			 * copy streams record in turn), and compute did no work
@@ -332,13 +339,6 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 			 * newer batch's (as at the data-dist stream,
 			 * nl_sparse_due). Before, the wait gave the newer batch
 			 * and every later take was a batch ahead. */
-			/* a wait on a record compute waited on already
-			 * brings nothing: it is the first due batch's take,
-			 * made without its edge, not a newer batch's passing
-			 * it over (the record of the copy it was for dropped,
-			 * the event recorded on another copy stream since) */
-			if (t == first && stale)
-				return t;
 			if (t == first && !q->has_sparse && from >= 0 &&
 			    p->s[from].role == NL_ROLE_COPY && copy_slot(b) >= 0 &&
 			    copy_slot(b) != from && !worked_since(s, b->st[NL_STAGE_COPY].first_ts))
