@@ -155,10 +155,10 @@ static void train_begin(struct tb *t, struct pl *tr, int steps, int total)
 		train_step(t, tr, total - i);
 }
 
-/* Train 10 steps, evaluate 4, train 6, evaluate 4 on the same handles,
- * train to the end: 20 training and 8 evaluation batches. */
-static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_drop, bool reuse,
-			     bool counted)
+/* Train 10 steps, evaluate 4, train 6, evaluate eval2 on the same
+ * handles, train to the end: 20 training and 4 + eval2 evaluation batches. */
+static struct tb *train_eval_n(const struct pl *train_drop, const struct pl *eval_drop, bool reuse,
+			       bool counted, int eval2)
 {
 	struct tb *t = tb_new(NULL);
 	struct pl tr = *train_drop, ev = *eval_drop;
@@ -169,15 +169,21 @@ static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_
 	eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
 	for (int i = 10; i < 16; i++)
 		train_step(t, &tr, 20 - i);
-	eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
+	eval_phase(t, &ev, eval2, 0x7e0000001000ull, 0x7e0000002000ull);
 	for (int i = 16; i < 20; i++)
 		train_step(t, &tr, 20 - i);
 	tb_device_sync(t);
 	nl_engine_exit(t->e, t->pid, t->now += 1000);
 	tb_finish(t);
 	assert_int_equal(tr.fwd, 20);
-	assert_int_equal(ev.fwd, 8);
+	assert_int_equal(ev.fwd, 4 + eval2);
 	return t;
+}
+
+static struct tb *train_eval(const struct pl *train_drop, const struct pl *eval_drop, bool reuse,
+			     bool counted)
+{
+	return train_eval_n(train_drop, eval_drop, reuse, counted, 4);
 }
 
 static void expect(struct tb *t, uint32_t pipe, int n, int bad, uint32_t missing)
@@ -583,6 +589,38 @@ static void implicit_carry_per_pipeline(void **state)
 	}
 }
 
+/* Training, then two evaluation turns on a copy stream created again on
+ * one handle, the second of one batch, its take dropped (with drop). */
+static struct tb *recreated_copy_turns(bool reuse, bool drop)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), m;
+
+	t->reuse_events = reuse;
+	for (int i = 0; i < 8; i++) {
+		tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, 0, M);
+		forward_null(t);
+	}
+	for (int turn = 0; turn < 2; turn++) {
+		m = stream_create_handle(t, 0x7e0000001000ull);
+		for (int i = 0; i < (turn ? 1 : 3); i++) {
+			tb_copy(t, m, 1, 4096);
+			tb_wait_stream_or_drop(t, 0, m, !(turn && drop));
+			forward_null(t);
+		}
+		tb_device_sync(t);
+		stream_destroy(t, m);
+	}
+	for (int i = 0; i < 2; i++) {
+		tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, 0, M);
+		forward_null(t);
+	}
+	tb_end(t);
+	return t;
+}
+
 /* Training without a sparse stage, an evaluation turn of three batches on
  * a copy stream of its own, destroyed, then a second turn of one batch on
  * a stream created again on the same handle, its take dropped: nothing
@@ -591,39 +629,59 @@ static void implicit_carry_per_pipeline(void **state)
  * evidence is not valid (unplaced_work), as for a copy stream found by no
  * edge that feeds another. Before, the batch vanished and the summary
  * said the evidence was valid (random program 32244). With the take kept,
- * the stream earns its role back and the evidence stays valid. */
+ * the stream earns its role back and the evidence stays valid. The
+ * events here are made anew for each edge, as PyTorch's wait_stream does. */
 static void recreated_copy_stream_unplaced(void **state)
 {
 	(void)state;
 	for (int drop = 0; drop < 2; drop++) {
-		struct tb *t = tb_new(NULL);
-		uint64_t M = tb_stream_create(t, 1), m;
+		struct tb *t = recreated_copy_turns(false, drop);
 
-		for (int i = 0; i < 8; i++) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, 0, M);
-			forward_null(t);
-		}
-		for (int turn = 0; turn < 2; turn++) {
-			m = stream_create_handle(t, 0x7e0000001000ull);
-			for (int i = 0; i < (turn ? 1 : 3); i++) {
-				tb_copy(t, m, 1, 4096);
-				tb_wait_stream_or_drop(t, 0, m, !(turn && drop));
-				forward_null(t);
-			}
-			tb_device_sync(t);
-			stream_destroy(t, m);
-		}
-		for (int i = 0; i < 2; i++) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, 0, M);
-			forward_null(t);
-		}
-		tb_end(t);
 		assert_int_equal(t->sum.unplaced_streams, drop ? 1 : 0);
 		assert_int_equal(t->sum.evidence_valid, !drop);
 		tb_free(t);
 	}
+}
+
+/* As recreated_copy_stream_unplaced, with one event per edge kept across
+ * the turns (the loop's events made once): the new copy stream records the
+ * event its handle's stream before it recorded, and is that copy stream
+ * again. The turn's batch is audited, its missing take named, and the
+ * evidence is not held back by work not placed. Before, the batch went
+ * unaudited (random programs 17451 and 55289). */
+static void recreated_copy_stream_records_again(void **state)
+{
+	(void)state;
+	for (int drop = 0; drop < 2; drop++) {
+		struct tb *t = recreated_copy_turns(true, drop);
+
+		expect(t, 0, 10, -1, 0);
+		expect(t, 1, 4, drop ? 3 : -1, EDGE(COPY_FORWARD));
+		assert_int_equal(t->sum.unplaced_streams, 0);
+		assert_int_equal(t->sum.evidence_valid, !drop);
+		tb_free(t);
+	}
+}
+
+/* Train, evaluate four batches, train, evaluate one batch on streams made
+ * again on the same handles, whose data-dist stream's wait on the copy
+ * stream was dropped, with the loop's events kept: both new streams record
+ * the events their handles' streams recorded, and are the evaluation
+ * pipeline's copy and data-dist streams again. Its fifth batch is untrusted
+ * copy->sparse. Before, neither had a role and the batch went unaudited
+ * (random programs 1413 and 160705 have the fresh-event and kept-event
+ * kinds; only the kept events tell). */
+static void recreated_pipeline_records_again(void **state)
+{
+	struct pl tr = { .drop_batch = -1 }, ev = { .drop_batch = 4, .drop_edge = EDGE_CS };
+	struct tb *t;
+
+	(void)state;
+	t = train_eval_n(&tr, &ev, true, false, 1);
+	expect(t, 0, 20, -1, 0);
+	expect(t, 1, 5, 4, EDGE(COPY_SPARSE));
+	assert_int_equal(t->sum.unplaced_streams, 0);
+	tb_free(t);
 }
 
 static void train_eval_clean(void **state)
@@ -1886,6 +1944,8 @@ int main(void)
 		cmocka_unit_test(last_take_after_eval_dropped),
 		cmocka_unit_test(take_dropped_inside_eval),
 		cmocka_unit_test(recreated_copy_stream_unplaced),
+		cmocka_unit_test(recreated_copy_stream_records_again),
+		cmocka_unit_test(recreated_pipeline_records_again),
 		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(implicit_join_moves_at_step),

@@ -331,6 +331,23 @@ void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
 		s->seg_work = n - k * ((n - 1) / k);
 }
 
+/* A stream created again on the handle of a destroyed producer, recording
+ * the very event that producer recorded, is that producer again (an
+ * evaluation pipeline whose streams are made anew for each turn and whose
+ * events are kept): its copies are a copy stream's, its kernels a data-dist
+ * stream's, though the turn's first edge to it was dropped. The handle alone
+ * is not enough (a recycled handle starts clean); the event, recorded last
+ * by the stream before it, is what it shares with it. */
+static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
+
+static bool records_again(const struct nl_proc *p, const struct nl_stream *s, int slot,
+			  const struct nl_event *ev)
+{
+	return p->discovering && s->role == NL_ROLE_OTHER && s->was_role != NL_ROLE_OTHER &&
+	       s->creation_seen && !s->capturing && ev->recorded && ev->slot == slot &&
+	       ev->rec_ts < s->creation_ts && (s->was_role != NL_ROLE_COPY || s->h2d);
+}
+
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		      uint64_t handle)
 {
@@ -338,6 +355,8 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	struct nl_event *ev = nl_event_get(e, p, handle);
 	uint32_t clock;
 
+	if (records_again(p, s, slot, ev))
+		producer_again(e, p, slot);
 	ev->slot = slot;
 	if (!op_prepare(p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
@@ -458,6 +477,17 @@ static void data_dist_again(struct nl_proc *p, int was, int pipe)
 	}
 }
 
+/* Copy stream m has its role and pipeline: its pipeline had a copy stream,
+ * and its work is no longer counted as not placed. */
+static void copy_placed(struct nl_proc *p, struct nl_stream *m)
+{
+	p->pipes[m->pipe].had_copy = true;
+	if (m->unplaced) {
+		m->unplaced = false;
+		p->unplaced_streams--;
+	}
+}
+
 /* Pipelines found by their edges (docs/engine.md, "Pipelines"): a stream
  * without a role that copies to the device, whose event another stream now
  * waits on, is a copy stream. It belongs to the waiter's pipeline when the
@@ -478,11 +508,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		return;
 	m->role = NL_ROLE_COPY;
 	m->pipe = (int8_t)pipe;
-	p->pipes[pipe].had_copy = true;
-	if (m->unplaced) {
-		m->unplaced = false;
-		p->unplaced_streams--;
-	}
+	copy_placed(p, m);
 	if (s->role == NL_ROLE_OTHER) {
 		s->role = NL_ROLE_SPARSE;
 		s->pipe = (int8_t)pipe;
@@ -491,6 +517,24 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		data_dist_again(p, m->was_pipe, pipe);
 	}
 	restamp(e, p, ev->slot);
+}
+
+/* records_again's stream takes back the role and pipeline of the stream
+ * before it on its handle; a copy stream's batches are cut from what it
+ * did so far, as discover does. */
+static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *s = &p->s[slot];
+
+	s->role = s->was_role;
+	s->pipe = s->was_pipe;
+	if (s->role == NL_ROLE_SPARSE) {
+		s->fed_by_copy = true;
+		p->pipes[s->pipe].has_sparse = p->has_sparse = true;
+		return;
+	}
+	copy_placed(p, s);
+	restamp(e, p, slot);
 }
 
 /* Work the audit cannot place must not vanish: a stream without a role that
