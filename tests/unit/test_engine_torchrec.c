@@ -2188,7 +2188,9 @@ static void counted_rows_restart(void **state)
  * X's wait on D is dropped (`drop_end` false) or D's wait on done[i]. */
 static bool dist_counted;
 
-static struct tb *dist_loop(int n, int drop, bool reuse, bool ahead, bool drop_end)
+/* dist_loop with X's wait on D dropped for batch drop_x and D's wait on
+ * done[] for batch drop_d (-1: none) */
+static struct tb *dist_loop2(int n, int drop_x, int drop_d, bool reuse, bool ahead)
 {
 	struct four q;
 	struct tb *t = four_streams(&q, n, reuse);
@@ -2202,9 +2204,9 @@ static struct tb *dist_loop(int n, int drop, bool reuse, bool ahead, bool drop_e
 			tb_copy(t, M, 1, 4096);
 		tb_wait_stream(t, D, M);
 		tb_kernel(t, D, K_INPUT_DIST);
-		tb_wait_stream_or_drop(t, X, D, i != drop || drop_end);
+		tb_wait_stream_or_drop(t, X, D, i != drop_x);
 		tb_alltoall(t, X, done[i]);
-		if (i != drop || !drop_end)
+		if (i != drop_d)
 			tb_wait(t, D, done[i]);
 		tb_kernel(t, D, K_DIST_INIT);
 		tb_wait_stream(t, C, D);
@@ -2212,6 +2214,11 @@ static struct tb *dist_loop(int n, int drop, bool reuse, bool ahead, bool drop_e
 	}
 	tb_end(t);
 	return t;
+}
+
+static struct tb *dist_loop(int n, int drop, bool reuse, bool ahead, bool drop_end)
+{
+	return dist_loop2(n, drop_end ? -1 : drop, drop_end ? drop : -1, reuse, ahead);
 }
 
 /* A depth-1 loop whose collective stream's wait on the data-dist stream
@@ -2227,6 +2234,41 @@ static void first_collective_without_edge(void **state)
 {
 	(void)state;
 	each_drop(coll_edge_loop, 8, 0, EDGE(COPY_SPARSE));
+}
+
+/* Two faults in a row: D's wait on the collective stream's end of batch
+ * k-1 dropped (sparse->forward on k-1: dist_init(k-1) reads the
+ * all-to-all unordered), then the collective stream's wait on D for batch
+ * k (copy->sparse on k: its all-to-all reads k's input_dist unordered).
+ * Compute takes k-1 from D; the collective stream, which D never took k-1
+ * from, still carries k-1, and its all-to-all of k came before k reached
+ * it. The hand-off rule holds for every sparse stream of the pipeline that
+ * carries the batch compute took, not only the one it waited on: that
+ * all-to-all is k's, begun without its edge. Before, it stayed k-1's (a
+ * late op, k-1 accused already) and k was trusted (random program
+ * 144201). Fresh and reused events, named and counted. */
+static void handoff_reaches_collective_stream(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		dist_counted = v & 2;
+		for (int k = 2; k < 7; k++) {
+			struct tb *t = dist_loop2(8, k, k - 1, v & 1, false);
+
+			for (int i = 0; i < 8; i++) {
+				const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
+				uint32_t want = i == k - 1 ? EDGE(SPARSE_FORWARD) :
+						i == k ? EDGE(COPY_SPARSE) : 0;
+
+				if (a->verdict != (want ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
+				    a->missing_mask != want)
+					fail_msg("v %d k %d batch %d: %s missing 0x%x (want 0x%x)", v, k,
+						 i, nl_verdict_name(a->verdict), a->missing_mask, want);
+			}
+			tb_free(t);
+		}
+	}
+	dist_counted = false;
 }
 
 /* The loader a batch ahead, D's wait on the collective stream's end of
@@ -3125,6 +3167,7 @@ int main(void)
 		cmocka_unit_test(first_sparse_without_edge_taken),
 		cmocka_unit_test(sparse_and_take_dropped),
 		cmocka_unit_test(first_collective_without_edge),
+		cmocka_unit_test(handoff_reaches_collective_stream),
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(dropped_dist_end_wait_loader),
 		cmocka_unit_test(split_collective_without_edge),

@@ -708,8 +708,11 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		}
 		if (slot == p->compute_slot && from && ev->slot != slot &&
 		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN) {
+			/* every sparse stream still carrying it: a collective
+			 * stream the data-dist stream did not take T from (its
+			 * wait on T's end dropped) would carry T past the take */
 			if (from->token == ev->token)
-				nl_hand_over(&p->s[ev->slot], ev->token);
+				nl_hand_over_all(p, ev->token);
 			nl_take_after_record(e, p, ev);
 		} else if (s->role == NL_ROLE_SPARSE && from && ev->slot != slot &&
 			   from->role == NL_ROLE_SPARSE && from->pipe == s->pipe &&
