@@ -875,6 +875,21 @@ static void depth3_dropped_sparse_wait(void **state)
 	each_drop(depth3_loop, 12, 1, EDGE(COPY_SPARSE));
 }
 
+/* n batches: a untrusted with exactly ma, b with exactly mb, every other
+ * trusted; v names the variant in a failure */
+static void expect_two(struct tb *t, int n, int a, uint32_t ma, int b, uint32_t mb, int v)
+{
+	for (int i = 0; i < n; i++) {
+		const struct nl_batch_audit *x = tb_batch(t, (uint64_t)i);
+		uint32_t want = i == a ? ma : i == b ? mb : 0;
+
+		if (x->verdict != (want ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
+		    x->missing_mask != want)
+			fail_msg("v %d batches %d %d: batch %d %s missing 0x%x (want 0x%x)", v, a, b, i,
+				 nl_verdict_name(x->verdict), x->missing_mask, want);
+	}
+}
+
 /* A depth-2 loop whose data-dist stream finishes batch i+1's sparse stage
  * (input_dist, the collective stream's all-to-all, dist_init after it)
  * before compute takes batch i, on an event D recorded right after
@@ -883,7 +898,7 @@ static void depth3_dropped_sparse_wait(void **state)
  * compute takes k-1, that work (on D and on the collective stream) is
  * batch k's: one untrusted batch, copy->sparse on k, and k-1 is not
  * accused sparse->forward. */
-static struct tb *late_take_loop(int n, int drop, bool reuse)
+static struct tb *late_take_drops(int n, int drop, int drop_x, int drop_end, bool reuse)
 {
 	struct four q;
 	struct tb *t = four_streams(&q, n, reuse);
@@ -893,8 +908,13 @@ static struct tb *late_take_loop(int n, int drop, bool reuse)
 		take[k] = tb_event_create(t);
 	for (int k = 0; k <= n; k++) {
 		if (k < n) { /* batch k's sparse stage, whole */
-			copy_and_dist(t, M, D, X, done[k], k != drop);
-			tb_wait(t, D, done[k]);
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, k != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream_or_drop(t, X, D, k != drop_x);
+			tb_alltoall(t, X, done[k]);
+			if (k != drop_end)
+				tb_wait(t, D, done[k]);
 			tb_kernel(t, D, K_DIST_INIT);
 			tb_record(t, take[k], D);
 		}
@@ -907,6 +927,31 @@ static struct tb *late_take_loop(int n, int drop, bool reuse)
 	}
 	tb_end(t);
 	return t;
+}
+
+static struct tb *late_take_loop(int n, int drop, bool reuse)
+{
+	return late_take_drops(n, drop, -1, -1, reuse);
+}
+
+/* late_take_loop with D's wait on the all-to-all's end of batch k-1
+ * dropped (sparse->forward on k-1), then the collective stream's wait on
+ * D for batch k (copy->sparse on k). D goes on to k, fed by the copy
+ * stream, before compute takes k-1, and never took k-1 back from the
+ * collective stream, which still carries k-1 when its all-to-all of k
+ * comes: that work is k's, begun without its edge, not a late op of k-1
+ * (the hand-off rule inside the sparse stage, collective_left). Before, k
+ * was trusted (random program 129081). */
+static void collective_left_behind(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++)
+		for (int k = 2; k < 7; k++) {
+			struct tb *t = late_take_drops(8, -1, k, k - 1, reuse);
+
+			expect_two(t, 8, k - 1, EDGE(SPARSE_FORWARD), k, EDGE(COPY_SPARSE), reuse);
+			tb_free(t);
+		}
 }
 
 /* A depth-1 loop that copies batch i+1 and runs its sparse stage before
@@ -2255,16 +2300,7 @@ static void handoff_reaches_collective_stream(void **state)
 		for (int k = 2; k < 7; k++) {
 			struct tb *t = dist_loop2(8, k, k - 1, v & 1, false);
 
-			for (int i = 0; i < 8; i++) {
-				const struct nl_batch_audit *a = tb_batch(t, (uint64_t)i);
-				uint32_t want = i == k - 1 ? EDGE(SPARSE_FORWARD) :
-						i == k ? EDGE(COPY_SPARSE) : 0;
-
-				if (a->verdict != (want ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED) ||
-				    a->missing_mask != want)
-					fail_msg("v %d k %d batch %d: %s missing 0x%x (want 0x%x)", v, k,
-						 i, nl_verdict_name(a->verdict), a->missing_mask, want);
-			}
+			expect_two(t, 8, k - 1, EDGE(SPARSE_FORWARD), k, EDGE(COPY_SPARSE), v);
 			tb_free(t);
 		}
 	}
@@ -3168,6 +3204,7 @@ int main(void)
 		cmocka_unit_test(sparse_and_take_dropped),
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(handoff_reaches_collective_stream),
+		cmocka_unit_test(collective_left_behind),
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(dropped_dist_end_wait_loader),
 		cmocka_unit_test(split_collective_without_edge),

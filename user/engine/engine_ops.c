@@ -564,6 +564,28 @@ static bool fills_in_sparse(const struct nl_proc *p, const struct nl_stream *s,
 	return p->discovering && from->role == NL_ROLE_COPY && from->pipe > 0 && s->feeds_compute;
 }
 
+/* Data-dist stream d, fed by the copy stream, went on from batch T to a
+ * newer one without taking T back from the collective stream (its wait on
+ * T's all-to-all end dropped): a collective stream still carrying T, that
+ * worked on it already, has done T's part. Its work before its next wait
+ * is the next copied batch's, as after a take (the hand-off rule inside
+ * the sparse stage): an all-to-all of the next batch begun without its
+ * wait on d is that batch's, not a late op of T. */
+static void collective_left(struct nl_proc *p, const struct nl_stream *d, int64_t tok)
+{
+	const struct nl_batch *b = nl_batch_of(p, tok);
+
+	for (uint32_t i = 0; b && i < p->w; i++) {
+		struct nl_stream *x = &p->s[i];
+
+		if (x == d || !x->used || x->role != NL_ROLE_SPARSE || x->pipe != d->pipe ||
+		    x->fed_by_copy || x->token != tok || x->handed || !nl_worked_stream(b, (int)i))
+			continue;
+		x->handed = x->handed_in = true;
+		x->handed_tok = tok;
+	}
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -603,6 +625,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	} else if (ev->recorded) {
 		const struct nl_stream *from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
 		bool news = nl_vc_news(s->vc, ev->vc, p->w);
+		int64_t before = s->token;
 
 		if (news) {
 			nl_vc_join(s->vc, ev->vc, p->w);
@@ -725,6 +748,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			p->s[ev->slot].handed = p->s[ev->slot].handed_in = true;
 			p->s[ev->slot].handed_tok = ev->token;
 		}
+		if (s->role == NL_ROLE_SPARSE && s->fed_by_copy && from && from->role == NL_ROLE_COPY &&
+		    before != NL_NO_TOKEN && s->token > before &&
+		    nl_tok_pipe(s->token) == nl_tok_pipe(before))
+			collective_left(p, s, before);
 	}
 	if (s->handed_in) /* fed again, whatever it brought */
 		s->handed = s->handed_in = false;
