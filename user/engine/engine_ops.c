@@ -331,6 +331,8 @@ void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
 		s->seg_work = n - k * ((n - 1) / k);
 }
 
+static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
+
 /* A stream created again on the handle of a destroyed producer, recording
  * the very event that producer recorded, is that producer again (an
  * evaluation pipeline whose streams are made anew for each turn and whose
@@ -338,8 +340,6 @@ void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
  * stream's, though the turn's first edge to it was dropped. The handle alone
  * is not enough (a recycled handle starts clean); the event, recorded last
  * by the stream before it, is what it shares with it. */
-static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
-
 static bool records_again(const struct nl_proc *p, const struct nl_stream *s, int slot,
 			  const struct nl_event *ev)
 {
