@@ -97,15 +97,13 @@ static bool restart_stands(struct nl_proc *p, const struct nl_stage_acc *w, int6
  * op of a window a wait began (that pipeline's own step: both pipelines
  * may run one model). */
 static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c,
-			   const struct nl_seen_op *op, const struct nl_batch *own)
+			   const struct nl_batch *own)
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 
 	if (!q || !q->step_n || q->step_varied)
 		return true;
-	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN) ?
-		    !nl_counted_may_be(p, c, q->step_sig[0]) :
-		    op->sig != q->step_sig[0])
+	if (!nl_step_first_may_be(p, q, c))
 		return false;
 	return !own || !own->fwd_waited || own->st[NL_STAGE_FORWARD].work;
 }
@@ -135,7 +133,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			 * or, at compute, not the launch its step begins with:
 			 * then it cannot be its stage begun without the edge */
 			b->watch[k].blind |= nl_unordered_producer(b, s, k) != NULL &&
-					     (k != NL_CONSUMER_COMPUTE || may_begin_step(p, b, c, op, own));
+					     (k != NL_CONSUMER_COMPUTE || may_begin_step(p, b, c, own));
 			continue;
 		}
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||

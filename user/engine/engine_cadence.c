@@ -850,7 +850,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	struct nl_batch *b;
 	const struct nl_pipe *q;
 	uint64_t sig;
-	bool again, counted, pair;
+	bool again, counted, pair, ordered;
 
 	if (slot != p->compute_slot || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) ||
 	    s->token == NL_NO_TOKEN)
@@ -903,10 +903,11 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			p->pipes[nl_tok_pipe(s->token)].lone_again_ts = c->ts_ns;
 		return;
 	}
-	if ((!b->copy_closed && !(implicit_copy(p, s, b) && producers_before(b, s))) ||
+	ordered = producers_before(b, s) != 0;
+	if ((!b->copy_closed && !(implicit_copy(p, s, b) && ordered)) ||
 	    (q->has_sparse && !sparse_begun(b)))
 		return;
-	if (!producers_before(b, s)) {
+	if (!ordered) {
 		/* with more than one pipeline the restart is not taken here:
 		 * kept for the exit, where a wait that gave b its forward since
 		 * shows it was another pipeline's batch's (restarted_elsewhere) */

@@ -96,9 +96,7 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
 
 	if (c->kind != NL_K_LAUNCH || !q || !q->step_n || q->step_varied)
 		return true;
-	if (!(c->fields & NL_F_FN))
-		return nl_counted_may_be(p, c, q->step_sig[0]);
-	return nl_call_sig(c) == q->step_sig[0];
+	return nl_step_first_may_be(p, q, c);
 }
 
 /* The legacy null stream waits for all prior work of blocking streams, and
@@ -564,6 +562,15 @@ static bool fills_in_sparse(const struct nl_proc *p, const struct nl_stream *s,
 	return p->discovering && from->role == NL_ROLE_COPY && from->pipe > 0 && s->feeds_compute;
 }
 
+/* The hand-off rule inside the sparse stage: collective stream x's work,
+ * before its next wait of any kind, is not batch tok's (nl_hand_over is
+ * compute's, ended only by a wait that brings a batch). */
+static void hand_within(struct nl_stream *x, int64_t tok)
+{
+	x->handed = x->handed_in = true;
+	x->handed_tok = tok;
+}
+
 /* Data-dist stream d, fed by the copy stream, went on from batch T to a
  * newer one without taking T back from the collective stream (its wait on
  * T's all-to-all end dropped): a collective stream still carrying T, that
@@ -575,14 +582,15 @@ static void collective_left(struct nl_proc *p, const struct nl_stream *d, int64_
 {
 	const struct nl_batch *b = nl_batch_of(p, tok);
 
-	for (uint32_t i = 0; b && i < p->w; i++) {
+	if (!b)
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *x = &p->s[i];
 
 		if (x == d || !x->used || x->role != NL_ROLE_SPARSE || x->pipe != d->pipe ||
 		    x->fed_by_copy || x->token != tok || x->handed || !nl_worked_stream(b, (int)i))
 			continue;
-		x->handed = x->handed_in = true;
-		x->handed_tok = tok;
+		hand_within(x, tok);
 	}
 }
 
@@ -745,8 +753,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			 * (fed by the copy stream) took batch T from the collective
 			 * stream (fed only by it), whose later work before a wait
 			 * brings it a batch again is the next batch's */
-			p->s[ev->slot].handed = p->s[ev->slot].handed_in = true;
-			p->s[ev->slot].handed_tok = ev->token;
+			hand_within(&p->s[ev->slot], ev->token);
 		}
 		if (s->role == NL_ROLE_SPARSE && s->fed_by_copy && from && from->role == NL_ROLE_COPY &&
 		    before != NL_NO_TOKEN && s->token > before &&
@@ -999,6 +1006,13 @@ bool nl_counted_may_be(struct nl_proc *p, const struct nl_call *c, uint64_t sig)
 		if (th->row_fn[at] == fn)
 			return th->row_last_fn == fn;
 	return true;
+}
+
+bool nl_step_first_may_be(struct nl_proc *p, const struct nl_pipe *q, const struct nl_call *c)
+{
+	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN))
+		return nl_counted_may_be(p, c, q->step_sig[0]);
+	return nl_call_sig(c) == q->step_sig[0];
 }
 
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
