@@ -133,7 +133,8 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 		if (ev->created || ev->recorded)
 			ev->gen++; /* created again without a destroy we saw */
 		ev->created = true;
-		ev->recorded = ev->capture = false;
+		ev->recorded = ev->capture = ev->waited = false;
+		ev->records = 0;
 		break;
 	case NL_K_EVENT_DESTROY:
 		ev = (c->fields & NL_F_EVENT) ? nl_event_find(p, c->event) : NULL;

@@ -324,6 +324,40 @@ static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uin
 	return false;
 }
 
+/* s's record of clock `clock` is of an event recorded before and never
+ * waited on: an allocator's (record_stream, only queried), no edge */
+static bool noise_record(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+{
+	int slot = (int)(s - p->s);
+
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		const struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->clock == clock)
+			return o->records > 1 && !o->waited;
+	}
+	return false;
+}
+
+/* s's last ops are records of such events only (noise_record), while
+ * other streams have waited on its records: they end no segment */
+static bool noise_records_last(const struct nl_proc *p, const struct nl_stream *s)
+{
+	uint32_t k = s->nring;
+
+	if (!s->waited_on)
+		return false;
+	for (; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+		if (nl_api_info[r->api].kind != NL_K_EVENT_RECORD)
+			break;
+		if (!noise_record(p, s, r->clock))
+			return false;
+	}
+	return k < s->nring;
+}
+
 /* Sparse stream s begins the next batch after the one it holds, begun
  * without its edge: the oldest newer one it has no op of (next_batch),
  * still open, not yet begun on a sparse stream, and copied (`copied`) or
@@ -357,7 +391,10 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * input_dist runs on, and one batch's repeated launches of one kernel
  * have no copy between them). So is such a launch after the record when
  * the next batch's copy, by the same thread, came since and its segment
- * is still open (its record dropped with D's wait on it). */
+ * is still open (its record dropped with D's wait on it), unless that
+ * record is an allocator's (noise_records_last): the launch may then be
+ * more of the batch the stream holds, its input_dist launching its kernel
+ * twice around a freed block's record_stream. */
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c)
 {
 	const struct nl_ring_op *last;
@@ -399,7 +436,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * a launch again that the same thread's copy of that batch came
 	 * before, since the record, begins its stage without its edge */
 	if (!n->copy_closed && !(again && n->st[NL_STAGE_COPY].work &&
-				 copied_since(p, s, last->ts, c)))
+				 copied_since(p, s, last->ts, c) && !noise_records_last(p, s)))
 		return;
 	if (!nl_copy_covered(n, s) && !again)
 		return;

@@ -369,6 +369,8 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		segment_end(e, p, slot);
 	clock = ++s->vc[slot];
 	ev->recorded = true;
+	if (ev->records < UINT32_MAX)
+		ev->records++;
 	ev->capture = false;
 	ev->clock = clock;
 	ev->gate = s->gate;
@@ -640,8 +642,11 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->joins++;
 		}
 		s->last_join_ts = c->ts_ns;
+		ev->waited = true;
 		if (ev->slot != slot) {
 			p->edges++;
+			if (from)
+				p->s[ev->slot].waited_on = true;
 			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE &&
 			    ev->clock == from->vc[ev->slot])
 				p->s[ev->slot].rec_fed = true;

@@ -118,6 +118,7 @@ struct nl_stream {
 	 * segments") */
 	uint32_t seg_work, seg_k, seg_k_n;
 	bool copy_waited;     /* a stream waited on one of its records */
+	bool waited_on;       /* ...in any role */
 	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
 	 * wait on an event it recorded carrying that token), and no wait on it
 	 * has brought a token since; `adopted`: its token came by that rule,
@@ -162,6 +163,11 @@ struct nl_event {
 	uint32_t clock;       /* the record op's clock there */
 	uint32_t gate;        /* that stream's gate when it was recorded */
 	int64_t token;        /* token captured by the record */
+	/* records of this event since its creation, and whether any stream
+	 * waited on it: one recorded again and never waited on is an
+	 * allocator's (record_stream), only queried */
+	uint32_t records;
+	bool waited;
 	uint64_t rec_ts, lru;
 	uint32_t *vc;         /* vector clock captured by the record */
 };
