@@ -2324,42 +2324,81 @@ static void handoff_reaches_collective_stream(void **state)
  * batch 1 is accused (docs/engine.md, "Known limits"). Before, batches 4
  * and 7 were too. Fresh and reused events for the loop's own edges,
  * launches named and counted. */
+/* The loop below, variant v (bit 0: reused events for its own edges,
+ * bit 1: a loader thread copies, bit 2: the copy after the pool's record,
+ * bit 3: launches counted), with D's wait on the copy of batch `drop`
+ * dropped (-1: none) */
+static struct tb *alloc_loop(int v, int drop)
+{
+	bool loader = (v >> 1) & 1, after = (v >> 2) & 1;
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
+	uint64_t C = tb_stream_create(t, 1), pool = tb_event_create(t);
+
+	t->reuse_events = v & 1;
+	t->counted = v & 8;
+	tb_copy(t, M, 1, 4096);
+	for (int i = 0; i < 8; i++) {
+		tb_wait_stream_or_drop(t, D, M, i != drop);
+		tb_kernel(t, D, K_INPUT_DIST);
+		if (after) /* the copy after the record */
+			tb_record(t, pool, D);
+		t->tid = loader ? TB_LOADER : TB_MAIN;
+		if (i + 1 < 8)
+			tb_copy(t, M, 1, 4096);
+		t->tid = TB_MAIN;
+		if (!after)
+			tb_record(t, pool, D);
+		tb_kernel(t, D, K_INPUT_DIST);
+		tb_kernel(t, D, K_DIST_INIT);
+		tb_wait_stream(t, C, D);
+		forward3(t, C);
+		tb_query(t, pool, 0);
+	}
+	tb_end(t);
+	return t;
+}
+
 static void allocator_record_between_input_dists(void **state)
 {
 	(void)state;
 	for (int v = 0; v < 16; v++) {
-		bool loader = (v >> 1) & 1, after = (v >> 2) & 1;
-		struct tb *t = tb_new(NULL);
-		uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1);
-		uint64_t C = tb_stream_create(t, 1), pool = tb_event_create(t);
+		struct tb *t = alloc_loop(v, -1);
 
-		t->reuse_events = v & 1;
-		t->counted = v & 8;
-		tb_copy(t, M, 1, 4096);
-		for (int i = 0; i < 8; i++) {
-			tb_wait_stream(t, D, M);
-			tb_kernel(t, D, K_INPUT_DIST);
-			if (after) /* the copy after the record */
-				tb_record(t, pool, D);
-			t->tid = loader ? TB_LOADER : TB_MAIN;
-			if (i + 1 < 8)
-				tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
-			if (!after)
-				tb_record(t, pool, D);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_kernel(t, D, K_DIST_INIT);
-			tb_wait_stream(t, C, D);
-			forward3(t, C);
-			tb_query(t, pool, 0);
-		}
-		tb_end(t);
-		if (after && !loader)
+		if ((v & 6) == 4) /* one thread, the copy after the record */
 			expect_two(t, 8, 1, EDGE(COPY_SPARSE), -1, 0, v);
 		else
 			expect_two(t, 8, -1, 0, -1, 0, v);
 		tb_free(t);
 	}
+}
+
+/* The same loop with D's wait on the copy of batch k dropped: k alone is
+ * untrusted, copy->sparse. Its data-dist stream launches as many kernels
+ * per take as compute (input_dist twice, dist_init; forward three), and
+ * with a wait of its own dropped, more: learning took it for compute and
+ * judged the pipeline without a sparse stage (copy->forward on k). A
+ * stream the pick feeds, that does not feed it back and launches about as
+ * much per take, is compute (pick). With one thread copying after the
+ * pool's record, batch 1 is accused as above, and with its own wait
+ * dropped batch 2 is too (compute's take of batch 1 hands D's next
+ * launch to batch 2: not tested). */
+static void alloc_loop_dropped_wait(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 16; v++)
+		for (int k = 0; k < 8; k++) {
+			struct tb *t;
+
+			if ((v & 6) == 4 && k == 1)
+				continue; /* batch 2 accused too: the hand-off after batch 1's */
+			t = alloc_loop(v, k);
+			if ((v & 6) == 4 && k) /* batch 1 as above */
+				expect_two(t, 8, 1, EDGE(COPY_SPARSE), k, EDGE(COPY_SPARSE), v);
+			else
+				expect_two(t, 8, k, EDGE(COPY_SPARSE), -1, 0, v);
+			tb_free(t);
+		}
 }
 
 /* The loader a batch ahead, D's wait on the collective stream's end of
@@ -3261,6 +3300,7 @@ int main(void)
 		cmocka_unit_test(handoff_reaches_collective_stream),
 		cmocka_unit_test(collective_left_behind),
 		cmocka_unit_test(allocator_record_between_input_dists),
+		cmocka_unit_test(alloc_loop_dropped_wait),
 		cmocka_unit_test(dropped_dist_end_wait),
 		cmocka_unit_test(dropped_dist_end_wait_loader),
 		cmocka_unit_test(split_collective_without_edge),

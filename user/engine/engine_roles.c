@@ -291,6 +291,23 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 				pk->compute = (int)i;
 			}
 		}
+		/* A stream the pick feeds, that does not feed it back, and
+		 * launches about as much per take, is downstream of it: the
+		 * pick is a data-dist stream whose input_dist launches as many
+		 * kernels as forward, one of its waits dropped (fewer takes) */
+		for (uint32_t i = 0, moves = 0; known && pk->compute >= 0 && i < l->ns && moves < l->ns;
+		     i++) {
+			const struct nl_lstream *x = &l->s[pk->compute];
+
+			if ((int)i == pk->compute || !bit(near, (int)i) || side_stream(l, (int)i) ||
+			    !bit(x->out, (int)i) || bit(l->s[i].out, pk->compute) ||
+			    compute_score(&l->s[i]) * 4 < best * 3)
+				continue;
+			pk->compute = (int)i;
+			best = compute_score(&l->s[i]);
+			moves++;
+			i = (uint32_t)-1;
+		}
 	}
 	if (o->has_copy_stream) {
 		k = override_key(o->copy_stream);
