@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
-		 by_shape[RP_NSHAPES][5] = { { 0 } };
+		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[2] = { 0 };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false;
 	long long write_seed = -1, print_seed = -1;
@@ -369,9 +369,17 @@ int main(int argc, char **argv)
 		} else {
 			int tag = (p.oversync ? 1 : 0) | (s.blocking && s.compute == RP_C_NULL ? 2 : 0);
 
-			bool cross = false;
+			bool cross = false, sound = true, accused = false;
 
 			decided++;
+			/* no batch untrusted in the truth: no drop, or every one
+			 * redundant; an accusation there is the worst disagreement */
+			for (int T = 0; T < p.spec.nb; T++)
+				sound &= p.truth[T].verdict != NL_VERDICT_UNTRUSTED;
+			for (int i = 0; i < r.ndiffs; i++)
+				accused |= !strncmp(r.diffs[i], "accused:", 8);
+			healthy[0] += sound;
+			healthy[1] += sound && accused;
 			oversync += p.oversync;
 			by_tag[tag][0]++;
 			by_tag[tag][1] += r.ndiffs > 0;
@@ -453,6 +461,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)guessed, (unsigned long long)wrong_guess);
 	printf("programs with a disagreement: %llu; groups: %d; classes: %d\n",
 	       (unsigned long long)disagree, ngroups, nclasses);
+	printf("healthy programs (no batch untrusted in the truth): %llu decided, %llu with a "
+	       "batch accused\n",
+	       (unsigned long long)healthy[0], (unsigned long long)healthy[1]);
 	static const char *const tags[4] = { "untagged", "[oversync]", "[implicit]",
 					     "[oversync] [implicit]" };
 	for (int t = 0; t < 4; t++)
