@@ -358,6 +358,28 @@ static bool noise_records_last(const struct nl_proc *p, const struct nl_stream *
 	return k < s->nring;
 }
 
+/* The thread of call c recorded an event on a copy stream of s's
+ * pipeline since ts, not an allocator's (noise_record): the record of a
+ * wait_stream whose wait was dropped, the loop's next step begun */
+static bool recorded_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			   const struct nl_call *c)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != s->pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
+			const struct nl_ring_op *r = &m->ring[k % NL_RING];
+
+			if (nl_api_info[r->api].kind == NL_K_EVENT_RECORD && r->tid == c->tid &&
+			    r->ts > ts && r->ts < c->ts_ns && !noise_record(p, m, r->clock))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Sparse stream s begins the next batch after the one it holds, begun
  * without its edge: the oldest newer one it has no op of (next_batch),
  * still open, not yet begun on a sparse stream, and copied (`copied`) or
@@ -405,7 +427,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		return;
 	last = &s->ring[(s->nring - 1) % NL_RING];
 	if (again && last->work && last->token == s->token && last->tid == c->tid &&
-	    copied_since(p, s, last->ts, c)) {
+	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c))) {
 		take_next_stage(p, s, true);
 		return;
 	}
