@@ -404,6 +404,58 @@ static void implicit_join_moves_at_step(void **state)
 		}
 }
 
+/* Compute on the legacy null stream, the copy and data-dist streams
+ * blocking, depth 2: the copy stream waits on compute before each batch's
+ * copy (buffer reuse: a null-stream record), so every input_dist comes
+ * after a null-stream op made after its batch's copy, which HIP's implicit
+ * synchronization orders it after: D's wait on the copy stream of any one
+ * batch dropped (with its record, or `keep` it) is redundant, and every
+ * batch is trusted. Batch 0's input_dist, its wait dropped, is D's first
+ * work, made right after batch 1's copy: the join with the null stream
+ * gave it batch 0, ordered after its copy, as a wait would have. Before,
+ * that work counted as unfed since batch 1's copy began (nl_sparse_due:
+ * maybe batch 1's stage begun without its edge), D's wait for batch 1
+ * passed it over, and batch 1 was accused copy->sparse (random programs
+ * 58087, 91799 and 39 more in seeds 1-600,000). Named and counted. */
+static void buf_copy(struct tb *t, uint64_t M)
+{
+	tb_wait_stream(t, M, 0);
+	tb_copy(t, M, 1, 4096);
+}
+
+static void implicit_join_feeds_first_work(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int v = 0; v < 4; v++)
+		for (int drop = -1; drop < N; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 0), D = tb_stream_create(t, 0);
+			bool keep = v & 2;
+
+			t->counted = v & 1;
+			t->reuse_events = keep;
+			buf_copy(t, M);
+			buf_copy(t, M);
+			tb_wait_stream_or_drop(t, D, M, drop != 0);
+			tb_kernel(t, D, K_INPUT_DIST);
+			for (int i = 0; i < N; i++) {
+				if (i + 2 < N)
+					buf_copy(t, M);
+				if (i + 1 < N) {
+					tb_wait_stream_or_drop(t, D, M, drop != i + 1);
+					tb_kernel(t, D, K_INPUT_DIST);
+				}
+				tb_wait_stream(t, 0, D);
+				forward_null(t);
+			}
+			tb_end(t);
+			expect(t, 0, N, -1, 0);
+			tb_free(t);
+		}
+}
+
 /* A loop at depth 1 on the null stream, the copy stream blocking, compute
  * taking batch i on a record made right before and batch i+1 copied
  * before forward(i), the last batch's record and take both dropped: its
@@ -1950,6 +2002,7 @@ int main(void)
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(implicit_join_moves_at_step),
 		cmocka_unit_test(implicit_open_segment_restart),
+		cmocka_unit_test(implicit_join_feeds_first_work),
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),
 		cmocka_unit_test(eval_restart_before_last_take),

@@ -472,6 +472,13 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 		if (!r->work)
 			continue;
 		rec = false;
+		if (r->joined) {
+			/* its batch came by an implicit join at this op: as a
+			 * wait right before it */
+			handed = false;
+			fed = r->ts > ts;
+			last = r->token;
+		}
 		if (r->goes_on) {
 			last = r->token; /* the batch's own stage going on */
 		} else if (handed && !r->again && r->token == last) {

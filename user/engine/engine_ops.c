@@ -184,10 +184,20 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 		if (ns->capturing || ns->vc[n] <= s->vc[n])
 			return;
 		join_implicit(p, slot, n, ts);
-		if (rec && tok > s->token)
+		if (rec && tok > s->token) {
 			s->implicit_tok = tok;
-		else if (tok > s->token)
+		} else if (tok > s->token) {
+			int64_t was = s->token;
+			const struct nl_batch *g;
+
 			nl_set_token(p, slot, implicit_due(p, slot, tok), ts);
+			g = nl_batch_of(p, s->token);
+			/* a first batch the join orders after its copy */
+			s->joined_now = s->role == NL_ROLE_SPARSE && s->token != was &&
+					was == NL_NO_TOKEN && g && nl_tok_pipe(g->token) == s->pipe &&
+					!g->fwd_started && !g->closed &&
+					nl_copy_covered(g, s);
+		}
 	}
 }
 

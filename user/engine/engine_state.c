@@ -292,6 +292,8 @@ void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, 
 	r->work = work;
 	r->again = false;
 	r->goes_on = false;
+	r->joined = s->joined_now;
+	s->joined_now = false;
 	r->ev_slot = -1;
 	r->ev_clock = 0;
 	s->nring++;

@@ -83,6 +83,9 @@ struct nl_ring_op {
 	/* a data-dist stream's work after compute's step-a wait on its record,
 	 * the batch's stage going on (dist_init), not a new one begun */
 	bool goes_on;
+	/* its batch came by an implicit join with the null stream at this op,
+	 * as by a wait right before it */
+	bool joined;
 	/* a wait: the stream and clock of the record it waited on (-1: none) */
 	int16_t ev_slot;
 	uint32_t ev_clock;
@@ -119,6 +122,7 @@ struct nl_stream {
 	uint32_t seg_work, seg_k, seg_k_n;
 	bool copy_waited;     /* a stream waited on one of its records */
 	bool waited_on;       /* ...in any role */
+	bool joined_now;      /* the op being applied took its batch by an implicit join */
 	/* sparse stream: compute took the hand-off of `handed_tok` from it (a
 	 * wait on an event it recorded carrying that token), and no wait on it
 	 * has brought a token since; `adopted`: its token came by that rule,
