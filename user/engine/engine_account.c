@@ -108,6 +108,29 @@ static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const st
 	return !own || !own->fwd_waited || own->st[NL_STAGE_FORWARD].work;
 }
 
+/* Batch b's pipeline has learned the first two kernels its steps begin
+ * with (step_sig). */
+static bool step_known(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+	return q && q->step_n && !q->step_varied;
+}
+
+/* Compute's op c, right after a launch of the first kernel b's steps begin
+ * with, may be their second: named, that kernel; counted in a run, as the
+ * probes' rows allow. */
+static bool step_second_may_be(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+	if (!step_known(p, b))
+		return true;
+	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN))
+		return nl_counted_may_be(p, c, q->step_sig[1]);
+	return nl_call_sig(c) == q->step_sig[1];
+}
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
@@ -129,11 +152,24 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		const struct nl_batch_stream *un;
 
 		if (only >= 0 && nl_tok_pipe(b->token) != only) {
+			struct nl_watch *bw = &b->watch[k];
+
+			/* a launch of its step's first kernel there was a step
+			 * begun if this op may be the step's second */
+			if (bw->blind_pending) {
+				bw->blind_pending = false;
+				bw->blind |= step_second_may_be(p, b, c);
+			}
 			/* unwatched, unless ordered after all its producer work
 			 * or, at compute, not the launch its step begins with:
 			 * then it cannot be its stage begun without the edge */
-			b->watch[k].blind |= nl_unordered_producer(b, s, k) != NULL &&
-					     (k != NL_CONSUMER_COMPUTE || may_begin_step(p, b, c, own));
+			if (nl_unordered_producer(b, s, k) &&
+			    (k != NL_CONSUMER_COMPUTE || may_begin_step(p, b, c, own))) {
+				if (k == NL_CONSUMER_COMPUTE && step_known(p, b))
+					bw->blind_pending = true;
+				else
+					bw->blind = true;
+			}
 			continue;
 		}
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
@@ -305,7 +341,7 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	/* an op given to the batch after the fact (a cut segment): the watch
 	 * stands from the op itself when compute did no work since */
 	cw->armed_ts = op->ts < p->call_ts && !compute_worked_since(p, op->ts) ? op->ts : p->call_ts;
-	cw->valid = cw->repeat = cw->blind = cw->own = false;
+	cw->valid = cw->repeat = cw->blind = cw->blind_pending = cw->own = false;
 	cw->prog = 0;
 }
 

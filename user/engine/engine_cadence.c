@@ -79,7 +79,8 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	const struct nl_stage_acc *w;
 
 	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
-	    !b->watch[NL_CONSUMER_COMPUTE].blind && b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last &&
+	    !b->watch[NL_CONSUMER_COMPUTE].blind && !b->watch[NL_CONSUMER_COMPUTE].blind_pending &&
+	    b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last &&
 	    q->fwd_max != NL_NO_TOKEN)
 		own = nl_batch_of(p, q->fwd_max);
 	w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
@@ -160,7 +161,7 @@ static bool watched(const struct nl_batch *b, uint64_t last)
 {
 	const struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
 
-	return !cw->valid && !cw->blind && cw->armed && cw->armed_ts <= last;
+	return !cw->valid && !cw->blind && !cw->blind_pending && cw->armed && cw->armed_ts <= last;
 }
 
 /* Compute holds the first batch it ever worked on, taken by its first work

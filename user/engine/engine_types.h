@@ -290,6 +290,9 @@ struct nl_batch {
 		bool armed, valid, repeat;
 		bool own;            /* consumer is an op charged to this batch */
 		bool blind;          /* a consumer op in another pipeline's window went unwatched */
+		/* ...a launch of the kernel its steps begin with: blind if the
+		 * next compute op may be their second (a step begun) */
+		bool blind_pending;
 		uint64_t armed_ts;   /* call being applied when last armed (later: re-cut) */
 		int prog;            /* how much of the restart was seen */
 		int64_t prog_token;  /* in which window */
