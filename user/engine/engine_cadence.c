@@ -50,6 +50,13 @@ static bool opens_step(const struct nl_pipe *q, const struct nl_stage_acc *w)
 	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
 }
 
+/* A compute op in another pipeline's window went unwatched, or a launch
+ * of the step's first kernel there whose next op was not seen yet */
+static bool blind(const struct nl_watch *cw)
+{
+	return cw->blind || cw->blind_pending;
+}
+
 /* Batch b's consumer watch was armed after its last producer op (at
  * `last`: a batch cut from a segment after the fact) and may have missed
  * its forward begun without the edge: compute's window (of batch `own`)
@@ -79,8 +86,7 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	const struct nl_stage_acc *w;
 
 	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
-	    !b->watch[NL_CONSUMER_COMPUTE].blind && !b->watch[NL_CONSUMER_COMPUTE].blind_pending &&
-	    b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last &&
+	    !blind(&b->watch[NL_CONSUMER_COMPUTE]) && b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last &&
 	    q->fwd_max != NL_NO_TOKEN)
 		own = nl_batch_of(p, q->fwd_max);
 	w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
@@ -161,7 +167,7 @@ static bool watched(const struct nl_batch *b, uint64_t last)
 {
 	const struct nl_watch *cw = &b->watch[NL_CONSUMER_COMPUTE];
 
-	return !cw->valid && !cw->blind && !cw->blind_pending && cw->armed && cw->armed_ts <= last;
+	return !cw->valid && !blind(cw) && cw->armed && cw->armed_ts <= last;
 }
 
 /* Compute holds the first batch it ever worked on, taken by its first work

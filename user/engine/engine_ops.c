@@ -193,10 +193,9 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 			nl_set_token(p, slot, implicit_due(p, slot, tok), ts);
 			g = nl_batch_of(p, s->token);
 			/* a first batch the join orders after its copy */
-			s->joined_now = s->role == NL_ROLE_SPARSE && s->token != was &&
-					was == NL_NO_TOKEN && g && nl_tok_pipe(g->token) == s->pipe &&
-					!g->fwd_started && !g->closed &&
-					nl_copy_covered(g, s);
+			s->joined_now = s->role == NL_ROLE_SPARSE && was == NL_NO_TOKEN && g &&
+					nl_tok_pipe(g->token) == s->pipe && !g->fwd_started &&
+					!g->closed && nl_copy_covered(g, s);
 		}
 	}
 }

@@ -266,6 +266,21 @@ static bool in_turn_sharing(const struct nl_learn *l, int b, int a)
 	       (l->s[b].shares >> a & 1);
 }
 
+/* A stream near the producer that compute candidate x feeds, that does
+ * not feed x back, and launches about as much per take as x (`best`): it
+ * is downstream of x, and x a data-dist stream whose input_dist launches
+ * as many kernels as forward, one of its waits dropped (a take fewer).
+ * -1: none. */
+static int downstream(const struct nl_learn *l, int x, const uint64_t *near, uint64_t best)
+{
+	for (uint32_t i = 0; i < l->ns; i++)
+		if ((int)i != x && bit(near, (int)i) && !side_stream(l, (int)i) &&
+		    bit(l->s[x].out, (int)i) && !bit(l->s[i].out, x) &&
+		    compute_score(&l->s[i]) * 4 >= best * 3)
+			return (int)i;
+	return -1;
+}
+
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -291,22 +306,13 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 				pk->compute = (int)i;
 			}
 		}
-		/* A stream the pick feeds, that does not feed it back, and
-		 * launches about as much per take, is downstream of it: the
-		 * pick is a data-dist stream whose input_dist launches as many
-		 * kernels as forward, one of its waits dropped (fewer takes) */
-		for (uint32_t i = 0, moves = 0; known && pk->compute >= 0 && i < l->ns && moves < l->ns;
-		     i++) {
-			const struct nl_lstream *x = &l->s[pk->compute];
+		for (uint32_t moves = 0; known && pk->compute >= 0 && moves < l->ns; moves++) {
+			int d = downstream(l, pk->compute, near, best);
 
-			if ((int)i == pk->compute || !bit(near, (int)i) || side_stream(l, (int)i) ||
-			    !bit(x->out, (int)i) || bit(l->s[i].out, pk->compute) ||
-			    compute_score(&l->s[i]) * 4 < best * 3)
-				continue;
-			pk->compute = (int)i;
-			best = compute_score(&l->s[i]);
-			moves++;
-			i = (uint32_t)-1;
+			if (d < 0)
+				break;
+			pk->compute = d;
+			best = compute_score(&l->s[d]);
 		}
 	}
 	if (o->has_copy_stream) {
