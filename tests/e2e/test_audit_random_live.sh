@@ -57,7 +57,7 @@ if [ -n "${AUDIT_LIVE_RANGE:-}" ]; then
 fi
 # NKNOWN classes spread over the known list, each with its first seed that
 # runs from its start (the list is of from-start replays; a class with none
-# gives way to the next): "SEED CLASS"
+# gives way to the next) and that no class before took: "SEED CLASS"
 classes=$(grep '^## ' "$KNOWN" | sed 's/^## \(.*\) ([0-9]*)$/\1/')
 nc=$(echo "$classes" | grep -c .)
 known=""
@@ -68,6 +68,8 @@ while [ "$i" -lt "$NKNOWN" ] && [ "$nc" -gt 0 ]; do
 	while [ -z "$found" ] && [ "$j" -le "$nc" ]; do
 		cls=$(echo "$classes" | sed -n "${j}p")
 		for s in $(awk -v c="$cls" '$1 ~ /^[0-9]+$/ { s = $1; $1 = ""; sub(/^ /, ""); if ($0 == c) print s }' "$KNOWN"); do
+			# one run per seed: a seed two sampled classes share runs once
+			echo "$known" | awk '{ print $1 }' | grep -qx "$s" && continue
 			"$RANDRUN" -d "$s" | grep -q pretrace || { found="$s $cls"; break; }
 		done
 		j=$((j + 1))
