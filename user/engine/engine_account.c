@@ -90,24 +90,6 @@ static bool restart_stands(struct nl_proc *p, const struct nl_stage_acc *w, int6
 	return w->first_named[1];
 }
 
-/* Compute's work op `op`, in the window of another pipeline's batch `own`,
- * may be the first of batch b's forward: not a launch of another kernel
- * than the one every step of b's pipeline began with (named; counted in a
- * run, where the probes' rows say it was not that kernel), nor the first
- * op of a window a wait began (that pipeline's own step: both pipelines
- * may run one model). */
-static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c,
-			   const struct nl_batch *own)
-{
-	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
-
-	if (!q || !q->step_n || q->step_varied)
-		return true;
-	if (!nl_step_first_may_be(p, q, c))
-		return false;
-	return !own || !own->fwd_waited || own->st[NL_STAGE_FORWARD].work;
-}
-
 /* Batch b's pipeline has learned the first two kernels its steps begin
  * with (step_sig). */
 static bool step_known(struct nl_proc *p, const struct nl_batch *b)
@@ -117,18 +99,27 @@ static bool step_known(struct nl_proc *p, const struct nl_batch *b)
 	return q && q->step_n && !q->step_varied;
 }
 
-/* Compute's op c, right after a launch of the first kernel b's steps begin
- * with, may be their second: named, that kernel; counted in a run, as the
- * probes' rows allow. */
-static bool step_second_may_be(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c)
+/* Compute's op c, in the window of another pipeline's batch `own`,
+ * may be the first of batch b's forward: not a launch of another kernel
+ * than the one every step of b's pipeline began with (named; counted in a
+ * run, where the probes' rows say it was not that kernel), nor the first
+ * op of a window a wait began (that pipeline's own step: both pipelines
+ * may run one model). */
+static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c,
+			   const struct nl_batch *own)
 {
-	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
-
 	if (!step_known(p, b))
 		return true;
-	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN))
-		return nl_counted_may_be(p, c, q->step_sig[1]);
-	return nl_call_sig(c) == q->step_sig[1];
+	if (!nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 0))
+		return false;
+	return !own || !own->fwd_waited || own->st[NL_STAGE_FORWARD].work;
+}
+
+/* Compute's op c, right after a launch of the first kernel b's steps begin
+ * with, may be their second (any op, where they are not known). */
+static bool step_second_may_be(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c)
+{
+	return !step_known(p, b) || nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 1);
 }
 
 /* For batches whose token has not reached this consumer role: the first

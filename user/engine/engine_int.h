@@ -49,10 +49,11 @@ void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c);
 /* Launch c came counted in a run (without its kernel): whether it may have
  * been a launch of the kernel of `sig`, as the probes keep their rows. */
 bool nl_counted_may_be(struct nl_proc *p, const struct nl_call *c, uint64_t sig);
-/* Call c may be a launch of the kernel every step of pipeline q began with
- * (q's step signature learned): named, by its signature; counted in a run,
- * as the probes' rows allow. */
-bool nl_step_first_may_be(struct nl_proc *p, const struct nl_pipe *q, const struct nl_call *c);
+/* Call c may be a launch of the k-th (0 or 1) kernel every step of
+ * pipeline q began with (q's step signature learned): named, by its
+ * signature; counted in a run, as the probes' rows allow. */
+bool nl_step_kernel_may_be(struct nl_proc *p, const struct nl_pipe *q, const struct nl_call *c,
+			   int k);
 /* A stream's token; on the compute stream a later token closes batches.
  * The copy stream's tokens are only minted, never taken from others. */
 void nl_set_token(struct nl_proc *p, int slot, int64_t tok, uint64_t ts);

@@ -96,7 +96,7 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
 
 	if (c->kind != NL_K_LAUNCH || !q || !q->step_n || q->step_varied)
 		return true;
-	return nl_step_first_may_be(p, q, c);
+	return nl_step_kernel_may_be(p, q, c, 0);
 }
 
 /* The legacy null stream waits for all prior work of blocking streams, and
@@ -1022,11 +1022,12 @@ bool nl_counted_may_be(struct nl_proc *p, const struct nl_call *c, uint64_t sig)
 	return true;
 }
 
-bool nl_step_first_may_be(struct nl_proc *p, const struct nl_pipe *q, const struct nl_call *c)
+bool nl_step_kernel_may_be(struct nl_proc *p, const struct nl_pipe *q, const struct nl_call *c,
+			   int k)
 {
 	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN))
-		return nl_counted_may_be(p, c, q->step_sig[0]);
-	return nl_call_sig(c) == q->step_sig[0];
+		return nl_counted_may_be(p, c, q->step_sig[k]);
+	return nl_call_sig(c) == q->step_sig[k];
 }
 
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
