@@ -3,7 +3,7 @@
  * make fuzz-audit: random pipeline programs through the engine, compared with
  * their truth (docs/engine.md, "Model-based random testing").
  *
- *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u]
+ *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u] [-a]
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
@@ -18,7 +18,9 @@
  * there as a --record file and its truth (groupNN-seed-SEED.rec, .json). -k: seeds and classes listed there are known
  * (not counted as new); -l prints the disagreements as a known list; -u feeds
  * launches as the probes send them by default (counted in runs, without their
- * kernel address after a run's first), not as --every-launch does.
+ * kernel address after a run's first), not as --every-launch does. -a prints
+ * "healthy-accused SEED" for each healthy program (no batch untrusted in the
+ * truth) with a batch accused, the worst disagreement, as it is found.
  * Exits 1 when a disagreement was found (with -k: one not in the known list).
  */
 #include <errno.h>
@@ -219,7 +221,7 @@ int main(int argc, char **argv)
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
 		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[2] = { 0 };
 	const char *dir = NULL, *known_path = NULL;
-	bool list = false;
+	bool list = false, print_healthy = false;
 	long long write_seed = -1, print_seed = -1;
 	const char *print_cls = NULL, *check_audit = NULL, *check_run = NULL;
 
@@ -232,6 +234,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "-u")) {
 			rp_counted_launches = true;
+			continue;
+		}
+		if (!strcmp(a, "-a")) {
+			print_healthy = true;
 			continue;
 		}
 		if (!v) {
@@ -380,6 +386,8 @@ int main(int argc, char **argv)
 				accused |= !strncmp(r.diffs[i], "accused:", 8);
 			healthy[0] += sound;
 			healthy[1] += sound && accused;
+			if (print_healthy && sound && accused)
+				printf("healthy-accused %llu\n", (unsigned long long)seed);
 			oversync += p.oversync;
 			by_tag[tag][0]++;
 			by_tag[tag][1] += r.ndiffs > 0;
