@@ -1187,6 +1187,47 @@ static void fill_cut_by_own_segments(void **state)
 	}
 }
 
+/* A smoke run of four batches at depth 3 (random program 16560): batches
+ * 0 and 1 copied before the copy stream's first record, the data-dist
+ * stream's wait for batch 1 dropped with its record (redundant: that
+ * record covered batch 1 too), batch 3 copied before the next one. The
+ * copy stream then shows a fill of two batches and one steady segment of
+ * two, and never two steady segments in a row: its segments alone say two
+ * batches a copy segment. Compute's four takes say one, and every batch is
+ * trusted. Before, batches 0 and 1 merged, and batch 2 was accused of
+ * copy->sparse. Launches named and counted, fresh and reused events. */
+static void smoke_fill_counted_by_takes(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		struct pl p = { .drop_batch = 1, .drop_edge = EDGE_CS };
+		struct tb *t = tb_new(NULL);
+
+		t->counted = v & 1;
+		t->reuse_events = v >> 1;
+		p.M = tb_stream_create(t, 1);
+		p.D = tb_stream_create(t, 1);
+		pl_copy(t, &p, p.M);
+		pl_copy(t, &p, p.M);
+		pl_sparse(t, &p, p.M);
+		pl_copy(t, &p, p.M);
+		pl_sparse(t, &p, p.M);
+		pl_take(t, &p, p.M);
+		pl_copy(t, &p, p.M);
+		pl_forward(t, &p);
+		for (int i = 1; i < 4; i++) {
+			if (p.sparsed < 4)
+				pl_sparse(t, &p, p.M);
+			pl_take(t, &p, p.M);
+			pl_forward(t, &p);
+		}
+		tb_end(t);
+		assert_int_equal(t->n, 4);
+		expect(t, 0, 4, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* The short training run of fill_cut_by_learned_size on streams whose
  * creation the trace did not show (made through a call not probed), in
  * a process traced from its start. Learning takes the evaluation's copy
@@ -2077,6 +2118,7 @@ int main(void)
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),
 		cmocka_unit_test(fill_cut_by_own_segments),
+		cmocka_unit_test(smoke_fill_counted_by_takes),
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),

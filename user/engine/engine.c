@@ -347,6 +347,21 @@ static uint32_t sure_size(const uint32_t *pre, uint32_t npre, const uint32_t *po
 	return k;
 }
 
+/* The smallest size NL_FILL_SURE steady segments (after the fill) in a row
+ * of some copy stream have (0: none). */
+static uint32_t steady_size(uint32_t post[][NL_FILL_MAX], const uint32_t *npost, uint32_t nq)
+{
+	uint32_t k = 0;
+
+	for (uint32_t q = 0; q < nq; q++) {
+		uint32_t c = sure_size(NULL, 0, post[q], npost[q]);
+
+		if (c && (!k || c < k))
+			k = c;
+	}
+	return k;
+}
+
 static bool all_multiples(uint32_t pre[][NL_FILL_MAX], const uint32_t *npre,
 			  uint32_t post[][NL_FILL_MAX], const uint32_t *npost, uint32_t nq, uint32_t k)
 {
@@ -369,12 +384,14 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
  * its copy ops over compute's takes (a wait on a producer's record after
  * work of compute's own, or its first), when that divides, or over one
  * more when only that does and compute worked before its first take, or
- * over its steps when only that count does; 0 otherwise. */
-static uint32_t per_take(const struct nl_proc *p)
+ * over its steps when only that count does; 0 otherwise. Only the
+ * first (sure) when `sure` and another stream copied to the device: its
+ * steps may be another pipeline's, its copies not counted. */
+static uint32_t per_take(const struct nl_proc *p, bool sure)
 {
 	uint64_t ev[NL_FILL_EVENTS], first[2] = { 0, 0 }, prev = 0;
 	bool prod[NL_FILL_EVENTS], worked = true, early = false;
-	uint32_t copies = 0, takes = 0, nev = 0, nfirst = 0, steps = 0, tid = 0;
+	uint32_t copies = 0, takes = 0, nev = 0, nfirst = 0, steps = 0, tid = 0, other = 0;
 
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
 		const struct nl_call *c = &p->lbuf[i];
@@ -422,16 +439,19 @@ static uint32_t per_take(const struct nl_proc *p)
 				prev = sig;
 		} else if (key_in(p->copy_keys, p->ncopy_keys, &k) && nl_kind_is_work(c->kind)) {
 			copies++;
+		} else if (nl_kind_is_work(c->kind) && nl_call_is_h2d(c)) {
+			other++;
 		}
 	}
+	sure &= other > 0;
 	/* compute's work before its first take: the first batch's forward,
 	 * its take dropped with its record, when only that count divides */
-	if (takes && copies % takes && early && copies % (takes + 1) == 0)
+	if (!sure && takes && copies % takes && early && copies % (takes + 1) == 0)
 		return copies / (takes + 1);
 	/* a take dropped with its record leaves its step begun again inside
 	 * the window before: the step's two first kernels again in a row
 	 * (launches named) count it, when only that count divides */
-	if (takes && copies % takes && steps > takes && copies % steps == 0)
+	if (!sure && takes && copies % takes && steps > takes && copies % steps == 0)
 		return copies / steps;
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
@@ -483,7 +503,18 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	 * copied every batch before the first record: no segment after the
 	 * fill has a copy. Its copy ops over compute's takes. */
 	if (!k && !p->mid_run && p->exited)
-		k = per_take(p);
+		k = per_take(p, false);
+	/* Without two steady segments in a row, K came from the fill: a fill
+	 * of two batches before the first record, then one steady segment of
+	 * two (the next wait dropped with its record, or the run too short),
+	 * look like two copies a batch. Compute's takes count the batches of
+	 * a run that ended while its roles were learned. */
+	else if (k && !p->mid_run && p->exited && !steady_size(post, npost, nq)) {
+		uint32_t t = per_take(p, true);
+
+		if (t && t < k && k % t == 0)
+			k = t;
+	}
 	/* Two in a row can be a merge each: a take dropped with its record
 	 * right after a fill of two batches makes the first steady segment
 	 * as large as the fill. Where some segment is not a multiple of
