@@ -520,6 +520,58 @@ static void implicit_join_feeds_first_work(void **state)
 		}
 }
 
+/* Compute on the legacy null stream, the copy and data-dist streams
+ * blocking, depth 1, a loader thread copying batch i+1 after compute took
+ * batch i: forward(i) joins the copy stream after that copy, and the
+ * data-dist stream's next input_dist joins forward, so D's wait on the copy
+ * stream is redundant for every batch. With one or two of them dropped
+ * with their records (random program 90184), the copy stream's open
+ * segment holds two or three batches' copies when forward joins it: they
+ * are cut by the batch size it is sure of before the join, so the join
+ * carries the newest batch copied, and every batch is trusted. Before, the
+ * join carried the segment's first batch, the next input_dist was taken
+ * as that batch's again, and the batch after it was accused copy->sparse.
+ * Named and counted, fresh and reused events. */
+static void implicit_join_cuts_open_segment(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int v = 0; v < 4; v++)
+		for (int drop = 1; drop < N - 1; drop++)
+			for (int two = 0; two < 2; two++) {
+				struct tb *t = tb_new(NULL);
+				uint64_t M = tb_stream_create(t, 0), D = tb_stream_create(t, 0);
+
+				t->counted = v & 1;
+				t->reuse_events = v >> 1;
+				t->tid = TB_LOADER;
+				tb_copy(t, M, 1, 4096);
+				t->tid = TB_MAIN;
+				tb_wait_stream(t, D, M);
+				tb_kernel(t, D, K_INPUT_DIST);
+				tb_wait_stream(t, 0, D);
+				for (int i = 0; i < N; i++) {
+					bool dropped = i + 1 == drop || (two && i == drop);
+
+					if (i + 1 < N) {
+						t->tid = TB_LOADER;
+						tb_copy(t, M, 1, 4096);
+						t->tid = TB_MAIN;
+					}
+					forward_null(t);
+					if (i + 1 < N) {
+						tb_wait_stream_or_drop(t, D, M, !dropped);
+						tb_kernel(t, D, K_INPUT_DIST);
+						tb_wait_stream(t, 0, D);
+					}
+				}
+				tb_end(t);
+				expect(t, 0, N, -1, 0);
+				tb_free(t);
+			}
+}
+
 /* A loop at depth 1 on the null stream, the copy stream blocking, compute
  * taking batch i on a record made right before and batch i+1 copied
  * before forward(i), the last batch's record and take both dropped: its
@@ -2108,6 +2160,7 @@ int main(void)
 		cmocka_unit_test(implicit_join_moves_at_step),
 		cmocka_unit_test(implicit_open_segment_restart),
 		cmocka_unit_test(implicit_join_feeds_first_work),
+		cmocka_unit_test(implicit_join_cuts_open_segment),
 		cmocka_unit_test(other_window_first_kernel_alone),
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),

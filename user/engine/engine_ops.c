@@ -103,7 +103,10 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
  * work on a blocking stream waits for prior null-stream work. Tokens ride
  * these edges too; since one null-stream op joins several streams at once,
  * it takes the newest token among them. */
-static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
+static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot);
+
+static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
+			  const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
 	uint64_t ts = c->ts_ns;
@@ -120,6 +123,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 			if ((int)i == slot || !b->used || !b->blocking || b->capturing ||
 			    b->vc[i] <= s->vc[i])
 				continue;
+			cut_open(e, p, (int)i);
 			join_implicit(p, slot, (int)i, ts);
 			if (b->token > all)
 				all = b->token;
@@ -202,7 +206,7 @@ static void implicit_sync(struct nl_proc *p, int slot, const struct nl_call *c)
 
 /* Before an op: a capturing stream takes it into its graph (false);
  * implicit syncs apply. */
-static bool op_prepare(struct nl_proc *p, int slot, const struct nl_call *c)
+static bool op_prepare(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
 
@@ -210,7 +214,7 @@ static bool op_prepare(struct nl_proc *p, int slot, const struct nl_call *c)
 		nl_capture_note(p, slot);
 		return false;
 	}
-	implicit_sync(p, slot, c);
+	implicit_sync(e, p, slot, c);
 	return true;
 }
 
@@ -326,16 +330,39 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
  * than the fill size learning saw: the fill's batches, their records
  * dropped (a D.wait_stream(M) missing with its record). Cut as a record
  * would cut it, the last, still open part going on. */
-void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
+static void cut_open_segment(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t k)
 {
 	struct nl_stream *s = &p->s[slot];
-	uint32_t k = p->fill_k, n = s->seg_work;
+	uint32_t n = s->seg_work;
 
-	if (!s->seg_open || s->copy_waited || s->role != NL_ROLE_COPY || s->pipe != 0 || !k ||
-	    n <= k || e->o.no_copy_split)
-		return;
-	if (cut_segment(e, p, slot, s->token, k, n))
+	if (k && n > k && !e->o.no_copy_split && cut_segment(e, p, slot, s->token, k, n))
 		s->seg_work = n - k * ((n - 1) / k);
+}
+
+void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	const struct nl_stream *s = &p->s[slot];
+
+	if (s->seg_open && !s->copy_waited && s->role == NL_ROLE_COPY && s->pipe == 0)
+		cut_open_segment(e, p, slot, p->fill_k);
+}
+
+/* A copy stream's open segment, after its hand-off, holds more work ops
+ * than the batch size it is sure of (its steady segments, or the window
+ * learning saw): the later ones are the next batches' copies, their
+ * records dropped. Cut as a record would cut it, before the null stream
+ * joins it: what the join carries is the newest batch copied, not the
+ * segment's first (a loader's copy joined by compute's forward orders the
+ * data-dist stream's next work after it). */
+static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	const struct nl_stream *s = &p->s[slot];
+	uint32_t k = s->pipe == 0 ? p->window_k : 0;
+
+	if (s->seg_k && s->seg_k_n >= NL_SEG_SURE)
+		k = s->seg_k;
+	if (s->seg_open && s->copy_waited && s->role == NL_ROLE_COPY)
+		cut_open_segment(e, p, slot, k);
 }
 
 static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
@@ -365,7 +392,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	if (records_again(p, s, slot, ev))
 		producer_again(e, p, slot);
 	ev->slot = slot;
-	if (!op_prepare(p, slot, c)) {
+	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
 		const struct nl_stream *o = nl_capture_origin(p, s);
 
@@ -629,7 +656,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (o && (!ev->capture || ev->cap_id != o->cap_id || ev->slot != slot))
 			o->cap_ok = false;
 	}
-	if (!op_prepare(p, slot, c))
+	if (!op_prepare(e, p, slot, c))
 		return;
 	if (!ev || (!ev->recorded && !ev->created)) {
 		/* Recorded before tracing began, or forgotten: the edge is unknown.
@@ -883,7 +910,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	bool goes_on = false;
 	uint32_t clock;
 
-	if (!op_prepare(p, slot, c))
+	if (!op_prepare(e, p, slot, c))
 		return;
 	if (c->kind == NL_K_LAUNCH && !c->coll_depth && !(c->fields & NL_F_FN))
 		p->unnamed_launch = true;
