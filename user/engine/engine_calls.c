@@ -109,6 +109,7 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 				      o->role == NL_ROLE_SPARSE && o->fed_by_copy ? NL_ROLE_SPARSE :
 										  NL_ROLE_OTHER;
 			int8_t was_pipe = o->pipe;
+			uint32_t was_k = o->seg_k_n >= NL_SEG_SURE ? o->seg_k : 0;
 
 			nl_stream_reset(p, slot, &key, true,
 					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
@@ -118,6 +119,7 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 				was = NL_ROLE_OTHER;
 			p->s[slot].was_role = was;
 			p->s[slot].was_pipe = was != NL_ROLE_OTHER ? was_pipe : -1;
+			p->s[slot].was_seg_k = was == NL_ROLE_COPY ? was_k : 0;
 		}
 		break;
 	case NL_K_STREAM_DESTROY:

@@ -498,6 +498,18 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
  * of one batch has no other). Its work so far carries no batch: the
  * cadence of its next wait counts it (nl_sparse_due), or the exit judges
  * the batch it was (nl_drain). */
+/* Pipeline pipe has a copy stream not destroyed. */
+static bool live_copy(const struct nl_proc *p, int pipe)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && !m->destroyed)
+			return true;
+	}
+	return false;
+}
+
 static void data_dist_again(struct nl_proc *p, int was, int pipe)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
@@ -568,6 +580,12 @@ static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot)
 		s->fed_by_copy = true;
 		p->pipes[s->pipe].has_sparse = p->has_sparse = true;
 		return;
+	}
+	/* the same pipeline's copies: the batch size the stream before was
+	 * sure of holds */
+	if (s->was_seg_k && !s->seg_k_n) {
+		s->seg_k = s->was_seg_k;
+		s->seg_k_n = NL_SEG_SURE;
 	}
 	copy_placed(p, s);
 	restamp(e, p, slot);
@@ -705,6 +723,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				p->s[ev->slot].feeds_compute |= slot == p->compute_slot;
 				note_unplaced(p, &p->s[ev->slot]);
 			}
+			/* compute waits on a stream created again on the handle
+			 * of a data-dist stream whose pipeline copies again
+			 * (copies_again): that turn's data-dist stream, its
+			 * wait on the copy stream dropped */
+			if (from && from->role == NL_ROLE_OTHER && from->was_role == NL_ROLE_SPARSE &&
+			    slot == p->compute_slot && p->discovering && live_copy(p, from->was_pipe))
+				data_dist_again(p, from->was_pipe, from->was_pipe);
 		}
 		/* A stream that starts waiting on the data-dist side later in the
 		 * run joins it (only where the process has a sparse stage, and not
@@ -902,6 +927,16 @@ static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const st
 	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
 }
 
+/* A stream created again on the handle of a destroyed copy stream, whose
+ * pipeline has no copy stream left, copies to the device: that pipeline's
+ * copy stream again (an evaluation turn's, made anew for each turn, whose
+ * events are fresh too), though no edge to it was seen yet. */
+static bool copies_again(const struct nl_proc *p, const struct nl_stream *s)
+{
+	return p->discovering && s->role == NL_ROLE_OTHER && s->was_role == NL_ROLE_COPY &&
+	       s->creation_seen && !s->capturing && s->was_pipe >= 0 && !live_copy(p, s->was_pipe);
+}
+
 static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -929,6 +964,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	if (nl_call_is_h2d(c)) {
 		s->h2d++;
+		if (copies_again(p, s))
+			producer_again(e, p, slot);
 		note_unplaced(p, s);
 	}
 	if (s->role == NL_ROLE_COPY)
