@@ -1271,6 +1271,34 @@ static void smoke_fill_counted_by_takes(void **state)
 	}
 }
 
+/* A smoke run of two batches at depth 2 without a sparse stage (random
+ * program 55759): both copied before the copy stream's one record,
+ * compute's take of the second dropped (redundant: the first take covered
+ * it too), its step begun again in the first window. The run ends while
+ * roles are learned: one take over two copies says one batch of two, but
+ * the step's two first kernels again in a row count two steps, and with
+ * no other stream copying to the device they count the batches: every
+ * batch is trusted. Before, the two batches merged. Named only (counted
+ * runs hide the restart). */
+static void smoke_fill_counted_by_steps(void **state)
+{
+	struct pl p = { .drop_batch = 1, .drop_edge = EDGE_CF };
+	struct tb *t = tb_new(NULL);
+
+	(void)state;
+	p.M = tb_stream_create(t, 1);
+	pl_copy(t, &p, p.M);
+	pl_copy(t, &p, p.M);
+	for (int i = 0; i < 2; i++) {
+		pl_take(t, &p, p.M);
+		pl_forward(t, &p);
+	}
+	tb_end(t);
+	assert_int_equal(t->n, 2);
+	expect(t, 0, 2, -1, 0);
+	tb_free(t);
+}
+
 /* The short training run of fill_cut_by_learned_size on streams whose
  * creation the trace did not show (made through a call not probed), in
  * a process traced from its start. Learning takes the evaluation's copy
@@ -2162,6 +2190,7 @@ int main(void)
 		cmocka_unit_test(fill_cut_by_learned_size),
 		cmocka_unit_test(fill_cut_by_own_segments),
 		cmocka_unit_test(smoke_fill_counted_by_takes),
+		cmocka_unit_test(smoke_fill_counted_by_steps),
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),

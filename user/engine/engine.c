@@ -384,9 +384,10 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
  * its copy ops over compute's takes (a wait on a producer's record after
  * work of compute's own, or its first), when that divides, or over one
  * more when only that does and compute worked before its first take, or
- * over its steps when only that count does; 0 otherwise. Only the
- * first (sure) when `sure` and another stream copied to the device: its
- * steps may be another pipeline's, its copies not counted. */
+ * over its steps when only that count does (or when no other stream
+ * copied to the device and there are more steps than takes); 0 otherwise.
+ * Only the first (sure) when `sure` and another stream copied to the
+ * device: its steps may be another pipeline's, its copies not counted. */
 static uint32_t per_take(const struct nl_proc *p, bool sure)
 {
 	uint64_t ev[NL_FILL_EVENTS], first[2] = { 0, 0 }, prev = 0;
@@ -450,8 +451,10 @@ static uint32_t per_take(const struct nl_proc *p, bool sure)
 		return copies / (takes + 1);
 	/* a take dropped with its record leaves its step begun again inside
 	 * the window before: the step's two first kernels again in a row
-	 * (launches named) count it, when only that count divides */
-	if (!sure && takes && copies % takes && steps > takes && copies % steps == 0)
+	 * (launches named) count it, when only that count divides, or when
+	 * no other stream copied to the device (its steps would count too) */
+	if (!sure && takes && steps > takes && copies % steps == 0 &&
+	    (copies % takes || !other))
 		return copies / steps;
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
