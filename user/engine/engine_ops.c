@@ -326,10 +326,8 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	cut_segment(e, p, slot, s->token, k, n);
 }
 
-/* Copy stream `slot`'s open segment, before any hand-off, holds more ops
- * than the fill size learning saw: the fill's batches, their records
- * dropped (a D.wait_stream(M) missing with its record). Cut as a record
- * would cut it, the last, still open part going on. */
+/* Copy stream `slot`'s open segment, cut by k as a record would cut it
+ * when it holds more than k work ops, the last, still open part going on. */
 static void cut_open_segment(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t k)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -339,6 +337,9 @@ static void cut_open_segment(struct nl_engine *e, struct nl_proc *p, int slot, u
 		s->seg_work = n - k * ((n - 1) / k);
 }
 
+/* Copy stream `slot`'s open segment, before any hand-off, holds more ops
+ * than the fill size learning saw: the fill's batches, their records
+ * dropped (a D.wait_stream(M) missing with its record). */
 void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -490,14 +491,6 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 }
 
-/* Compute found pipeline `pipe` by waiting on a copy stream created again
- * on the handle of a copy stream of pipeline `was` (an evaluation turn's
- * streams created again). A stream created again on the handle of that
- * pipeline's data-dist stream, that compute waited on already, is this
- * turn's data-dist stream: its wait on the copy stream was dropped (a turn
- * of one batch has no other). Its work so far carries no batch: the
- * cadence of its next wait counts it (nl_sparse_due), or the exit judges
- * the batch it was (nl_drain). */
 /* Pipeline pipe has a copy stream not destroyed. */
 static bool live_copy(const struct nl_proc *p, int pipe)
 {
@@ -510,6 +503,14 @@ static bool live_copy(const struct nl_proc *p, int pipe)
 	return false;
 }
 
+/* Compute found pipeline `pipe` by waiting on a copy stream created again
+ * on the handle of a copy stream of pipeline `was` (an evaluation turn's
+ * streams created again). A stream created again on the handle of that
+ * pipeline's data-dist stream, that compute waited on already, is this
+ * turn's data-dist stream: its wait on the copy stream was dropped (a turn
+ * of one batch has no other). Its work so far carries no batch: the
+ * cadence of its next wait counts it (nl_sparse_due), or the exit judges
+ * the batch it was (nl_drain). */
 static void data_dist_again(struct nl_proc *p, int was, int pipe)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
