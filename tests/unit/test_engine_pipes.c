@@ -572,6 +572,52 @@ static void implicit_join_cuts_open_segment(void **state)
 			}
 }
 
+/* As implicit_join_cuts_open_segment, with a collective stream between
+ * the data-dist stream's two kernels (input_dist, the all-to-all on X,
+ * D waiting on X for dist_init), the loader copying batch i+1 while the
+ * all-to-all runs: D's dist_init(i) is checked against batch i's copies
+ * while the open segment still holds batch i+1's too, and is not ordered
+ * after that one. The record that then closes the segment cuts it, and
+ * the finding made against the copy moved to batch i+1 is dropped: D's
+ * op was ordered after every copy left to batch i (random program
+ * 105211). Before, a healthy batch was accused copy->sparse. Named and
+ * counted. */
+static void cut_clears_sparse_finding(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int v = 0; v < 2; v++)
+		for (int drop = 1; drop < N - 1; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 0), D = tb_stream_create(t, 0),
+				 X = tb_stream_create(t, 0);
+
+			t->counted = v;
+			t->tid = TB_LOADER;
+			tb_copy(t, M, 1, 4096);
+			t->tid = TB_MAIN;
+			for (int i = 0; i < N; i++) {
+				tb_wait_stream_or_drop(t, D, M, i != drop);
+				tb_kernel(t, D, K_INPUT_DIST);
+				tb_wait_stream(t, X, D);
+				tb_kernel(t, X, K_A2A);
+				if (i + 1 < N) {
+					t->tid = TB_LOADER;
+					tb_copy(t, M, 1, 4096);
+					t->tid = TB_MAIN;
+				}
+				tb_wait_stream(t, D, X);
+				tb_kernel(t, D, K_DIST_INIT);
+				tb_wait_stream(t, 0, D);
+				forward_null(t);
+			}
+			tb_end(t);
+			expect(t, 0, N, -1, 0);
+			tb_free(t);
+		}
+}
+
 /* A loop at depth 1 on the null stream, the copy stream blocking, compute
  * taking batch i on a record made right before and batch i+1 copied
  * before forward(i), the last batch's record and take both dropped: its
@@ -2180,6 +2226,7 @@ int main(void)
 		cmocka_unit_test(implicit_open_segment_restart),
 		cmocka_unit_test(implicit_join_feeds_first_work),
 		cmocka_unit_test(implicit_join_cuts_open_segment),
+		cmocka_unit_test(cut_clears_sparse_finding),
 		cmocka_unit_test(other_window_first_kernel_alone),
 		cmocka_unit_test(eval_sparse_found_late),
 		cmocka_unit_test(eval_one_batch_turn_dropped),

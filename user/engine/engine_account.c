@@ -495,6 +495,11 @@ void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut,
 			bs->has_work = last != NULL;
 			if (last)
 				bs->last_work = nl_ring_seen_op(slot, last);
+			/* a sparse op found unordered against copies the cut
+			 * moved to a later batch, ordered after those left */
+			if (b->cs.valid && b->cs.bs == i &&
+			    (!bs->has_work || b->cs.seen >= bs->last_work.clock))
+				b->cs.valid = false;
 		}
 		if (bs->last_clock > cut)
 			bs->last_clock = cut;
