@@ -545,20 +545,15 @@ static void implicit_join_cuts_open_segment(void **state)
 
 				t->counted = v & 1;
 				t->reuse_events = v >> 1;
-				t->tid = TB_LOADER;
-				tb_copy(t, M, 1, 4096);
-				t->tid = TB_MAIN;
+				tb_loader_copies(t, M, 1);
 				tb_wait_stream(t, D, M);
 				tb_kernel(t, D, K_INPUT_DIST);
 				tb_wait_stream(t, 0, D);
 				for (int i = 0; i < N; i++) {
 					bool dropped = i + 1 == drop || (two && i == drop);
 
-					if (i + 1 < N) {
-						t->tid = TB_LOADER;
-						tb_copy(t, M, 1, 4096);
-						t->tid = TB_MAIN;
-					}
+					if (i + 1 < N)
+						tb_loader_copies(t, M, 1);
 					forward_null(t);
 					if (i + 1 < N) {
 						tb_wait_stream_or_drop(t, D, M, !dropped);
@@ -594,19 +589,14 @@ static void cut_clears_sparse_finding(void **state)
 				 X = tb_stream_create(t, 0);
 
 			t->counted = v;
-			t->tid = TB_LOADER;
-			tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
+			tb_loader_copies(t, M, 1);
 			for (int i = 0; i < N; i++) {
 				tb_wait_stream_or_drop(t, D, M, i != drop);
 				tb_kernel(t, D, K_INPUT_DIST);
 				tb_wait_stream(t, X, D);
 				tb_kernel(t, X, K_A2A);
-				if (i + 1 < N) {
-					t->tid = TB_LOADER;
-					tb_copy(t, M, 1, 4096);
-					t->tid = TB_MAIN;
-				}
+				if (i + 1 < N)
+					tb_loader_copies(t, M, 1);
 				tb_wait_stream(t, D, X);
 				tb_kernel(t, D, K_DIST_INIT);
 				tb_wait_stream(t, 0, D);
