@@ -448,18 +448,32 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * compute's step-a wait (goes_on: dist_init without its wait on the
  * all-to-all's end). A record right after a record, with nothing between
  * (an allocator's event, only queried), is the first one's again: it
- * neither ends a segment nor the hand-off (as rec_fed, op_record). */
-static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts)
+ * neither ends a segment nor the hand-off (as rec_fed, op_record). Nor
+ * work before a later wait on the copy stream that moved the stream to a
+ * batch older than tok, the batch asked about: that work was that batch's
+ * or older (random program 18707: D's wait for batch 2 gave it batch 1, D
+ * one behind after a merged segment, and its work before that wait passed
+ * batch 2 over, accused copy->sparse). */
+static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			     int64_t tok)
 {
 	uint32_t k = nl_ring_start(s);
 	int64_t last = NL_NO_TOKEN;
-	bool fed = false, handed = false, rec = false;
+	bool fed = false, handed = false, rec = false, unfed = false;
 
 	for (; k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
 		int kind = nl_api_info[r->api].kind;
 
 		if (kind == NL_K_STREAM_WAIT) {
+			/* a later wait on the copy stream moved the stream to
+			 * a batch older than tok: the work before it was that
+			 * batch's or older, as a stream runs its batches in
+			 * order */
+			if (r->ev_slot >= 0 && p->s[r->ev_slot].role == NL_ROLE_COPY &&
+			    r->token != NL_NO_TOKEN && r->token < tok && last != NL_NO_TOKEN &&
+			    r->token > last && nl_tok_pipe(r->token) == nl_tok_pipe(tok))
+				unfed = false;
 			handed = rec = false;
 			fed = r->ts > ts;
 			last = r->token;
@@ -501,11 +515,11 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 			    !worked_before(s, k, r->token))
 				fed = true;
 			if (r->ts > ts && !fed)
-				return true;
+				unfed = true;
 			last = r->token;
 		}
 	}
-	return false;
+	return unfed;
 }
 
 /* TorchRec's split sparse stage with the all-to-all's end event recorded
@@ -666,7 +680,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 			 * accused a healthy batch sparse->forward (random
 			 * program 24638). */
 			if (t == first && copy_slot(b) >= 0 && copy_slot(b) != (int)(from - p->s) &&
-			    !unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts) &&
+			    !unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts, t) &&
 			    (!n || !n->st[NL_STAGE_COPY].ops ||
 			     !worked_since(s, n->st[NL_STAGE_COPY].first_ts)))
 				return t;
@@ -677,7 +691,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		 * it began is not the one that was to run it (a pipeline's streams
 		 * created again): the edges decide then */
 		if ((s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts) ||
-		    unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts))
+		    unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts, t))
 			return tok;
 		return t;
 	}
