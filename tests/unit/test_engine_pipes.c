@@ -608,6 +608,56 @@ static void cut_clears_sparse_finding(void **state)
 		}
 }
 
+/* A loader thread two batches ahead, copying batch i+2 inside step i
+ * (after its forward, before its backward); compute takes batch i on a
+ * record of the copy stream made right before. The take of batch k
+ * dropped (its record kept), redundant: the take of k-1 came after k's
+ * copy; the take of k+1 dropped with its record (reused events: the
+ * records stay), a fault: its forward begins again in k's window,
+ * unordered after its copy, copy->forward on k+1 alone. That restart is
+ * k+1's (its watch saw it: repeat), so the wait for k+2, which covers k+2's
+ * copy, gives k+2 where the window began the step again once: k+1 was
+ * passed over for the work that holds its forward, and k+2's could not
+ * begin before it. Before, k+2 was passed over too and accused
+ * copy->forward (random program 260430 and 10 more in seeds
+ * 200,001-600,000). Named (counted in runs, a batch passed over for
+ * compute's work gives the next already), fresh and reused events. */
+static void restart_passed_next_taken(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int v = 0; v < 4; v++)
+		for (int k = 1; k + 2 < N; k++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+			bool reuse = v >> 1;
+
+			t->counted = v & 1;
+			t->reuse_events = reuse;
+			tb_loader_copies(t, M, 2);
+			for (int i = 0; i < N; i++) {
+				if (i == k && !reuse) {
+					uint64_t ev = tb_event_create(t);
+
+					tb_record(t, ev, M);
+					tb_event_destroy(t, ev);
+				} else {
+					tb_wait_stream_or_drop(t, C, M, i != k && i != k + 1);
+				}
+				for (uint64_t x = 0; x < 3; x++) /* forward */
+					tb_kernel(t, C, K_LOOKUP + x);
+				if (i + 2 < N)
+					tb_loader_copies(t, M, 1);
+				for (uint64_t x = 0; x < 3; x++) /* backward */
+					tb_kernel(t, C, K_BWD_EMB + x);
+			}
+			tb_end(t);
+			expect(t, 0, N, k + 1, EDGE(COPY_FORWARD));
+			tb_free(t);
+		}
+}
+
 /* A loop at depth 1 on the null stream, the copy stream blocking, compute
  * taking batch i on a record made right before and batch i+1 copied
  * before forward(i), the last batch's record and take both dropped: its
@@ -2214,6 +2264,7 @@ int main(void)
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(implicit_join_moves_at_step),
 		cmocka_unit_test(implicit_open_segment_restart),
+		cmocka_unit_test(restart_passed_next_taken),
 		cmocka_unit_test(implicit_join_feeds_first_work),
 		cmocka_unit_test(implicit_join_cuts_open_segment),
 		cmocka_unit_test(cut_clears_sparse_finding),

@@ -292,6 +292,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
 	bool passed = false;         /* a due batch passed over, ordered before */
+	bool repeated = false;       /* ...one whose forward restarted without it */
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	const struct nl_stream *s = &p->s[slot];
 	uint64_t mine; /* compute's last work */
@@ -323,9 +324,19 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		bool by_lag = q->lag > 0 && q->lag_n >= NL_LAG_SURE && t == tok - q->lag;
 		bool ordered; /* every producer op of it ordered before the wait */
 
+		/* a batch whose forward began again in compute's window
+		 * without it (repeat) was passed over for that work: with one
+		 * pipeline, where the window began the step again once, that
+		 * restart was its own and the next due batch's forward could
+		 * not begin before it (random program 260430: the next batch
+		 * passed over too and accused copy->forward) */
+		if (b && !b->closed && !b->fwd_started && b->watch[NL_CONSUMER_COMPUTE].repeat &&
+		    p->npipes == 1) {
+			repeated = true;
+			continue;
+		}
 		if (!b || b->closed || b->fwd_started || b->watch[NL_CONSUMER_COMPUTE].repeat ||
-		    !b->copy_closed ||
-		    (q->has_sparse && !sparse_begun(b)))
+		    !b->copy_closed || (q->has_sparse && !sparse_begun(b)))
 			continue;
 		ordered = producers_before(b, s) != 0;
 		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
@@ -360,8 +371,9 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		 * hide two steps begun without their edges (two takes dropped in
 		 * a row), and the second is then missed; without the take, a
 		 * single dropped take had its healthy neighbour accused too. */
-		if (passed && (one_restart_at_most(p, s) || p->unnamed_launch ||
-			       first_window_unheld(p, s)))
+		if ((passed && (one_restart_at_most(p, s) || p->unnamed_launch ||
+				first_window_unheld(p, s))) ||
+		    (repeated && one_restart_at_most(p, s)))
 			return t;
 		passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
