@@ -465,13 +465,16 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * batch older than tok, the batch asked about: that work was that batch's
  * or older (random program 18707: D's wait for batch 2 gave it batch 1, D
  * one behind after a merged segment, and its work before that wait passed
- * batch 2 over, accused copy->sparse). */
-static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
-			     int64_t tok)
+ * batch 2 over, accused copy->sparse). unfed_segment: the start of the
+ * first segment holding such work that began after `after` (0: none);
+ * each such segment is one batch's stage. */
+static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			      int64_t tok, uint64_t after)
 {
 	uint32_t k = nl_ring_start(s);
 	int64_t last = NL_NO_TOKEN;
-	bool fed = false, handed = false, rec = false, unfed = false;
+	bool fed = false, handed = false, rec = false;
+	uint64_t unfed = 0, seg = 0; /* the first unfed segment's start; the current one's */
 
 	for (; k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
@@ -485,10 +488,11 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 			if (r->ev_slot >= 0 && p->s[r->ev_slot].role == NL_ROLE_COPY &&
 			    r->token != NL_NO_TOKEN && r->token < tok && last != NL_NO_TOKEN &&
 			    r->token > last && nl_tok_pipe(r->token) == nl_tok_pipe(tok))
-				unfed = false;
+				unfed = 0;
 			handed = rec = false;
 			fed = r->ts > ts;
 			last = r->token;
+			seg = 0;
 			continue;
 		}
 		if (kind == NL_K_EVENT_RECORD) {
@@ -496,8 +500,10 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 			 * event, only queried) carries what the first did */
 			if (!rec) {
 				handed = handed_on(p, s, r->clock);
-				if (!handed)
+				if (!handed) {
 					fed = false;
+					seg = 0;
+				}
 			}
 			rec = true;
 			continue;
@@ -511,7 +517,10 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 			handed = false;
 			fed = r->ts > ts;
 			last = r->token;
+			seg = 0;
 		}
+		if (!seg)
+			seg = r->ts;
 		if (r->goes_on) {
 			last = r->token; /* the batch's own stage going on */
 		} else if (handed && !r->again && r->token == last) {
@@ -519,19 +528,27 @@ static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s,
 			 * collective stream (dist_init without its wait on the
 			 * all-to-all's end) */
 		} else {
-			if (handed && r->again)
+			if (handed && r->again) {
 				fed = false;
+				seg = r->ts;
+			}
 			handed = false;
 			if (!fed && r->token != NL_NO_TOKEN && r->token != last &&
 			    (last != NL_NO_TOKEN || (r->token == s->first_taken && r->ts > ts)) &&
 			    !worked_before(s, k, r->token))
 				fed = true;
-			if (r->ts > ts && !fed)
-				unfed = true;
+			if (r->ts > ts && !fed && seg > after && !unfed)
+				unfed = seg;
 			last = r->token;
 		}
 	}
 	return unfed;
+}
+
+static bool unfed_work_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			     int64_t tok)
+{
+	return unfed_segment(p, s, ts, tok, 0) != 0;
 }
 
 /* TorchRec's split sparse stage with the all-to-all's end event recorded
@@ -634,6 +651,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 {
 	const struct nl_stream *s = &p->s[slot];
 	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+	uint64_t used = 0, seg; /* the unfed segment an older batch was passed over for */
 	int64_t t, first;
 
 	if (q && from && from->role == NL_ROLE_SPARSE && slot != p->compute_slot)
@@ -702,10 +720,17 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		 * sparse stage begun without the edge, and a stream created after
 		 * it began is not the one that was to run it (a pipeline's streams
 		 * created again): the edges decide then */
-		if ((s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts) ||
-		    unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts, t))
+		if (s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts)
 			return tok;
-		return t;
+		/* a segment that passed an older batch over is not this
+		 * one's too: without a segment of its own, this batch is due
+		 * (random program 6824: D's one segment without its edge
+		 * passed batches 1 and 2 over, and healthy 2 was accused
+		 * copy->sparse) */
+		seg = unfed_segment(p, s, b->st[NL_STAGE_COPY].first_ts, t, used);
+		if (!seg)
+			return t;
+		used = seg;
 	}
 	return tok;
 }
