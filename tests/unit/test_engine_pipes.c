@@ -1832,14 +1832,19 @@ static void altcopy_turn_ends_other_segment(void **state)
  * begun without its edge: the wait gives batch 1, which is untrusted
  * copy->sparse with batch 0 (nothing orders copy(1) before input_dist(1)).
  * Before, that work passed batch 1 over, the wait gave batch 2, and a
- * healthy batch was accused sparse->forward (random program 24638). */
+ * healthy batch was accused sparse->forward (random program 24638).
+ * Late: batch i+2 copied while step i's all-to-all runs, so dist_init(0)
+ * comes after batch 2's copy: that work, after D's wait on the collective
+ * stream, is batch 0's stage going on, not batch 1's begun without its
+ * edge (unfed_work_since, not any work since). Before, it passed batch 1
+ * over again (random program 58004 and 62 more in seeds 1-600,000). */
 static void altcopy_sparse_due_other_stream(void **state)
 {
 	enum { N = 6 };
 
 	(void)state;
-	for (int v = 0; v < 4; v++) {
-		bool counted = v & 1, drop = v & 2;
+	for (int v = 0; v < 8; v++) {
+		bool counted = v & 1, drop = v & 2, late = v & 4;
 		struct tb *t = tb_new(NULL);
 		uint64_t M[2], D, Nc, ec, ed, en, ea;
 
@@ -1857,9 +1862,13 @@ static void altcopy_sparse_due_other_stream(void **state)
 			tb_record(t, ec, M[i]);
 		}
 		for (int i = 0; i < N; i++) {
-			if (i > 0 && i + 1 < N) {
-				tb_copy(t, M[(i + 1) % 2], 1, 4096);
-				tb_record(t, ec, M[(i + 1) % 2]);
+			/* batch i+1 copied as step i begins, or (late) batch
+			 * i+2 while step i's all-to-all runs */
+			int c = late ? i + 2 : i + 1;
+
+			if (!late && i > 0 && c < N) {
+				tb_copy(t, M[c % 2], 1, 4096);
+				tb_record(t, ec, M[c % 2]);
 			}
 			if (!drop || i > 0)
 				tb_wait(t, D, ec);
@@ -1867,6 +1876,10 @@ static void altcopy_sparse_due_other_stream(void **state)
 			tb_record(t, en, D);
 			tb_wait(t, Nc, en);
 			tb_alltoall(t, Nc, ea);
+			if (late && c < N) {
+				tb_copy(t, M[c % 2], 1, 4096);
+				tb_record(t, ec, M[c % 2]);
+			}
 			tb_record(t, en, Nc);
 			tb_wait(t, D, en);
 			tb_kernel(t, D, K_DIST_INIT);

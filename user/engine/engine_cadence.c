@@ -708,11 +708,15 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 			 * its edge, after the next batch's copy on the other
 			 * stream, shifted every later sparse stage by one and
 			 * accused a healthy batch sparse->forward (random
-			 * program 24638). */
+			 * program 24638). Work after the next batch's copy
+			 * began that a wait fed (dist_init after D's wait on
+			 * the collective stream: the older batch's stage going
+			 * on) is not that batch's either: only unfed work
+			 * passes it over (random program 58004). */
 			if (t == first && copy_slot(b) >= 0 && copy_slot(b) != (int)(from - p->s) &&
 			    !unfed_work_since(p, s, b->st[NL_STAGE_COPY].first_ts, t) &&
 			    (!n || !n->st[NL_STAGE_COPY].ops ||
-			     !worked_since(s, n->st[NL_STAGE_COPY].first_ts)))
+			     !unfed_work_since(p, s, n->st[NL_STAGE_COPY].first_ts, t + 1)))
 				return t;
 			continue;
 		}
