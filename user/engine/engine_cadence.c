@@ -269,6 +269,30 @@ static bool first_window_unheld(const struct nl_proc *p, const struct nl_stream 
 	return s->token == NL_NO_TOKEN && !p->mid_run;
 }
 
+/* Batch b's sparse stage began without its edge inside the batch before's
+ * segment on the data-dist stream (nl_sparse_due passed it over for it),
+ * where that stage ran on one stream: that segment, with b's stage, is
+ * ordered before compute's wait on its record, and b is due there as if
+ * its stage had begun (random program 30969). Not where a collective
+ * stream took part: compute's second wait in that batch's window then
+ * took b's forward already. */
+static bool merged_stage(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_batch *x = nl_batch_of(p, b->token - 1);
+	int slot = -1;
+
+	if (!b->unfed_passed || !x || p->npipes > 1 || x->sparse_retake)
+		return false;
+	for (int i = 0; i < x->nbs; i++) {
+		if (x->bs[i].stage != NL_STAGE_SPARSE || !x->bs[i].has_work)
+			continue;
+		if (slot >= 0 && slot != x->bs[i].slot)
+			return false;
+		slot = x->bs[i].slot;
+	}
+	return slot >= 0;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -336,7 +360,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 			continue;
 		}
 		if (!b || b->closed || b->fwd_started || b->watch[NL_CONSUMER_COMPUTE].repeat ||
-		    !b->copy_closed || (q->has_sparse && !sparse_begun(b)))
+		    !b->copy_closed || (q->has_sparse && !sparse_begun(b) && !merged_stage(p, b)))
 			continue;
 		ordered = producers_before(b, s) != 0;
 		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
@@ -735,6 +759,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 		if (!seg)
 			return t;
 		used = seg;
+		nl_batch_of(p, t)->unfed_passed = true;
 	}
 	return tok;
 }

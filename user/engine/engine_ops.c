@@ -775,6 +775,15 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 						gq->again_not_its = true;
 				}
 			}
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && news &&
+			    from && from->role == NL_ROLE_SPARSE) {
+				struct nl_batch *h = nl_batch_of(p, got);
+
+				/* a second take of the batch compute works on, on
+				 * the data-dist side (merged_stage) */
+				if (h && h->st[NL_STAGE_FORWARD].work)
+					h->sparse_retake = true;
+			}
 			nl_set_token(p, slot, got, c->ts_ns);
 		}
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&

@@ -253,6 +253,11 @@ struct nl_batch {
 	uint64_t first_ts, close_ts;
 	int64_t copy_tick, fwd_tick, linger_until;
 	bool copy_closed, reached_sparse, fwd_started;
+	/* a data-dist stream's wait passed it over for a segment of work
+	 * without its edge (nl_sparse_due): its stage, begun there */
+	bool unfed_passed;
+	/* compute, working on it, waited on a sparse stream's record of it again */
+	bool sparse_retake;
 	bool fwd_adopted;      /* compute took it without an edge (nl_take_first_compute) */
 	bool fwd_waited;       /* compute's wait took it (not a restart of the step) */
 	bool restart_seen;     /* its forward window began another batch's (a watch's repeat) */
