@@ -625,8 +625,8 @@ static void cut_clears_sparse_finding(void **state)
  * copy, gives k+2 where the window began the step again once: k+1 was
  * passed over for the work that holds its forward, and k+2's could not
  * begin before it. Before, k+2 was passed over too and accused
- * copy->forward (random program 260430 and 10 more in seeds
- * 200,001-600,000). Named (counted in runs, a batch passed over for
+ * copy->forward (random program 260430 and 11 more in seeds
+ * 1-600,000). Named (counted in runs, a batch passed over for
  * compute's work gives the next already), fresh and reused events. */
 static void restart_passed_next_taken(void **state)
 {

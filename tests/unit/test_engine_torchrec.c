@@ -2486,8 +2486,8 @@ static void next_step_record_begins_stage(void **state)
  * The work before that wait is no stage of k+1 begun without its edge: D
  * runs its batches in order, and that wait gave it an older one. Before,
  * D's wait for k+2 passed k+1 over and it was accused copy->sparse, never
- * reached (random program 18707; 19 programs fixed in seeds 1-200,000).
- * Launches named, then counted. */
+ * reached (random program 18707; 19 programs in seeds 1-200,000 had a
+ * batch accused so, now skipped). Launches named, then counted. */
 static void ahead_merged_stage_not_accused(void **state)
 {
 	(void)state;
