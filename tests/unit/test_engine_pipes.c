@@ -22,7 +22,7 @@ struct pl {
 };
 
 /* forward's three kernels on stream C */
-static void forward_null_on(struct tb *t, uint64_t C)
+static void forward_on(struct tb *t, uint64_t C)
 {
 	tb_kernel(t, C, K_LOOKUP);
 	tb_kernel(t, C, K_GEMM);
@@ -32,7 +32,7 @@ static void forward_null_on(struct tb *t, uint64_t C)
 /* ...on the null stream */
 static void forward_null(struct tb *t)
 {
-	forward_null_on(t, 0);
+	forward_on(t, 0);
 }
 
 static const struct nl_batch_audit *batch_in(struct tb *t, uint32_t pipe, uint64_t k)
@@ -651,8 +651,7 @@ static void restart_passed_next_taken(void **state)
 				} else {
 					tb_wait_stream_or_drop(t, C, M, i != k && i != k + 1);
 				}
-				for (uint64_t x = 0; x < 3; x++) /* forward */
-					tb_kernel(t, C, K_LOOKUP + x);
+				forward_on(t, C);
 				if (i + 2 < N)
 					tb_loader_copies(t, M, 1);
 				for (uint64_t x = 0; x < 3; x++) /* backward */
@@ -705,7 +704,7 @@ static void unfed_segment_one_batch(void **state)
 				}
 				if (i) {
 					tb_wait(t, C, ed);
-					forward_null_on(t, C);
+					forward_on(t, C);
 				}
 			}
 			tb_end(t);

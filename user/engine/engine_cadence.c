@@ -219,19 +219,25 @@ const struct nl_batch *nl_held_unworked(struct nl_proc *p, const struct nl_strea
 	return h && !h->closed && !h->fwd_work ? h : NULL;
 }
 
-/* The stream batch b was copied on; -1 none, -2 more than one. */
-static int copy_slot(const struct nl_batch *b)
+/* The stream batch b did the work of stage st on; -1 none, -2 more than one. */
+static int stage_slot(const struct nl_batch *b, int st)
 {
 	int slot = -1;
 
 	for (int i = 0; i < b->nbs; i++) {
-		if (b->bs[i].stage != NL_STAGE_COPY || !b->bs[i].has_work)
+		if (b->bs[i].stage != st || !b->bs[i].has_work)
 			continue;
 		if (slot >= 0 && slot != b->bs[i].slot)
 			return -2;
 		slot = b->bs[i].slot;
 	}
 	return slot;
+}
+
+/* The stream batch b was copied on; -1 none, -2 more than one. */
+static int copy_slot(const struct nl_batch *b)
+{
+	return stage_slot(b, NL_STAGE_COPY);
 }
 
 /* Compute's windows begin with named kernels (launches named, not counted
@@ -279,18 +285,9 @@ static bool first_window_unheld(const struct nl_proc *p, const struct nl_stream 
 static bool merged_stage(struct nl_proc *p, const struct nl_batch *b)
 {
 	const struct nl_batch *x = nl_batch_of(p, b->token - 1);
-	int slot = -1;
 
-	if (!b->unfed_passed || !x || p->npipes > 1 || x->sparse_retake)
-		return false;
-	for (int i = 0; i < x->nbs; i++) {
-		if (x->bs[i].stage != NL_STAGE_SPARSE || !x->bs[i].has_work)
-			continue;
-		if (slot >= 0 && slot != x->bs[i].slot)
-			return false;
-		slot = x->bs[i].slot;
-	}
-	return slot >= 0;
+	return b->unfed_passed && x && p->npipes == 1 && !x->sparse_retake &&
+	       stage_slot(x, NL_STAGE_SPARSE) >= 0;
 }
 
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
@@ -354,11 +351,8 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		 * restart was its own and the next due batch's forward could
 		 * not begin before it (random program 260430: the next batch
 		 * passed over too and accused copy->forward) */
-		if (b && !b->closed && !b->fwd_started && b->watch[NL_CONSUMER_COMPUTE].repeat &&
-		    p->npipes == 1) {
+		if (b && !b->closed && !b->fwd_started && b->watch[NL_CONSUMER_COMPUTE].repeat)
 			repeated = true;
-			continue;
-		}
 		if (!b || b->closed || b->fwd_started || b->watch[NL_CONSUMER_COMPUTE].repeat ||
 		    !b->copy_closed || (q->has_sparse && !sparse_begun(b) && !merged_stage(p, b)))
 			continue;
@@ -397,7 +391,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		 * single dropped take had its healthy neighbour accused too. */
 		if ((passed && (one_restart_at_most(p, s) || p->unnamed_launch ||
 				first_window_unheld(p, s))) ||
-		    (repeated && one_restart_at_most(p, s)))
+		    (repeated && p->npipes == 1 && one_restart_at_most(p, s)))
 			return t;
 		passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
@@ -670,7 +664,10 @@ static int unroled_segments(const struct nl_proc *p, const struct nl_stream *s,
  * (a fill phase whose copy record comes after two batches' copies, or a
  * D.wait_stream(M) made after the next batch's copy) gives the stream that
  * older batch: one sparse segment per batch, in order. The newer batch is
- * then already ordered after its copy when its turn comes. */
+ * then already ordered after its copy when its turn comes. A batch passed
+ * over for a segment of work without its edge is marked so (unfed_passed,
+ * read by compute's cadence: merged_stage); every caller applies the
+ * batch this returns. */
 int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from, int64_t tok)
 {
 	const struct nl_stream *s = &p->s[slot];
