@@ -1305,6 +1305,10 @@ static void sparse_segment_after_record(void **state)
  * sparse->forward on k alone. */
 static bool step_a_counted;
 
+/* batch i+depth's copy and input_dist before D's wait on batch i's
+ * all-to-all, and compute waits on the copy stream too */
+static bool step_a_dist_first;
+
 /* depth: batch i+depth's copy and input_dist come after dist_init(i);
  * step d's wait dropped for batch drop, D's wait on the copy for drop_d;
  * with alt, batch i copied on M[i % 2] */
@@ -1320,12 +1324,17 @@ static struct tb *step_a_drops(int n, int drop, int drop_d, bool reuse, int dept
 		copy_and_dist(t, M[k % 2], D, X, done[k], k != drop_d);
 	for (int i = 0; i < n; i++) {
 		tb_wait_stream(t, C, D);
+		if (step_a_dist_first && i + depth < n)
+			copy_and_dist(t, M[(i + depth) % 2], D, X, done[i + depth],
+				      i + depth != drop_d);
 		tb_wait(t, D, done[i]);
 		tb_kernel(t, D, K_DIST_INIT);
-		if (i + depth < n)
+		if (!step_a_dist_first && i + depth < n)
 			copy_and_dist(t, M[(i + depth) % 2], D, X, done[i + depth],
 				      i + depth != drop_d);
 		tb_wait_stream_or_drop(t, C, D, i != drop);
+		if (step_a_dist_first)
+			tb_wait_stream(t, C, M[i % 2]);
 		tb_kernel(t, C, K_LOOKUP);
 		tb_kernel(t, C, K_GEMM);
 		tb_kernel(t, C, K_TRITON);
@@ -1374,6 +1383,27 @@ static void step_a_depth2(void **state)
 {
 	(void)state;
 	step_a_each_drop(step_a_depth2_loop);
+}
+
+/* Step a's wait on the data-dist stream made before batch i+1's copy and
+ * input_dist, which come before D's wait on batch i's all-to-all (the
+ * collective stream runs a batch ahead), and compute's wait on the copy
+ * stream after step d's (it covers batch i+1's copy): step a's wait finds
+ * D carrying batch i-1 (its last wait was on i-1's all-to-all) and brings
+ * nothing new, though it orders i's input_dist before compute. Step d's
+ * wait dropped for batch k: forward(k) begins in k-1's window, and the
+ * wait after it brings k. That wait came after k's forward began (its
+ * consumer watch saw the step begin again, with part of its sparse stage
+ * ordered): it is no take of k, and compute stays. Before, it took k,
+ * k's forward was the next batch's, and the fault was missed
+ * (sparse->forward on k, random program 8401 and 54 more in seeds
+ * 1-600,000). Launches named, then counted. */
+static void step_a_before_next_dist(void **state)
+{
+	(void)state;
+	step_a_dist_first = true;
+	step_a_each_drop(step_a_loop);
+	step_a_dist_first = false;
 }
 
 /* The same at depth 2, batch i copied on M[i % 2], with D's wait on the
@@ -3430,6 +3460,7 @@ int main(void)
 		cmocka_unit_test(open_segment_sparse_again),
 		cmocka_unit_test(step_a_wait_before_dist_init),
 		cmocka_unit_test(step_a_depth2),
+		cmocka_unit_test(step_a_before_next_dist),
 		cmocka_unit_test(step_a_copy_wait_dropped),
 		cmocka_unit_test(fill_first_copy_wait_dropped),
 		cmocka_unit_test(stage_after_copy_is_next),

@@ -122,6 +122,16 @@ static bool step_second_may_be(struct nl_proc *p, const struct nl_batch *b, cons
 	return !step_known(p, b) || nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 1);
 }
 
+/* Some op of batch b's sparse stage is ordered before stream s. */
+static bool sparse_partly_taken(const struct nl_batch *b, const struct nl_stream *s)
+{
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage == NL_STAGE_SPARSE && b->bs[i].has_work &&
+		    s->vc[b->bs[i].slot] >= b->bs[i].first_op.clock)
+			return true;
+	return false;
+}
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
@@ -206,6 +216,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			if (k == NL_CONSUMER_COMPUTE)
 				nl_hand_over_all(p, b->token);
 			b->watch[k].repeat = true;
+			b->watch[k].part = k == NL_CONSUMER_COMPUTE && sparse_partly_taken(b, s);
 			marked = true;
 			b->watch[k].consumer = b->watch[k].restart;
 		}
@@ -332,7 +343,7 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 	/* an op given to the batch after the fact (a cut segment): the watch
 	 * stands from the op itself when compute did no work since */
 	cw->armed_ts = op->ts < p->call_ts && !compute_worked_since(p, op->ts) ? op->ts : p->call_ts;
-	cw->valid = cw->repeat = cw->blind = cw->blind_pending = cw->own = false;
+	cw->valid = cw->repeat = cw->part = cw->blind = cw->blind_pending = cw->own = false;
 	cw->prog = 0;
 }
 

@@ -290,6 +290,28 @@ static bool merged_stage(struct nl_proc *p, const struct nl_batch *b)
 	       stage_slot(x, NL_STAGE_SPARSE) >= 0;
 }
 
+/* Batch tok, the next after the one compute holds, began its forward in
+ * compute's window already: its consumer watch saw the step begin again
+ * there with compute ordered after part of tok's sparse stage (a wait on
+ * the data-dist stream, before tok's stage was done, that brought nothing
+ * new: D carried the batch before, given back by its wait on that batch's
+ * all-to-all). A wait that brings tok now came after its forward began:
+ * it is no take of tok (the take was dropped), and compute stays, as the
+ * restart showed. Before, it took tok, whose forward was then the next
+ * batch's, and the fault was missed: sparse->forward on tok (random
+ * program 8401). Only with one pipeline (another's batch may be the one
+ * restarted), and only where part of tok's sparse stage was ordered at
+ * the restart: where none was, the restart may be another batch's, the
+ * sparse numbering a batch off (random program 61994). */
+static bool begun_before_take(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_batch *b = nl_batch_of(p, tok);
+	const struct nl_watch *cw = b ? &b->watch[NL_CONSUMER_COMPUTE] : NULL;
+
+	return cw && !b->closed && !b->fwd_started && cw->repeat && cw->part &&
+	       s->token != NL_NO_TOKEN && tok == s->token + 1 && p->npipes == 1;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -397,6 +419,8 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
 			doubt = t;
 	}
+	if (begun_before_take(p, s, tok))
+		return s->token;
 	return tok;
 }
 
