@@ -2611,6 +2611,51 @@ static void dropped_dist_end_wait(void **state)
 	each_drop_named_counted(dist_end_loop, EDGE(SPARSE_FORWARD));
 }
 
+/* The collective stream a batch ahead: batch i+1's copy, input_dist and
+ * all-to-all come before D's wait on batch i's all-to-all and its
+ * dist_init(i), then compute takes i. With compute's take and D's wait on
+ * the all-to-all's end both dropped for batch k, dist_init(k) follows D's
+ * record that the collective stream waited on for k+1, with no wait
+ * between: it is k's second part (D runs its batches in order, and k's
+ * stage there ended with its input_dist), not more of k+1. forward(k),
+ * begun without its take, reads it unordered: sparse->forward on k alone.
+ * Before, dist_init(k) was charged to k+1, k's stage was ordered before
+ * its forward, and the fault was missed where one end event is recorded
+ * again for every batch (D's wait for batch i finds i+1's record; random
+ * program 22307 and 67 more in seeds 1-600,000). Fresh end events per
+ * batch, then one; launches named, then counted. */
+static bool second_part_one; /* one all-to-all end event, recorded again */
+
+static struct tb *second_part_loop(int n, int drop, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+
+	t->counted = dist_counted;
+	copy_and_dist(t, q.M, q.D, q.X, q.done[0], true);
+	for (int i = 0; i < n; i++) {
+		if (i + 1 < n)
+			copy_and_dist(t, q.M, q.D, q.X, q.done[(i + 1) * !second_part_one], true);
+		if (i != drop)
+			tb_wait(t, q.D, q.done[i * !second_part_one]);
+		tb_kernel(t, q.D, K_DIST_INIT);
+		tb_wait_stream_or_drop(t, q.C, q.D, i != drop);
+		forward3(t, q.C);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void second_part_older_batch(void **state)
+{
+	(void)state;
+	for (int one = 0; one < 2; one++) {
+		second_part_one = one;
+		each_drop_counted(&dist_counted, second_part_loop, 1, EDGE(SPARSE_FORWARD));
+	}
+	second_part_one = false;
+}
+
 /* The loop above with a loader thread two batches ahead that copies batch
  * i+2 while batch i's all-to-all runs, before D's wait on its end. With
  * that wait dropped for batch k, dist_init(k) is D's work after batch
@@ -3490,6 +3535,7 @@ int main(void)
 		cmocka_unit_test(ahead_merged_stage_not_accused),
 		cmocka_unit_test(merged_stage_taken),
 		cmocka_unit_test(dropped_dist_end_wait),
+		cmocka_unit_test(second_part_older_batch),
 		cmocka_unit_test(dropped_dist_end_wait_loader),
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(split_copy_wait_dropped),

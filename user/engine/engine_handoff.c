@@ -465,6 +465,58 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	take_token(p, s, next);
 }
 
+/* Data-dist stream s launches, right after its record the collective
+ * stream waited on (its hand-off of the batch it holds), with no wait
+ * between, another kernel than the one its stages begin with (both
+ * named): its stages' second part (dist_init), whose wait on the
+ * all-to-all's end was dropped. A stream runs its batches in order: it is
+ * the second part of the oldest batch, older than the one s holds, whose
+ * stage on s ended with its first kernel still (its first part done, the
+ * second not), where an older batch's stage on s ended with this kernel
+ * (the stage has two parts). That batch's token (NL_NO_TOKEN: none, the
+ * batch s holds goes on). Before, the work was charged to the batch s
+ * held, and the older batch, its stage ordered before a forward that
+ * began without its edge, was judged trusted (random program 22307).
+ * Not with compute on the null stream and blocking producers: its
+ * implicit joins move compute on by what they cover, and the older
+ * batch's second part, charged to it, was then judged after a window that
+ * was not its forward (random program 266783: healthy batches accused). */
+int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, s->token);
+	const struct nl_batch *h = nl_batch_of(p, s->token);
+	const struct nl_batch_stream *hs;
+	const struct nl_ring_op *last;
+	int slot = (int)(s - p->s);
+	uint64_t sig = nl_call_sig(c);
+	bool two = false;
+
+	if (!q || !h || !s->rec_fed || !s->fed_by_copy || !s->nring || c->kind != NL_K_LAUNCH ||
+	    !(c->fields & NL_F_FN) || c->coll_depth)
+		return NL_NO_TOKEN;
+	if (p->compute_slot >= 0 && nl_key_is_null(&p->s[p->compute_slot].key) && p->nblocking)
+		return NL_NO_TOKEN;
+	last = &s->ring[(s->nring - 1) % NL_RING];
+	hs = nl_worked_stream(h, slot);
+	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token || !hs ||
+	    !hs->first_named || hs->first_sig == sig)
+		return NL_NO_TOKEN;
+	for (int64_t t = q->oldest; t < s->token; t++) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+		const struct nl_batch_stream *bs = b ? nl_worked_stream(b, slot) : NULL;
+
+		if (!bs || !bs->first_named || bs->first_sig != hs->first_sig)
+			continue;
+		if (bs->last_work.sig == sig) {
+			two = true;
+			continue;
+		}
+		if (two && !b->closed && bs->last_work.sig == bs->first_sig)
+			return t;
+	}
+	return NL_NO_TOKEN;
+}
+
 /* The collective stream (a sparse stream only other sparse streams feed)
  * launches again, right after its record, the kernel its work of its
  * batch began with, with no wait between, while another sparse stream has

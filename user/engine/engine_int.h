@@ -147,6 +147,7 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 /* Work on sparse stream s that no batch ever reached. */
 void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c);
+int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
 void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const struct nl_call *c);
 void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s);
 

@@ -952,7 +952,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	struct nl_stream *s = &p->s[slot];
 	struct nl_thread *th = nl_thread_get(p, c->tid);
 	bool coll = (c->kind == NL_K_COLL || c->kind == NL_K_P2P) && c->coll_depth == 0;
-	bool goes_on = false;
+	bool goes_on = false, adopted;
+	int64_t older = NL_NO_TOKEN, tok;
 	uint32_t clock;
 
 	if (!op_prepare(e, p, slot, c))
@@ -986,6 +987,9 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(e, p, s);
+	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy &&
+		 (older = nl_second_part_of(p, s, c)) != NL_NO_TOKEN)
+		; /* an older batch's second part: s holds its batch still */
 	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy)
 		nl_take_at_record(p, s, sparse_again(p, s, c), c);
 	else if (s->role == NL_ROLE_SPARSE)
@@ -1014,12 +1018,18 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_account(e, p, slot, c, clock, NL_NO_TOKEN, true, coll);
 		return;
 	}
-	nl_ring_push(s, clock, c, s->token, true);
+	tok = older != NL_NO_TOKEN ? older : s->token;
+	nl_ring_push(s, clock, c, tok, true);
 	if (s->role == NL_ROLE_SPARSE) {
 		s->ring[(s->nring - 1) % NL_RING].again = sparse_again(p, s, c);
-		s->ring[(s->nring - 1) % NL_RING].goes_on = goes_on;
+		s->ring[(s->nring - 1) % NL_RING].goes_on = goes_on || older != NL_NO_TOKEN;
 	}
-	nl_account(e, p, slot, c, clock, s->token, true, coll);
+	/* an older batch's second part: it reached the stage, or not, by
+	 * its first */
+	adopted = s->adopted;
+	s->adopted |= older != NL_NO_TOKEN;
+	nl_account(e, p, slot, c, clock, tok, true, coll);
+	s->adopted = adopted;
 }
 
 /* A launch of a graph whose capture kept to one stream is one work op of the
