@@ -2605,6 +2605,70 @@ static void each_drop_named_counted(struct tb *(*loop)(int, int, bool), uint32_t
 	each_drop_counted(&dist_counted, loop, 0, missing);
 }
 
+/* A loader two batches ahead (copies of 0 and 1 first, copy(i+2) right
+ * after input_dist(i)) recording one event after each copy, the
+ * data-dist stream's waits on it
+ * dropped for its first `lead` batches (it never waited before them):
+ * copy->sparse on each of those. Its input_dist of batch 1, a launch
+ * again of the kernel batch 0's stage began with, after the same thread
+ * copied batch 2, is batch 1's stage begun without its edge, as on a
+ * stream fed by the copy stream before. Before, a stream that had never
+ * waited kept batch 0 for it: batch 0's stage held both, and batch 1 was
+ * judged trusted (random program 701 and 11 more in seeds 1-600,000).
+ * Launches named, then counted. */
+static bool unfed_take0; /* compute's take of batch 0 dropped too */
+
+static struct tb *unfed_lead_loop(int n, int lead, bool reuse, bool counted)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t ready = tb_event_create(t); /* the loader's, after each copy */
+
+	t->counted = counted;
+	for (int k = 0; k < 3; k++) {
+		if (k == 2) {
+			tb_kernel(t, q.D, K_INPUT_DIST); /* batch 0's */
+		}
+		tb_copy(t, q.M, 1, 4096);
+		tb_record(t, ready, q.M);
+	}
+	for (int i = 0; i < n; i++) {
+		if (i + 1 < n) {
+			if (i + 1 >= lead)
+				tb_wait(t, q.D, ready);
+			tb_kernel(t, q.D, K_INPUT_DIST);
+			tb_kernel(t, q.D, K_INPUT_DIST);
+			if (i + 3 < n) {
+				tb_copy(t, q.M, 1, 4096);
+				tb_record(t, ready, q.M);
+			}
+		}
+		tb_wait_stream_or_drop(t, q.C, q.D, i > 0 || !unfed_take0);
+		forward3(t, q.C);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void unfed_stream_stages_apart(void **state)
+{
+	(void)state;
+	for (int take0 = 0; take0 < 2; take0++)
+		for (int c = 0; c < 2; c++)
+			for (int reuse = 0; reuse < 2; reuse++)
+				for (int lead = 1; lead <= 2; lead++) {
+					struct tb *t;
+
+					unfed_take0 = take0;
+					t = unfed_lead_loop(8, lead, reuse, c);
+					expect_two(t, 8, 0, EDGE(COPY_SPARSE) | (take0 ? EDGE(SPARSE_FORWARD) : 0),
+						   lead > 1 ? 1 : -1, EDGE(COPY_SPARSE),
+						   take0 * 1000 + c * 100 + reuse * 10 + lead);
+					tb_free(t);
+				}
+	unfed_take0 = false;
+}
+
 static void dropped_dist_end_wait(void **state)
 {
 	(void)state;
@@ -3497,6 +3561,7 @@ int main(void)
 		cmocka_unit_test(dropped_take_in_cut_segment),
 		cmocka_unit_test(compute_wait_superseded_before_work),
 		cmocka_unit_test(depth3_dropped_sparse_wait),
+		cmocka_unit_test(unfed_stream_stages_apart),
 		cmocka_unit_test(late_take_dropped_sparse_wait),
 		cmocka_unit_test(take_after_newer_wait),
 		cmocka_unit_test(first_sparse_work_after_fill),

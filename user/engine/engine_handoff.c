@@ -416,16 +416,29 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * is still open (its record dropped with D's wait on it), unless that
  * record is an allocator's (noise_records_last): the launch may then be
  * more of the batch the stream holds, its input_dist launching its kernel
- * twice around a freed block's record_stream. */
+ * twice around a freed block's record_stream. Also on a sparse stream that
+ * never waited, for the first of those only. */
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c)
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *n;
 	int64_t next;
 
-	if (!s->nring || !s->fed_by_copy || s->token == NL_NO_TOKEN || !nl_batch_of(p, s->token))
+	if (!s->nring || s->token == NL_NO_TOKEN || !nl_batch_of(p, s->token))
 		return;
 	last = &s->ring[(s->nring - 1) % NL_RING];
+	/* a stream that never waited (its first waits on the copy stream
+	 * dropped, its first work given the oldest batch: nl_take_first):
+	 * only the launch again after the same thread's copy begins the next
+	 * batch's stage. Before, such a stream, not fed by the copy stream,
+	 * kept its first batch for every segment until its first wait, and
+	 * the second batch's copy->sparse was missed (random program 701). */
+	if (!s->fed_by_copy) {
+		if (again && last->work && last->token == s->token && last->tid == c->tid &&
+		    copied_since(p, s, last->ts, c))
+			take_next_stage(p, s, true);
+		return;
+	}
 	if (again && last->work && last->token == s->token && last->tid == c->tid &&
 	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c))) {
 		take_next_stage(p, s, true);

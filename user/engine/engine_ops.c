@@ -990,7 +990,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy &&
 		 (older = nl_second_part_of(p, s, c)) != NL_NO_TOKEN)
 		; /* an older batch's second part: s holds its batch still */
-	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy)
+	else if (s->role == NL_ROLE_SPARSE && (s->fed_by_copy || !s->wait_clock))
 		nl_take_at_record(p, s, sparse_again(p, s, c), c);
 	else if (s->role == NL_ROLE_SPARSE)
 		nl_take_again_after_record(p, s, c);
