@@ -310,6 +310,15 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
 	return false;
 }
 
+/* The time of stream s's last work op (`none`: none remembered). */
+static uint64_t last_work_ts(const struct nl_stream *s, uint64_t none)
+{
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--)
+		if (s->ring[(k - 1) % NL_RING].work)
+			return s->ring[(k - 1) % NL_RING].ts;
+	return none;
+}
+
 /* The thread of call c copied on a copy stream of s's pipeline since ts. */
 static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
 			 const struct nl_call *c)
@@ -335,6 +344,22 @@ static bool noise_record(const struct nl_proc *p, const struct nl_stream *s, uin
 
 		if (o->used && o->recorded && o->slot == slot && o->clock == clock)
 			return o->records > 1 && !o->waited;
+	}
+	return false;
+}
+
+/* s's record of clock `clock` may be an allocator's: its event is still
+ * alive and never waited on (a dropped wait_stream's fresh event is
+ * destroyed right after its record; an edge's reused event was waited on) */
+static bool may_be_pools(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+{
+	int slot = (int)(s - p->s);
+
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		const struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->clock == clock)
+			return !o->waited;
 	}
 	return false;
 }
@@ -412,8 +437,9 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * copy stream since that work (a prefetching loop's next step began: its
  * input_dist runs on, and one batch's repeated launches of one kernel
  * have no copy between them). So is such a launch after the record when
- * the next batch's copy, by the same thread, came since and its segment
- * is still open (its record dropped with D's wait on it), unless that
+ * the next batch's copy, by the same thread, came since the stream's
+ * last work (before the record or after it) and its segment is still
+ * open (its record dropped with D's wait on it), unless that
  * record is an allocator's (noise_records_last): the launch may then be
  * more of the batch the stream holds, its input_dist launching its kernel
  * twice around a freed block's record_stream. Also on a sparse stream that
@@ -469,9 +495,18 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		return;
 	/* its copy segment still open (its record dropped with the wait):
 	 * a launch again that the same thread's copy of that batch came
-	 * before, since the record, begins its stage without its edge */
-	if (!n->copy_closed && !(again && n->st[NL_STAGE_COPY].work &&
-				 copied_since(p, s, last->ts, c) && !noise_records_last(p, s)))
+	 * before, since the stream's last work, begins its stage without its
+	 * edge. Before, only a copy since the record did: a copy made between
+	 * the stream's work and its record (the take's, compute's wait on it
+	 * dropped) left the next batch's stage on the batch before, and that
+	 * batch skipped at the end of the run (random program 12256). Not
+	 * where the record may be an allocator's (may_be_pools): a block's
+	 * record_stream between a batch's launches of its kernel, the next
+	 * batch's copy before it (allocator_record_between_input_dists). */
+	if (!n->copy_closed &&
+	    !(again && n->st[NL_STAGE_COPY].work &&
+	      copied_since(p, s, may_be_pools(p, s, last->clock) ? last->ts : last_work_ts(s, last->ts), c) &&
+	      !noise_records_last(p, s)))
 		return;
 	if (!nl_copy_covered(n, s) && !again)
 		return;
