@@ -2347,7 +2347,9 @@ static void handoff_reaches_collective_stream(void **state)
  * trusted. Taking a launch again for the next batch's stage wherever that
  * batch's copy came after the stream's last wait, not only after its
  * record, accused every third batch here with the copy before the record
- * (tried for 19 random programs, not kept). With one thread copying after
+ * (tried for 19 random programs, not kept); a copy since the stream's
+ * last work counts now only where the record cannot be a pool's: its
+ * event destroyed or waited on (copy_before_take_record). With one thread copying after
  * the record, once the pool's event has been recorded before and never
  * waited on, it ends no segment (noise_records_last); its first record
  * cannot be told from a fresh event's that compute waits on later, and
