@@ -1442,6 +1442,42 @@ static void smoke_fill_counted_by_steps(void **state)
 	smoke_end_clean(t, &p, 2);
 }
 
+/* A smoke run of n batches at depth n without a sparse stage (random
+ * program 33126): all copied before the copy stream's one record,
+ * compute's take of batch 0 dropped (the record kept), its forward begun
+ * before any take; the take of batch 1 covers the rest, and every later
+ * take is dropped with its record (redundant). One take over n copies
+ * says one batch of n, and the steps after the first take (their two first
+ * kernels again in a row) count n-1, which divides n for no n > 2; the
+ * work before the first take, begun with the step's first kernel, is a
+ * step too: n steps, n batches. Batch 0 copy->forward, every other
+ * trusted. Before, the batches merged into one. Launches named, then
+ * counted; fresh and reused events. */
+static void smoke_fill_first_step_untaken(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++)
+		for (int n = 3; n <= 4; n++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+			uint64_t ev = tb_event_create(t);
+
+			t->counted = v & 1;
+			t->reuse_events = v >> 1;
+			for (int i = 0; i < n; i++)
+				tb_copy(t, M, 1, 4096);
+			tb_record(t, ev, M); /* the take of batch 0's, its wait dropped */
+			forward_on(t, C);
+			tb_wait_stream(t, C, M);
+			for (int i = 1; i < n; i++)
+				forward_on(t, C);
+			tb_end(t);
+			assert_int_equal(t->n, n);
+			expect(t, 0, n, 0, EDGE(COPY_FORWARD));
+			tb_free(t);
+		}
+}
+
 /* The short training run of fill_cut_by_learned_size on streams whose
  * creation the trace did not show (made through a call not probed), in
  * a process traced from its start. Learning takes the evaluation's copy
@@ -2350,6 +2386,7 @@ int main(void)
 		cmocka_unit_test(fill_cut_by_own_segments),
 		cmocka_unit_test(smoke_fill_counted_by_takes),
 		cmocka_unit_test(smoke_fill_counted_by_steps),
+		cmocka_unit_test(smoke_fill_first_step_untaken),
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),

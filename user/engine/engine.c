@@ -385,13 +385,16 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
  * work of compute's own, or its first), when that divides, or over one
  * more when only that does and compute worked before its first take, or
  * over its steps when only that count does (or when no other stream
- * copied to the device and there are more steps than takes); 0 otherwise.
+ * copied to the device and there are more steps than takes), counting
+ * the work before the first take as a step where it began with the
+ * step's first kernel; 0 otherwise.
  * Only the first (sure) when `sure` and another stream copied to the
  * device: its steps may be another pipeline's, its copies not counted. */
 static uint32_t per_take(const struct nl_proc *p, bool sure)
 {
 	uint64_t ev[NL_FILL_EVENTS], first[2] = { 0, 0 }, prev = 0;
 	bool prod[NL_FILL_EVENTS], worked = true, early = false;
+	uint64_t early_sig = 0; /* compute's first work op before its first take */
 	uint32_t copies = 0, takes = 0, nev = 0, nfirst = 0, steps = 0, tid = 0, other = 0;
 
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
@@ -425,6 +428,8 @@ static uint32_t per_take(const struct nl_proc *p, bool sure)
 			uint64_t sig = c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) ? nl_call_sig(c) : 0;
 
 			worked = true;
+			if (!takes && !early)
+				early_sig = sig;
 			early |= !takes;
 			/* the step's first two kernels (named, different) after the
 			 * first take, and each launch of them again in a row */
@@ -456,6 +461,13 @@ static uint32_t per_take(const struct nl_proc *p, bool sure)
 	if (!sure && takes && steps > takes && copies % steps == 0 &&
 	    (copies % takes || !other))
 		return copies / steps;
+	/* and compute's work before its first take, begun with the step's
+	 * first kernel, is one step more: the first batch's forward, its take
+	 * dropped (random program 33126: three batches copied before one
+	 * record, one take, two steps after it; the batches merged) */
+	if (!sure && takes && early && early_sig && nfirst == 2 && early_sig == first[0] &&
+	    steps + 1 > takes && copies % (steps + 1) == 0 && (copies % takes || !other))
+		return copies / (steps + 1);
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
 
