@@ -339,6 +339,19 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 		}
 	}
 	b->handoff[st].found = false;
+	/* Its forward began already without its edge (its watch saw the step
+	 * begin again): a copy op after that, in the batch's segment still
+	 * open, does not make it a batch whose forward may come yet. It may
+	 * be the next batch's copy, cut from the segment when its record
+	 * comes (a take dropped with its record merged the two), and the
+	 * restart was this batch's. Before, it armed the watch again and the
+	 * restart was forgotten; the next restart, the next batch's, was
+	 * charged to this one and the next batch's fault missed (random
+	 * program 38485). Not with launches counted in runs (a restart seen
+	 * by runs is weaker: healthy batches accused), nor for sparse ops (a
+	 * data-dist stream numbered a batch off: random program 216947). */
+	if (cw->repeat && !b->fwd_started && st == NL_STAGE_COPY && !p->unnamed_launch)
+		return;
 	cw->armed = true;
 	/* an op given to the batch after the fact (a cut segment): the watch
 	 * stands from the op itself when compute did no work since */
