@@ -2782,6 +2782,7 @@ static void dropped_dist_end_wait(void **state)
  * program 22307 and 67 more in seeds 1-600,000). Fresh end events per
  * batch, then one; launches named, then counted. */
 static bool second_part_one; /* one all-to-all end event, recorded again */
+static int second_part_take = -1; /* compute's take dropped there instead */
 
 static struct tb *second_part_loop(int n, int drop, bool reuse)
 {
@@ -2796,7 +2797,7 @@ static struct tb *second_part_loop(int n, int drop, bool reuse)
 		if (i != drop)
 			tb_wait(t, q.D, q.done[i * !second_part_one]);
 		tb_kernel(t, q.D, K_DIST_INIT);
-		tb_wait_stream_or_drop(t, q.C, q.D, i != drop);
+		tb_wait_stream_or_drop(t, q.C, q.D, i != (second_part_take >= 0 ? second_part_take : drop));
 		forward3(t, q.C);
 	}
 	tb_end(t);
@@ -2811,6 +2812,35 @@ static void second_part_older_batch(void **state)
 		each_drop_counted(&dist_counted, second_part_loop, 1, EDGE(SPARSE_FORWARD));
 	}
 	second_part_one = false;
+}
+
+/* The loop above with D's wait on batch 0's all-to-all end dropped: the
+ * run's first dist_init, right after D's hand-off of batch 1 to the
+ * collective stream, is batch 0's (its stage went on on the collective
+ * stream, its forward not begun), though no batch before showed the
+ * stage has two parts: sparse->forward on 0. And compute's take of batch
+ * k dropped too: sparse->forward on k. Before, dist_init(0) was charged
+ * to batch 1, every later stage a batch late, and k's fault was missed
+ * (random program 75729 and 25 more in seeds 1-600,000). Fresh end events
+ * then one; launches named, then counted. */
+static void first_second_part(void **state)
+{
+	(void)state;
+	for (int one = 0; one < 2; one++)
+		for (int c = 0; c < 2; c++)
+			for (int k = 2; k < 7; k++) {
+				struct tb *t;
+
+				second_part_one = one;
+				second_part_take = k;
+				dist_counted = c;
+				t = second_part_loop(8, 0, false);
+				expect_two(t, 8, 0, EDGE(SPARSE_FORWARD), k, EDGE(SPARSE_FORWARD),
+					   one * 100 + c * 10 + k);
+				tb_free(t);
+			}
+	second_part_one = dist_counted = false;
+	second_part_take = -1;
 }
 
 /* The loop above with a loader thread two batches ahead that copies batch
@@ -3696,6 +3726,7 @@ int main(void)
 		cmocka_unit_test(copy_before_take_record),
 		cmocka_unit_test(loader_restart_kept),
 		cmocka_unit_test(second_part_older_batch),
+		cmocka_unit_test(first_second_part),
 		cmocka_unit_test(dropped_dist_end_wait_loader),
 		cmocka_unit_test(split_collective_without_edge),
 		cmocka_unit_test(split_copy_wait_dropped),

@@ -521,7 +521,10 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
  * the second part of the oldest batch, older than the one s holds, whose
  * stage on s ended with its first kernel still (its first part done, the
  * second not), where an older batch's stage on s ended with this kernel
- * (the stage has two parts). That batch's token (NL_NO_TOKEN: none, the
+ * (the stage has two parts), or where that batch's stage went on on the
+ * collective stream after its work on s and its forward has not begun
+ * (the first dist_init of a run, its wait dropped: random program
+ * 75729, every later stage charged a batch late). That batch's token (NL_NO_TOKEN: none, the
  * batch s holds goes on). Before, the work was charged to the batch s
  * held, and the older batch, its stage ordered before a forward that
  * began without its edge, was judged trusted (random program 22307).
@@ -529,6 +532,17 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
  * implicit joins move compute on by what they cover, and the older
  * batch's second part, charged to it, was then judged after a window that
  * was not its forward (random program 266783: healthy batches accused). */
+/* Batch b's stage went on on another sparse stream after its work on one
+ * (bs): its input_dist handed to the collective stream. */
+static bool went_through(const struct nl_batch *b, const struct nl_batch_stream *bs)
+{
+	for (int i = 0; i < b->nbs; i++)
+		if (&b->bs[i] != bs && b->bs[i].stage == NL_STAGE_SPARSE && b->bs[i].has_work &&
+		    b->bs[i].last_work.ts > bs->last_work.ts)
+			return true;
+	return false;
+}
+
 int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, s->token);
@@ -559,7 +573,8 @@ int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const st
 			two = true;
 			continue;
 		}
-		if (two && !b->closed && bs->last_work.sig == bs->first_sig)
+		if ((two || (!b->fwd_started && went_through(b, bs))) && !b->closed &&
+		    bs->last_work.sig == bs->first_sig)
 			return t;
 	}
 	return NL_NO_TOKEN;
