@@ -1478,6 +1478,41 @@ static void smoke_fill_first_step_untaken(void **state)
 		}
 }
 
+/* The smoke run above with batch 0 copied and recorded alone, compute's
+ * take of it dropped (the record kept), batches 1 and 2 copied before one
+ * record, and compute's take of batch 1 dropped with that wait: two steps
+ * before compute's first take (of batch 2). Both begin with the step's
+ * two first kernels, and the thread that launches them made every copy:
+ * they count as two steps, three in all. copy->forward on 0 and 1, batch
+ * 2 trusted. Before, one step was counted before the take, two divided
+ * no count of three copies, and batches 1 and 2 merged (random program
+ * 48010 and 9 more in seeds 1-600,000). Launches named; fresh and reused
+ * events. */
+static void smoke_fill_steps_before_take(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
+		uint64_t a = tb_event_create(t), b = tb_event_create(t);
+
+		t->reuse_events = reuse;
+		tb_copy(t, M, 1, 4096);
+		tb_record(t, a, M);
+		tb_copy(t, M, 1, 4096);
+		tb_copy(t, M, 1, 4096);
+		tb_record(t, b, M);
+		forward_on(t, C);
+		forward_on(t, C);
+		tb_wait(t, C, b);
+		forward_on(t, C);
+		tb_end(t);
+		assert_int_equal(t->n, 3);
+		expect_set(t, 3, 3u, EDGE(COPY_FORWARD), reuse);
+		tb_free(t);
+	}
+}
+
 /* The short training run of fill_cut_by_learned_size on streams whose
  * creation the trace did not show (made through a call not probed), in
  * a process traced from its start. Learning takes the evaluation's copy
@@ -2387,6 +2422,7 @@ int main(void)
 		cmocka_unit_test(smoke_fill_counted_by_takes),
 		cmocka_unit_test(smoke_fill_counted_by_steps),
 		cmocka_unit_test(smoke_fill_first_step_untaken),
+		cmocka_unit_test(smoke_fill_steps_before_take),
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),

@@ -380,6 +380,29 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
 	return false;
 }
 
+/* Compute's steps in a stretch of its work: the step's first two kernels
+ * (named, different, same thread), and each launch of them again in a
+ * row. */
+struct step_count {
+	uint64_t first[2], prev;
+	uint32_t nfirst, steps, tid;
+};
+
+static void count_step(struct step_count *sc, const struct nl_call *c, uint64_t sig)
+{
+	if (sc->nfirst < 2 && sig &&
+	    (!sc->nfirst || (c->tid == sc->tid && sc->prev == sc->first[0] && sig != sc->first[0]))) {
+		sc->tid = c->tid;
+		sc->first[sc->nfirst++] = sig;
+		sc->steps += sc->nfirst == 2;
+	} else if (sc->nfirst == 2 && c->tid == sc->tid && sc->prev == sc->first[0] &&
+		   sig == sc->first[1]) {
+		sc->steps++;
+	}
+	if (c->tid == sc->tid)
+		sc->prev = sig;
+}
+
 /* A run traced from its start that ended while its roles were learned:
  * its copy ops over compute's takes (a wait on a producer's record after
  * work of compute's own, or its first), when that divides, or over one
@@ -392,10 +415,13 @@ static bool key_in(const struct nl_skey *keys, int n, const struct nl_skey *k)
  * device: its steps may be another pipeline's, its copies not counted. */
 static uint32_t per_take(const struct nl_proc *p, bool sure)
 {
-	uint64_t ev[NL_FILL_EVENTS], first[2] = { 0, 0 }, prev = 0;
+	uint64_t ev[NL_FILL_EVENTS];
 	bool prod[NL_FILL_EVENTS], worked = true, early = false;
 	uint64_t early_sig = 0; /* compute's first work op before its first take */
-	uint32_t copies = 0, takes = 0, nev = 0, nfirst = 0, steps = 0, tid = 0, other = 0;
+	/* compute's steps after its first take, and before it */
+	struct step_count sc = { { 0, 0 }, 0, 0, 0, 0 }, pre = { { 0, 0 }, 0, 0, 0, 0 };
+	uint32_t copies = 0, takes = 0, nev = 0, other = 0, steps, copy_tid = 0;
+	bool one_thread = true; /* every copy made by one thread */
 
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
 		const struct nl_call *c = &p->lbuf[i];
@@ -431,24 +457,17 @@ static uint32_t per_take(const struct nl_proc *p, bool sure)
 			if (!takes && !early)
 				early_sig = sig;
 			early |= !takes;
-			/* the step's first two kernels (named, different) after the
-			 * first take, and each launch of them again in a row */
-			if (takes && nfirst < 2 && sig &&
-			    (!nfirst || (c->tid == tid && prev == first[0] && sig != first[0]))) {
-				tid = c->tid;
-				first[nfirst++] = sig;
-				steps += nfirst == 2;
-			} else if (nfirst == 2 && c->tid == tid && prev == first[0] && sig == first[1]) {
-				steps++;
-			}
-			if (c->tid == tid)
-				prev = sig;
+			count_step(takes ? &sc : &pre, c, sig);
 		} else if (key_in(p->copy_keys, p->ncopy_keys, &k) && nl_kind_is_work(c->kind)) {
 			copies++;
+			if (!copy_tid)
+				copy_tid = c->tid;
+			one_thread &= c->tid == copy_tid;
 		} else if (nl_kind_is_work(c->kind) && nl_call_is_h2d(c)) {
 			other++;
 		}
 	}
+	steps = sc.steps;
 	sure &= other > 0;
 	/* compute's work before its first take: the first batch's forward,
 	 * its take dropped with its record, when only that count divides */
@@ -462,12 +481,23 @@ static uint32_t per_take(const struct nl_proc *p, bool sure)
 	    (copies % takes || !other))
 		return copies / steps;
 	/* and compute's work before its first take, begun with the step's
-	 * first kernel, is one step more: the first batch's forward, its take
+	 * first kernel, is a step more: the first batch's forward, its take
 	 * dropped (random program 33126: three batches copied before one
-	 * record, one take, two steps after it; the batches merged) */
-	if (!sure && takes && early && early_sig && nfirst == 2 && early_sig == first[0] &&
-	    steps + 1 > takes && copies % (steps + 1) == 0 && (copies % takes || !other))
-		return copies / (steps + 1);
+	 * record, one take, two steps after it; the batches merged); where
+	 * its steps begin with the same two kernels, each of them (random
+	 * program 48010: two steps before the first take), where the thread
+	 * that launches them made every copy (with a loader thread copying,
+	 * the count held, but batches cut from its merged segments were
+	 * accused: random program 94871) */
+	if (sc.nfirst == 2 && pre.nfirst == 2 && pre.first[0] == sc.first[0] &&
+	    pre.first[1] == sc.first[1] && one_thread && copy_tid == pre.tid)
+		steps += pre.steps;
+	else if (early && early_sig && sc.nfirst == 2 && early_sig == sc.first[0])
+		steps++;
+	else
+		return takes && copies % takes == 0 ? copies / takes : 0;
+	if (!sure && takes && steps > takes && copies % steps == 0 && (copies % takes || !other))
+		return copies / steps;
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
 
