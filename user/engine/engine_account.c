@@ -216,6 +216,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			if (k == NL_CONSUMER_COMPUTE)
 				nl_hand_over_all(p, b->token);
 			b->watch[k].repeat = true;
+			b->watch[k].mark_ts = op->ts;
 			b->watch[k].part = k == NL_CONSUMER_COMPUTE && sparse_partly_taken(b, s);
 			marked = true;
 			b->watch[k].consumer = b->watch[k].restart;

@@ -60,12 +60,22 @@ static bool blind(const struct nl_watch *cw)
 /* Batch b's consumer watch was armed after its last producer op (at
  * `last`: a batch cut from a segment after the fact) and may have missed
  * its forward begun without the edge: compute's window (of batch `own`)
- * restarted its forward between `last` and the arming. */
-static bool unwatched_restart(const struct nl_batch *own, const struct nl_batch *b, uint64_t last)
+ * restarted its forward between `last` and the arming. Not a restart the
+ * batch before's watch took as its own (one restart is one batch's),
+ * with launches named: before, a loader's merged segment cut after the
+ * batch before's restart had that restart count for both, and the
+ * healthy batch was accused copy->forward (random program 169337). With
+ * launches counted, runs show restarts too weakly for that. */
+static bool unwatched_restart(struct nl_proc *p, const struct nl_batch *own, const struct nl_batch *b,
+			      uint64_t last)
 {
 	uint64_t armed = b->watch[NL_CONSUMER_COMPUTE].armed_ts;
 	const struct nl_stage_acc *w = &own->st[NL_STAGE_FORWARD];
+	const struct nl_batch *x = nl_batch_of(p, b->token - 1);
 
+	if (!p->unnamed_launch && x && !x->fwd_started && x->watch[NL_CONSUMER_COMPUTE].repeat &&
+	    x->watch[NL_CONSUMER_COMPUTE].mark_ts == w->again_ts)
+		return false;
 	return armed > last && w->again_ts > last && w->again_ts < armed;
 }
 
@@ -92,7 +102,7 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
 	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
 	       own->token < b->token && opens_step(q, w) && b->watch[NL_CONSUMER_COMPUTE].armed &&
-	       !unwatched_restart(own, b, last);
+	       !unwatched_restart(p, own, b, last);
 }
 
 /* Every producer work op of batch b is ordered before stream s's clock: the
@@ -940,7 +950,7 @@ static struct nl_batch *restarted_before_cut(struct nl_proc *p, const struct nl_
 	struct nl_batch *n;
 
 	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
-	    (!b->watch[NL_CONSUMER_COMPUTE].repeat && !unwatched_restart(x, b, producers_last(b))))
+	    (!b->watch[NL_CONSUMER_COMPUTE].repeat && !unwatched_restart(p, x, b, producers_last(b))))
 		return b;
 	n = nl_batch_of(p, b->token + 1);
 	return n && !n->closed && !n->fwd_started ? n : b;

@@ -295,6 +295,7 @@ struct nl_batch {
 	struct nl_watch {
 		bool armed, valid, repeat;
 		bool part;           /* at the restart, compute was ordered after part of the batch's sparse stage */
+		uint64_t mark_ts;    /* when the restart that set repeat completed */
 		bool own;            /* consumer is an op charged to this batch */
 		bool blind;          /* a consumer op in another pipeline's window went unwatched */
 		/* ...a launch of the kernel its steps begin with: blind if the
