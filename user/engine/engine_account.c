@@ -147,6 +147,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 	/* a consumer's op speaks of its own pipeline's batches only */
 	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
 	bool marked = false; /* one restart is one batch's: the oldest waiting */
+	bool older = false;  /* a batch, produced and ordered, its forward not begun */
 	struct nl_batch *b;
 
 	NL_FOR_BATCHES(p, b) {
@@ -176,7 +177,19 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 		if (b->closed || !b->watch[k].armed || b->watch[k].repeat ||
 		    (k == NL_CONSUMER_SPARSE ? b->reached_sparse : b->fwd_started))
 			continue;
+		/* a restart while an older batch, ordered, waits for its
+		 * forward may be that batch's (its sparse stage charged to the
+		 * batch before it, its copy->sparse named): not this one's.
+		 * Before, the younger batch took it and was accused (random
+		 * program 182858) */
+		if (k == NL_CONSUMER_COMPUTE && older) {
+			b->watch[k].prog = 0;
+			continue;
+		}
 		un = nl_unordered_producer(b, s, k);
+		if (k == NL_CONSUMER_COMPUTE && !un && b->copy_closed && token != b->token &&
+		    b->token > token)
+			older = true;
 		/* the first unordered op, or later the first charged to b:
 		 * one charged to another batch may not read b (the check of
 		 * streams created blocking asks whether b's read was ordered) */
