@@ -196,6 +196,14 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 
 			nl_set_token(p, slot, implicit_due(p, slot, tok), ts);
 			g = nl_batch_of(p, s->token);
+			/* the join brought a batch whose copy it orders: that
+			 * batch reached the stage by an edge. Before, the flag
+			 * of the batch before stayed (its stage begun without
+			 * its edge), and a batch whose dropped wait the null
+			 * stream's join made redundant was accused copy->sparse
+			 * (random program 153375) */
+			if (s->role == NL_ROLE_SPARSE && g && s->token != was && nl_copy_covered(g, s))
+				s->adopted = false;
 			/* a first batch the join orders after its copy */
 			s->joined_now = s->role == NL_ROLE_SPARSE && was == NL_NO_TOKEN && g &&
 					nl_tok_pipe(g->token) == s->pipe && !g->fwd_started &&
