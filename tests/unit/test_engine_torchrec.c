@@ -2107,20 +2107,15 @@ static struct tb *restart_cut_loop(bool counted, int k)
 	uint64_t e = tb_event_create(t);
 
 	t->counted = counted;
-	t->tid = TB_LOADER;
-	tb_copy(t, M, 1, 4096);
-	t->tid = TB_MAIN;
+	tb_loader_copies(t, M, 1);
 	for (int i = 0; i < N; i++) {
 		if (i != k)
 			tb_record(t, e, M);
 		if (i != k && i != k + 1)
 			tb_wait(t, C, e);
 		forward3(t, C);
-		if (i + 1 < N) {
-			t->tid = TB_LOADER;
-			tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
-		}
+		if (i + 1 < N)
+			tb_loader_copies(t, M, 1);
 		tb_kernel(t, C, K_BWD_EMB);
 		tb_kernel(t, C, K_BWD_GEMM);
 	}
@@ -2224,11 +2219,8 @@ static struct tb *counted_rows_loop(int n, int drop, bool reuse)
 
 		if (k >= 0 && k != drop)
 			tb_wait(t, 0, ed[k]);
-		if (i < n) {
-			t->tid = TB_LOADER;
-			tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
-		}
+		if (i < n)
+			tb_loader_copies(t, M, 1);
 		if (k >= 0) {
 			forward3(t, 0);
 			tb_kernel(t, 0, K_BWD_ELEM);
@@ -2494,9 +2486,7 @@ static struct tb *loader_restarts_loop(int n, int k)
 	struct tb *t = tb_new(NULL);
 	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1);
 
-	t->tid = TB_LOADER;
-	tb_copy(t, M, 1, 4096);
-	t->tid = TB_MAIN;
+	tb_loader_copies(t, M, 1);
 	for (int i = 0; i < n; i++) {
 		if (i == k)
 			tb_wait_stream_or_drop(t, C, M, false);
@@ -2504,11 +2494,8 @@ static struct tb *loader_restarts_loop(int n, int k)
 			wait_stream_keep_record(t, C, M, i != k + 1);
 		tb_kernel(t, C, K_LOOKUP);
 		tb_kernel(t, C, K_GEMM);
-		if (i + 1 < n) {
-			t->tid = TB_LOADER;
-			tb_copy(t, M, 1, 4096);
-			t->tid = TB_MAIN;
-		}
+		if (i + 1 < n)
+			tb_loader_copies(t, M, 1);
 		tb_kernel(t, C, K_TRITON);
 	}
 	tb_end(t);
@@ -2526,14 +2513,28 @@ static void loader_restart_kept(void **state)
 	}
 }
 
+/* loop(8, k, counted) for every k from 1, launches named then counted:
+ * batch k-1 untrusted sparse->forward (its take dropped), k copy->sparse
+ * (D's wait on its copy dropped), every other batch trusted */
+static void take_then_copy_wait_dropped(struct tb *(*loop)(int, int, bool))
+{
+	for (int c = 0; c < 2; c++)
+		for (int k = 1; k < 8; k++) {
+			struct tb *t = loop(8, k, c);
+
+			expect_two(t, 8, k - 1, EDGE(SPARSE_FORWARD), k, EDGE(COPY_SPARSE), c * 10 + k);
+			tb_free(t);
+		}
+}
+
 /* A depth-1 loop with the split sparse stage, fresh events: compute's
- * take of batch k dropped (its record on D kept), then a loader thread's
- * copy of k+1 (its timing against D's launches says nothing),
- * and D's wait on it dropped with its record. input_dist(k+1), launched
- * again after dist_init(k) went on past k's all-to-all end, is k+1's
+ * take of batch k-1 dropped (its record on D kept), then a loader thread's
+ * copy of k (its timing against D's launches says nothing),
+ * and D's wait on it dropped with its record. input_dist(k), launched
+ * again after dist_init(k-1) went on past k-1's all-to-all end, is k's
  * stage begun without its edge, though D's record for the dropped take
- * came between (no sparse stream waited on it). sparse->forward on k,
- * copy->sparse on k+1. Before, a record between kept the launch on k,
+ * came between (no sparse stream waited on it). sparse->forward on k-1,
+ * copy->sparse on k. Before, a record between kept the launch on k-1,
  * whose forward then looked ordered after its stage (random program
  * 84103 and 62 more in seeds 1-600,000). Launches named, then counted. */
 static struct tb *record_after_end_loop(int n, int k, bool counted)
@@ -2542,22 +2543,17 @@ static struct tb *record_after_end_loop(int n, int k, bool counted)
 	struct tb *t = four_streams(&q, n, false);
 
 	t->counted = counted;
-	t->tid = TB_LOADER;
-	tb_copy(t, q.M, 1, 4096);
-	t->tid = TB_MAIN;
+	tb_loader_copies(t, q.M, 1);
 	for (int i = 0; i < n; i++) {
-		tb_wait_stream_or_drop(t, q.D, q.M, i != k + 1);
+		tb_wait_stream_or_drop(t, q.D, q.M, i != k);
 		tb_kernel(t, q.D, K_INPUT_DIST);
 		tb_wait_stream(t, q.X, q.D);
 		tb_alltoall(t, q.X, q.done[i]);
 		tb_wait(t, q.D, q.done[i]);
 		tb_kernel(t, q.D, K_DIST_INIT);
-		wait_stream_keep_record(t, q.C, q.D, i != k);
-		if (i + 1 < n) {
-			t->tid = TB_LOADER;
-			tb_copy(t, q.M, 1, 4096);
-			t->tid = TB_MAIN;
-		}
+		wait_stream_keep_record(t, q.C, q.D, i != k - 1);
+		if (i + 1 < n)
+			tb_loader_copies(t, q.M, 1);
 		forward3(t, q.C);
 	}
 	tb_end(t);
@@ -2567,13 +2563,7 @@ static struct tb *record_after_end_loop(int n, int k, bool counted)
 static void record_after_stage_end(void **state)
 {
 	(void)state;
-	for (int c = 0; c < 2; c++)
-		for (int k = 0; k < 7; k++) {
-			struct tb *t = record_after_end_loop(8, k, c);
-
-			expect_two(t, 8, k, EDGE(SPARSE_FORWARD), k + 1, EDGE(COPY_SPARSE), c * 10 + k);
-			tb_free(t);
-		}
+	take_then_copy_wait_dropped(record_after_end_loop);
 }
 
 /* A loader thread copying (random program 182858): D's wait on the copy
@@ -2631,15 +2621,8 @@ static void restart_not_younger_batch(void **state)
 static void copy_before_take_record(void **state)
 {
 	(void)state;
-	for (int c = 0; c < 2; c++)
-		for (int k = 1; k < 8; k++) {
-			struct tb *t = copy_before_record_loop(8, k, c);
-
-			expect_two(t, 8, k - 1, EDGE(SPARSE_FORWARD), k, EDGE(COPY_SPARSE), c * 10 + k);
-			tb_free(t);
-		}
+	take_then_copy_wait_dropped(copy_before_record_loop);
 }
-
 
 /* A loader thread copies batch i+2 (`ahead`) or batch i as the main
  * thread's step i begins: D.wait_stream(M) for batch i, input_dist

@@ -310,15 +310,6 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
 	return false;
 }
 
-/* The time of stream s's last work op (`none`: none remembered). */
-static uint64_t last_work_ts(const struct nl_stream *s, uint64_t none)
-{
-	for (uint32_t k = s->nring; k > nl_ring_start(s); k--)
-		if (s->ring[(k - 1) % NL_RING].work)
-			return s->ring[(k - 1) % NL_RING].ts;
-	return none;
-}
-
 /* The thread of call c copied on a copy stream of s's pipeline since ts. */
 static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
 			 const struct nl_call *c)
@@ -333,9 +324,10 @@ static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uin
 	return false;
 }
 
-/* s's record of clock `clock` is of an event recorded before and never
- * waited on: an allocator's (record_stream, only queried), no edge */
-static bool noise_record(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+/* The live event whose last record is s's record of clock `clock` (NULL:
+ * none, its event destroyed or recorded again since). */
+static const struct nl_event *record_event(const struct nl_proc *p, const struct nl_stream *s,
+					   uint32_t clock)
 {
 	int slot = (int)(s - p->s);
 
@@ -343,9 +335,18 @@ static bool noise_record(const struct nl_proc *p, const struct nl_stream *s, uin
 		const struct nl_event *o = &p->ev[i];
 
 		if (o->used && o->recorded && o->slot == slot && o->clock == clock)
-			return o->records > 1 && !o->waited;
+			return o;
 	}
-	return false;
+	return NULL;
+}
+
+/* s's record of clock `clock` is of an event recorded before and never
+ * waited on: an allocator's (record_stream, only queried), no edge */
+static bool noise_record(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
+{
+	const struct nl_event *o = record_event(p, s, clock);
+
+	return o && o->records > 1 && !o->waited;
 }
 
 /* s's record of clock `clock` may be an allocator's: its event is still
@@ -353,15 +354,9 @@ static bool noise_record(const struct nl_proc *p, const struct nl_stream *s, uin
  * destroyed right after its record; an edge's reused event was waited on) */
 static bool may_be_pools(const struct nl_proc *p, const struct nl_stream *s, uint32_t clock)
 {
-	int slot = (int)(s - p->s);
+	const struct nl_event *o = record_event(p, s, clock);
 
-	for (uint32_t i = 0; i < p->ecap; i++) {
-		const struct nl_event *o = &p->ev[i];
-
-		if (o->used && o->recorded && o->slot == slot && o->clock == clock)
-			return !o->waited;
-	}
-	return false;
+	return o && !o->waited;
 }
 
 /* s's last ops are records of such events only (noise_record), while
@@ -448,6 +443,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *n;
+	uint64_t since; /* a copy since then begins the next batch's stage */
 	int64_t next;
 
 	if (!s->nring || s->token == NL_NO_TOKEN || !nl_batch_of(p, s->token))
@@ -508,11 +504,15 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * where the record may be an allocator's (may_be_pools): a block's
 	 * record_stream between a batch's launches of its kernel, the next
 	 * batch's copy before it (allocator_record_between_input_dists). */
-	if (!n->copy_closed &&
-	    !(again && n->st[NL_STAGE_COPY].work &&
-	      copied_since(p, s, may_be_pools(p, s, last->clock) ? last->ts : last_work_ts(s, last->ts), c) &&
-	      !noise_records_last(p, s)))
-		return;
+	if (!n->copy_closed) {
+		if (!again || !n->st[NL_STAGE_COPY].work || noise_records_last(p, s))
+			return;
+		since = nl_ring_last_work_ts(s);
+		if (!since || may_be_pools(p, s, last->clock))
+			since = last->ts;
+		if (!copied_since(p, s, since, c))
+			return;
+	}
 	if (!nl_copy_covered(n, s) && !again)
 		return;
 	take_token(p, s, next);
