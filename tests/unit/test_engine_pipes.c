@@ -2392,6 +2392,60 @@ static void restart_after_eval_turn(void **state)
 	}
 }
 
+/* Training at depth 2 (each take covers the next batch's copy too) with
+ * two evaluation turns on a copy stream of its own; the second turn's
+ * first take is dropped: compute's step begins again right after that
+ * stream's copy, with nothing of the evaluation ordered before it. That
+ * work is the evaluation batch's forward, begun without its edge
+ * (copy->forward), not training's next batch (ordered already by the take
+ * before the turn, its copy older than the evaluation's). Before,
+ * training's batch took the window and every later take was a batch
+ * behind: the evaluation's fault was missed and the last evaluation
+ * window went to training's last batch, or, with training's first take
+ * after the turn dropped too (redundant: the take before the turn covered
+ * it), a healthy training batch was accused (random programs 26855,
+ * 84078). Launches named and counted, that redundant take kept or not. */
+static void eval_first_restart_is_its_own(void **state)
+{
+	enum { TRAIN = 12, EVAL = 3, TURN1 = 3, TURN2 = 7 };
+
+	(void)state;
+	for (int n = 0; n < 4; n++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, m = 0, C;
+		bool second = n >= 2;
+
+		t->reuse_events = true;
+		t->counted = n % 2;
+		M = tb_stream_create(t, 1);
+		C = tb_stream_create(t, 1);
+		tb_copy(t, M, 1, 4096);
+		for (int i = 0; i < TRAIN; i++) {
+			if (i == TURN1)
+				m = stream_create_handle(t, 0x7e0000001000ull);
+			if (i == TURN1 || i == TURN2) {
+				for (int k = 0; k < EVAL; k++) {
+					tb_wait_stream(t, m, C);
+					tb_copy(t, m, 1, 4096);
+					tb_wait_stream_or_drop(t, C, m, !(i == TURN2 && k == 0));
+					tb_kernel(t, C, K_LOOKUP);
+					tb_kernel(t, C, K_GEMM);
+				}
+			}
+			if (i + 1 < TRAIN)
+				tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, C, M, !(second && i == TURN2 + 1));
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			tb_kernel(t, C, K_BWD_EMB);
+		}
+		tb_end(t);
+		expect(t, 0, TRAIN, -1, 0);
+		expect(t, 1, 2 * EVAL, EVAL, EDGE(COPY_FORWARD));
+		tb_free(t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2445,6 +2499,7 @@ int main(void)
 		cmocka_unit_test(found_in_replay_collective),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
+		cmocka_unit_test(eval_first_restart_is_its_own),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

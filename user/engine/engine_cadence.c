@@ -967,6 +967,47 @@ static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
 	return (int)(s - p->s) == p->null_slot && c >= 0 && p->s[c].blocking;
 }
 
+/* With more than one pipeline, compute's step begun again while the next
+ * batch b of its own pipeline is ordered already: the oldest due batch of
+ * another pipeline, copied (and with a sparse stage, begun there), whose
+ * copy stream worked after compute's window `w` began and after b's copy
+ * stream last worked, the copy of it newer than all of those (NULL: none,
+ * or more than one pipeline has one). A loop moves to another pipeline's
+ * batches (an evaluation turn, a second pipeline's run) by copying them
+ * first: the step begun again after that copy is that batch's forward,
+ * begun without its edge where the take was dropped, not a prefetched
+ * batch of the window's pipeline, whose copy came before. */
+static struct nl_batch *copied_since_window(struct nl_proc *p, const struct nl_batch *b,
+					    const struct nl_stage_acc *w)
+{
+	struct nl_batch *found = NULL;
+	int own = copy_slot(b);
+	uint64_t mine;
+
+	if (own < 0 || p->npipes < 2)
+		return NULL;
+	mine = nl_ring_last_work_ts(&p->s[own]);
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *q = &p->pipes[i];
+		struct nl_batch *o = NULL;
+		int cs;
+
+		if (i == nl_tok_pipe(b->token) || !q->used)
+			continue;
+		for (int64_t t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+		     t < q->next_token && !o; t++)
+			o = nl_batch_of(p, t);
+		if (!o || o->closed || o->fwd_started || !o->copy_closed ||
+		    (q->has_sparse && !sparse_begun(o)) || (cs = copy_slot(o)) < 0 ||
+		    o->st[NL_STAGE_COPY].first_ts <= mine || o->st[NL_STAGE_COPY].first_ts <= w->first_ts)
+			continue;
+		if (found)
+			return NULL;
+		found = o;
+	}
+	return found;
+}
+
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -1029,6 +1070,16 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		return;
 	}
 	ordered = producers_before(b, s) != 0;
+	if (ordered && b->copy_closed) {
+		struct nl_batch *o = copied_since_window(p, b, w);
+
+		if (o) {
+			if (!producers_before(o, s))
+				nl_hand_over_all(p, o->token);
+			restart_take(p, slot, o, w, pair, c);
+			return;
+		}
+	}
 	if ((!b->copy_closed && !(implicit_copy(p, s, b) && ordered)) ||
 	    (q->has_sparse && !sparse_begun(b)))
 		return;
