@@ -1230,6 +1230,62 @@ static void found_in_replay_collective(void **state)
 	}
 }
 
+/* Training with TorchRec's collective stream, found in learning's replay
+ * (as above), whose first batch's hand-off to the collective stream is
+ * dropped: N runs batch 0's all-to-all before it ever waited on anything,
+ * then D waits on its record (or, that wait dropped too, does not), and N
+ * first waits on D for batch 1. N had no role when it ran that all-to-all:
+ * it joins the data-dist side at that first wait, and its work before it,
+ * ordered after nothing, was the stage of the batch D held when it ran
+ * (and of any batch whose wait on N's record brought it): copy->sparse.
+ * Before, that work carried no batch and batch 0's fault was missed
+ * (random programs 121805, 73798). Launches named and counted. */
+static void found_in_replay_first_handoff_dropped(void **state)
+{
+	enum { TRAIN = 4, EVAL = 6 };
+
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, D, N, em, ex, en, ed;
+		bool both = v >= 2; /* D's wait on N's record dropped too */
+
+		t->counted = v % 2;
+		M = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		N = tb_stream_create(t, 1);
+		em = tb_event_create(t);
+		ex = tb_event_create(t);
+		en = tb_event_create(t);
+		ed = tb_event_create(t);
+		tb_copy(t, M, 1, 4096);
+		tb_record(t, em, M);
+		for (int i = 0; i < TRAIN; i++) {
+			tb_wait(t, D, em);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_record(t, ex, D);
+			if (i != 0)
+				tb_wait(t, N, ex);
+			tb_alltoall(t, N, 0);
+			tb_record(t, en, N);
+			if (i != 0 || !both)
+				tb_wait(t, D, en);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_record(t, ed, D);
+			if (i + 1 < TRAIN) {
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, em, M);
+			}
+			tb_wait(t, 0, ed);
+			forward_null(t);
+		}
+		eval_after_short_train(t, EVAL);
+		expect(t, 1, TRAIN, 0, 1u << NL_EDGE_COPY_SPARSE);
+		expect(t, 0, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* Each evaluation turn copies its first two batches before its copy
  * stream's first record: that segment is cut in two by the size the
  * training copy stream is sure of (nothing waited on it yet: a fill), so
@@ -2497,6 +2553,7 @@ int main(void)
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(found_in_replay_fed_by_copy),
 		cmocka_unit_test(found_in_replay_collective),
+		cmocka_unit_test(found_in_replay_first_handoff_dropped),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 		cmocka_unit_test(eval_first_restart_is_its_own),

@@ -659,6 +659,82 @@ static void collective_left(struct nl_proc *p, const struct nl_stream *d, int64_
 	}
 }
 
+/* Batch b's sparse stage began with op w of stream slot, ordered after
+ * none of its copy ops (the stream had never waited on anything):
+ * copy->sparse, unless a finding is already held or the batch is closed. */
+static void sparse_unordered(struct nl_batch *b, int slot, const struct nl_ring_op *w)
+{
+	if (!b || b->closed || b->cs.valid)
+		return;
+	for (int i = 0; i < b->nbs; i++) {
+		if (b->bs[i].stage != NL_STAGE_COPY || !b->bs[i].has_work)
+			continue;
+		b->cs.valid = true;
+		b->cs.bs = i;
+		b->cs.seen = 0;
+		b->cs.consumer = (struct nl_seen_op){ .valid = true, .slot = slot, .clock = w->clock,
+						      .api = w->api, .tid = w->tid, .ts = w->ts };
+		return;
+	}
+}
+
+/* The first work op of stream n after clock `after`, up to clock `upto`,
+ * that its ring still holds (NULL: none). */
+static const struct nl_ring_op *first_work_between(const struct nl_stream *n, uint32_t after,
+						   uint32_t upto)
+{
+	for (uint32_t k = nl_ring_start(n); k < n->nring; k++) {
+		const struct nl_ring_op *o = &n->ring[k % NL_RING];
+
+		if (o->work && o->clock > after && o->clock <= upto)
+			return o;
+	}
+	return NULL;
+}
+
+/* Stream `slot` joins the data-dist side at its first wait (the
+ * collective stream, its pipeline found in learning's replay), after work
+ * of its own: that work, ordered after nothing, was the sparse stage of
+ * the batch a data-dist stream of the pipeline held when it began (the
+ * all-to-all of a batch whose hand-off to the collective stream was
+ * dropped), and of each batch whose data-dist wait on its record brought
+ * some of it. With roles learned, its first work op takes the oldest
+ * batch (nl_take_first) and is judged so; found later, the work carried
+ * no batch and the fault was missed (random programs 121805, 73798). */
+static void joined_after_work(struct nl_proc *p, int slot)
+{
+	const struct nl_stream *n = &p->s[slot];
+	const struct nl_ring_op *first = first_work_between(n, 0, n->vc[slot]);
+
+	if (!first)
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *d = &p->s[i];
+		const struct nl_ring_op *at = NULL;
+		uint32_t seen = 0;
+
+		if ((int)i == slot || !d->used || d->role != NL_ROLE_SPARSE || d->pipe != n->pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
+			const struct nl_ring_op *r = &d->ring[k % NL_RING];
+			const struct nl_ring_op *w;
+
+			if (r->ts < first->ts)
+				at = r;
+			if (nl_api_info[r->api].kind != NL_K_STREAM_WAIT || r->ev_slot != slot ||
+			    r->token == NL_NO_TOKEN)
+				continue;
+			w = first_work_between(n, seen, r->ev_clock);
+			if (w)
+				sparse_unordered(nl_batch_of(p, r->token), slot, w);
+			if (r->ev_clock > seen)
+				seen = r->ev_clock;
+		}
+		if (at && at->token != NL_NO_TOKEN)
+			sparse_unordered(nl_batch_of(p, at->token), slot, first);
+	}
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -750,6 +826,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 			nl_pipe_of_stream(p, from)->has_sparse = p->has_sparse = true;
+			if (s->joins == 1 && news)
+				joined_after_work(p, slot);
 		}
 		if (!nl_over_copy(p, slot, from, ev)) {
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
