@@ -1175,6 +1175,49 @@ static void found_in_replay_fed_by_copy(void **state)
 	}
 }
 
+enum { DROP_CS0 = 1, DROP_DN0 = 2, DROP_ND0 = 4 }; /* batch 0's D<-M, N<-D, D<-N waits */
+
+/* Training of TRAIN batches with TorchRec's collective stream N at depth
+ * `depth` (copies that far ahead, the first before D's first wait), batch
+ * 0's waits in `drops` dropped, then a clean evaluation of EVAL batches
+ * that learning takes first: training's pipeline is found in its replay. */
+static void collective_train_then_eval(struct tb *t, int depth, unsigned drops)
+{
+	enum { TRAIN = 4, EVAL = 6 };
+	uint64_t M = tb_stream_create(t, 1), D = tb_stream_create(t, 1), N = tb_stream_create(t, 1);
+	uint64_t em = tb_event_create(t), ex = tb_event_create(t), en = tb_event_create(t),
+		 ed = tb_event_create(t);
+
+	for (int k = 0; k < depth; k++)
+		tb_copy(t, M, 1, 4096);
+	tb_record(t, em, M);
+	for (int i = 0; i < TRAIN; i++) {
+		unsigned d = i == 0 ? drops : 0;
+
+		if (!(d & DROP_CS0))
+			tb_wait(t, D, em);
+		tb_kernel(t, D, K_INPUT_DIST);
+		tb_record(t, ex, D);
+		if (!(d & DROP_DN0))
+			tb_wait(t, N, ex);
+		tb_alltoall(t, N, 0);
+		tb_record(t, en, N);
+		if (!(d & DROP_ND0))
+			tb_wait(t, D, en);
+		tb_kernel(t, D, K_DIST_INIT);
+		tb_record(t, ed, D);
+		if (i + depth < TRAIN) {
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em, M);
+		}
+		tb_wait(t, 0, ed);
+		forward_null(t);
+	}
+	eval_after_short_train(t, EVAL);
+	expect(t, 1, TRAIN, 0, 1u << NL_EDGE_COPY_SPARSE);
+	expect(t, 0, EVAL, -1, 0);
+}
+
 /* The same with TorchRec's collective stream, and the data-dist stream's
  * wait on the copy dropped for training's batch 0: D runs batch 0's sparse
  * stage (input_dist, the hand-off to the collective stream N, dist_init
@@ -1187,45 +1230,12 @@ static void found_in_replay_fed_by_copy(void **state)
  * accused copy->sparse (random program 90007583). */
 static void found_in_replay_collective(void **state)
 {
-	enum { TRAIN = 4, EVAL = 6 };
-
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
 		struct tb *t = tb_new(NULL);
-		uint64_t M, D, N, em, ex, en, ed;
 
 		t->counted = counted;
-		M = tb_stream_create(t, 1);
-		D = tb_stream_create(t, 1);
-		N = tb_stream_create(t, 1);
-		em = tb_event_create(t);
-		ex = tb_event_create(t);
-		en = tb_event_create(t);
-		ed = tb_event_create(t);
-		tb_copy(t, M, 1, 4096);
-		tb_copy(t, M, 1, 4096);
-		tb_record(t, em, M);
-		for (int i = 0; i < TRAIN; i++) {
-			if (i != 0)
-				tb_wait(t, D, em);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_record(t, ex, D);
-			tb_wait(t, N, ex);
-			tb_alltoall(t, N, 0);
-			tb_record(t, en, N);
-			tb_wait(t, D, en);
-			tb_kernel(t, D, K_DIST_INIT);
-			tb_record(t, ed, D);
-			if (i + 2 < TRAIN) {
-				tb_copy(t, M, 1, 4096);
-				tb_record(t, em, M);
-			}
-			tb_wait(t, 0, ed);
-			forward_null(t);
-		}
-		eval_after_short_train(t, EVAL);
-		expect(t, 1, TRAIN, 0, 1u << NL_EDGE_COPY_SPARSE);
-		expect(t, 0, EVAL, -1, 0);
+		collective_train_then_eval(t, 2, DROP_CS0);
 		tb_free(t);
 	}
 }
@@ -1242,46 +1252,12 @@ static void found_in_replay_collective(void **state)
  * (random programs 121805, 73798). Launches named and counted. */
 static void found_in_replay_first_handoff_dropped(void **state)
 {
-	enum { TRAIN = 4, EVAL = 6 };
-
 	(void)state;
 	for (int v = 0; v < 4; v++) {
 		struct tb *t = tb_new(NULL);
-		uint64_t M, D, N, em, ex, en, ed;
-		bool both = v >= 2; /* D's wait on N's record dropped too */
 
 		t->counted = v % 2;
-		M = tb_stream_create(t, 1);
-		D = tb_stream_create(t, 1);
-		N = tb_stream_create(t, 1);
-		em = tb_event_create(t);
-		ex = tb_event_create(t);
-		en = tb_event_create(t);
-		ed = tb_event_create(t);
-		tb_copy(t, M, 1, 4096);
-		tb_record(t, em, M);
-		for (int i = 0; i < TRAIN; i++) {
-			tb_wait(t, D, em);
-			tb_kernel(t, D, K_INPUT_DIST);
-			tb_record(t, ex, D);
-			if (i != 0)
-				tb_wait(t, N, ex);
-			tb_alltoall(t, N, 0);
-			tb_record(t, en, N);
-			if (i != 0 || !both)
-				tb_wait(t, D, en);
-			tb_kernel(t, D, K_DIST_INIT);
-			tb_record(t, ed, D);
-			if (i + 1 < TRAIN) {
-				tb_copy(t, M, 1, 4096);
-				tb_record(t, em, M);
-			}
-			tb_wait(t, 0, ed);
-			forward_null(t);
-		}
-		eval_after_short_train(t, EVAL);
-		expect(t, 1, TRAIN, 0, 1u << NL_EDGE_COPY_SPARSE);
-		expect(t, 0, EVAL, -1, 0);
+		collective_train_then_eval(t, 1, v >= 2 ? DROP_DN0 | DROP_ND0 : DROP_DN0);
 		tb_free(t);
 	}
 }
