@@ -2478,6 +2478,64 @@ static void eval_first_restart_is_its_own(void **state)
 	}
 }
 
+/* A step whose backward begins with forward's first kernel again */
+static void step_first_kernel_twice(struct tb *t)
+{
+	tb_kernel(t, 0, K_LOOKUP);
+	tb_kernel(t, 0, K_GEMM);
+	tb_kernel(t, 0, K_TRITON);
+	tb_kernel(t, 0, K_LOOKUP);
+	tb_kernel(t, 0, K_BWD_GEMM);
+	tb_kernel(t, 0, K_BWD_EMB);
+}
+
+/* A step that launches its first kernel twice (its backward begins with
+ * it) and a second pipeline on a copy stream of its own, found by compute's
+ * first wait on it: it copies two batches and records once, compute's step
+ * begins again in the first pipeline's last window without a take (batch
+ * 0's, dropped), then the second pipeline copies its third batch and
+ * compute waits after it, covering all three. That wait takes batch 1: the
+ * restart was batch 0's forward begun without its edge, one restart (the
+ * window launched the first kernel twice as often as a whole step does).
+ * Before, only one launch more than a whole step's counted as one restart:
+ * the wait took the newest batch it covered, and the healthy batch 1 was
+ * accused copy->forward with batch 0 (random program 37418). Launches
+ * named. */
+static void restart_of_step_with_repeated_first_kernel(void **state)
+{
+	enum { TRAIN = 6, EVAL = 3 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M, m;
+
+	(void)state;
+	M = tb_stream_create(t, 1);
+	for (int i = 0; i < TRAIN; i++) {
+		tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, 0, M);
+		step_first_kernel_twice(t);
+	}
+	m = stream_create_handle(t, 0x7e0000001000ull);
+	for (int i = 0; i < EVAL; i++) {
+		if (i < 2)
+			tb_copy(t, m, 1, 4096);
+		if (i == 0)
+			tb_copy(t, m, 1, 4096);
+		if (i == 0) { /* the take dropped, its record not */
+			uint64_t ev = tb_event_create(t);
+
+			tb_record(t, ev, m);
+			tb_event_destroy(t, ev);
+		} else {
+			tb_wait_stream(t, 0, m);
+		}
+		step_first_kernel_twice(t);
+	}
+	tb_end(t);
+	expect(t, 0, TRAIN, -1, 0);
+	expect(t, 1, EVAL, 0, EDGE(COPY_FORWARD));
+	tb_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2533,6 +2591,7 @@ int main(void)
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(prefetch_across_eval),
 		cmocka_unit_test(eval_first_restart_is_its_own),
+		cmocka_unit_test(restart_of_step_with_repeated_first_kernel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

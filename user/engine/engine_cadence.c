@@ -252,15 +252,20 @@ static int copy_slot(const struct nl_batch *b)
 
 /* Compute's windows begin with named kernels (launches named, not counted
  * in runs), and the window of the batch it holds shows at most one step
- * begun again: its first kernel launched no more than once beyond what a
- * window without a restart has. */
+ * begun again: its first kernel launched no more than twice as often as
+ * the fewest launches of it any whole window had (first_min: a step whose
+ * backward begins with forward's first kernel launches it twice). Before,
+ * one launch more than that: one restart of such a step counted as two,
+ * and a wait that covered the batch after the restarted one took the
+ * newest batch it covered, the healthy one between accused (random
+ * program 37418). */
 static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
 	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
 
 	return q && q->step_n && !q->run_n &&
-	       own->st[NL_STAGE_FORWARD].first_hits <= (q->first_min ? q->first_min : 1) + 1;
+	       own->st[NL_STAGE_FORWARD].first_hits <= 2 * (q->first_min ? q->first_min : 1);
 }
 
 /* Stream s did work after ts, or its ring does not reach back to ts. */
