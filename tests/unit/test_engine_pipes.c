@@ -2478,17 +2478,6 @@ static void eval_first_restart_is_its_own(void **state)
 	}
 }
 
-/* A step whose backward begins with forward's first kernel again */
-static void step_first_kernel_twice(struct tb *t)
-{
-	tb_kernel(t, 0, K_LOOKUP);
-	tb_kernel(t, 0, K_GEMM);
-	tb_kernel(t, 0, K_TRITON);
-	tb_kernel(t, 0, K_LOOKUP);
-	tb_kernel(t, 0, K_BWD_GEMM);
-	tb_kernel(t, 0, K_BWD_EMB);
-}
-
 /* A step that launches its first kernel twice (its backward begins with
  * it) and a second pipeline on a copy stream of its own, found by compute's
  * first wait on it: it copies two batches and records once, compute's step
@@ -2512,7 +2501,7 @@ static void restart_of_step_with_repeated_first_kernel(void **state)
 	for (int i = 0; i < TRAIN; i++) {
 		tb_copy(t, M, 1, 4096);
 		tb_wait_stream(t, 0, M);
-		step_first_kernel_twice(t);
+		step_fwd_bwd(t);
 	}
 	m = stream_create_handle(t, 0x7e0000001000ull);
 	for (int i = 0; i < EVAL; i++) {
@@ -2528,7 +2517,7 @@ static void restart_of_step_with_repeated_first_kernel(void **state)
 		} else {
 			tb_wait_stream(t, 0, m);
 		}
-		step_first_kernel_twice(t);
+		step_fwd_bwd(t);
 	}
 	tb_end(t);
 	expect(t, 0, TRAIN, -1, 0);
