@@ -136,6 +136,9 @@ static bool sparse_partly_taken(const struct nl_batch *b, const struct nl_stream
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
  * stage inside an older token's window (docs/engine.md, "end of a run"). */
+/* other pipelines' batches a restart may leave unwatched at once (more stay so) */
+#define NL_BLINDED_MAX 16
+
 static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			    const struct nl_call *c, const struct nl_seen_op *op, int st,
 			    int64_t token)
@@ -148,7 +151,8 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
 	bool marked = false; /* one restart is one batch's: the oldest waiting */
 	bool older = false;  /* a batch, produced and ordered, its forward not begun */
-	struct nl_batch *b;
+	struct nl_batch *b, *blinded[NL_BLINDED_MAX];
+	int nblinded = 0;
 
 	NL_FOR_BATCHES(p, b) {
 		const struct nl_batch_stream *un;
@@ -160,7 +164,11 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			 * begun if this op may be the step's second */
 			if (bw->blind_pending) {
 				bw->blind_pending = false;
-				bw->blind |= step_second_may_be(p, b, c);
+				if (!bw->blind && step_second_may_be(p, b, c)) {
+					bw->blind = true;
+					if (nblinded < NL_BLINDED_MAX)
+						blinded[nblinded++] = b;
+				}
 			}
 			/* unwatched, unless ordered after all its producer work
 			 * or, at compute, not the launch its step begins with:
@@ -235,6 +243,14 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			b->watch[k].consumer = b->watch[k].restart;
 		}
 	}
+	/* one restart is one batch's: a restart of the window's pipeline that
+	 * one of its batches took (marked) did not begin another pipeline's
+	 * batch's step. Before, the same launch left that batch unwatched, a
+	 * later wait passed it over for the newest batch it covered, and the
+	 * healthy batch was accused copy->forward (random program 103313). */
+	if (marked)
+		for (int i = 0; i < nblinded; i++)
+			blinded[i]->watch[k].blind = false;
 }
 
 static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
