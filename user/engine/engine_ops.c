@@ -376,6 +376,28 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 
 static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
 
+/* Before a sparse stream's work op: the open segment of each copy stream
+ * of its pipeline, after its hand-off, holding more work ops than the
+ * batch size that stream is sure of (or, not sure of its own, one another
+ * copy stream is: known_k), is cut as a record would cut it. The later ops
+ * are the next batches' copies, their records dropped (a fill of two
+ * batches copied back to back, the first's D.wait_stream(M) dropped with
+ * its record): the work, begun without its edge or not, takes the first
+ * of them, not all. Before, the batches stayed one segment and the second
+ * was never audited (merged into the first's copies: random program
+ * 46454). */
+static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+		bool sure = m->seg_k && m->seg_k_n >= NL_SEG_SURE;
+
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && m->seg_open &&
+		    m->copy_waited)
+			cut_open_segment(e, p, (int)i, sure ? m->seg_k : known_k(p, m->seg_work));
+	}
+}
+
 /* A stream created again on the handle of a destroyed producer, recording
  * the very event that producer recorded, is that producer again (an
  * evaluation pipeline whose streams are made anew for each turn and whose
@@ -1065,6 +1087,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			producer_again(e, p, slot);
 		note_unplaced(p, s);
 	}
+	if (s->role == NL_ROLE_SPARSE)
+		cut_before_sparse(e, p, s->pipe);
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
 	else if (s->role == NL_ROLE_SPARSE && s->handed && stage_goes_on(p, s, c))
