@@ -298,6 +298,15 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
 	    own->token + 1 >= q->next_token)
 		again = own->st[NL_STAGE_FORWARD].again_ts;
+	/* or in a window of its own pipeline, while b was due next there, a
+	 * restart nl_step_begins kept for the exit (more than one pipeline,
+	 * b not ordered before compute), and no wait gave b its forward
+	 * since. Before, only another pipeline's window counted: the
+	 * pipeline's last batch, its take dropped, was skipped target_exited
+	 * (random program 383522). */
+	if ((!again || again <= last) && bq->again_ts > last && bq->again_tok == b->token &&
+	    !bq->again_not_its)
+		again = bq->again_ts;
 	for (int i = 0; i < p->npipes && (!again || again <= last); i++) {
 		const struct nl_pipe *o = &p->pipes[i];
 
