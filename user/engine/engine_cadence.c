@@ -972,32 +972,36 @@ static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
 	return (int)(s - p->s) == p->null_slot && c >= 0 && p->s[c].blocking;
 }
 
-/* With more than one pipeline, compute's step begun again while the next
- * batch b of its own pipeline is ordered already: the oldest due batch of
- * another pipeline, copied (and with a sparse stage, begun there), whose
- * copy stream worked after compute's window `w` began and after b's copy
- * stream last worked, the copy of it newer than all of those (NULL: none,
- * or more than one pipeline has one). A loop moves to another pipeline's
- * batches (an evaluation turn, a second pipeline's run) by copying them
- * first: the step begun again after that copy is that batch's forward,
- * begun without its edge where the take was dropped, not a prefetched
- * batch of the window's pipeline, whose copy came before. */
-static struct nl_batch *copied_since_window(struct nl_proc *p, const struct nl_batch *b,
+/* With more than one pipeline, compute's step begun again in window `w`
+ * of pipeline `pipe` (whose next batch is ordered already, or which has
+ * none left): the oldest due batch of another pipeline, copied (and with a
+ * sparse stage, begun there), its copy begun after `w` began and after
+ * every copy stream of `pipe` last worked (NULL: none, or more than one
+ * pipeline has one). A loop moves to another pipeline's batches (an
+ * evaluation turn, a second pipeline's run) by copying them first: the
+ * step begun again after that copy is that batch's forward, begun without
+ * its edge where the take was dropped, not a prefetched batch of the
+ * window's pipeline, whose copy came before. */
+static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 					    const struct nl_stage_acc *w)
 {
 	struct nl_batch *found = NULL;
-	int own = copy_slot(b);
-	uint64_t mine;
+	uint64_t mine = 0;
 
-	if (own < 0 || p->npipes < 2)
+	if (p->npipes < 2)
 		return NULL;
-	mine = nl_ring_last_work_ts(&p->s[own]);
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].pipe == pipe &&
+		    nl_ring_last_work_ts(&p->s[i]) > mine)
+			mine = nl_ring_last_work_ts(&p->s[i]);
+	if (!mine)
+		return NULL;
 	for (int i = 0; i < p->npipes; i++) {
 		const struct nl_pipe *q = &p->pipes[i];
 		struct nl_batch *o = NULL;
 		int cs;
 
-		if (i == nl_tok_pipe(b->token) || !q->used)
+		if (i == pipe || !q->used)
 			continue;
 		for (int64_t t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 		     t < q->next_token && !o; t++)
@@ -1067,6 +1071,18 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * batch, ordered already (an evaluation turn ended) */
 		struct nl_batch *o = other_due(p, s, nl_tok_pipe(s->token));
 
+		/* none ordered: another pipeline's batch copied since the
+		 * window began, its take dropped (where the step launches its
+		 * first kernel once: one that launches it twice shows a
+		 * restart late, after the next copy). Before, it was judged at
+		 * exit only, by then taken by the wait that covered the batch
+		 * after it: that one missed, or skipped target_exited
+		 * (random program 120290) */
+		if (!o && q->first_min <= 1) {
+			o = copied_since_window(p, nl_tok_pipe(s->token), w);
+			if (o && !producers_before(o, s))
+				nl_hand_over_all(p, o->token);
+		}
 		if (o)
 			restart_take(p, slot, o, w, pair, c);
 		else if (s->token + 1 >= q->next_token && w->first_named[1])
@@ -1076,7 +1092,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	}
 	ordered = producers_before(b, s) != 0;
 	if (ordered && b->copy_closed) {
-		struct nl_batch *o = copied_since_window(p, b, w);
+		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w);
 
 		if (o) {
 			if (!producers_before(o, s))
