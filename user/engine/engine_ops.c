@@ -105,6 +105,30 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
  * it takes the newest token among them. */
 static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot);
 
+/* Launch c on sparse stream s, right after its record another sparse
+ * stream waited on (its hand-off of the batch it holds to the collective
+ * stream), names another kernel than the one the batch's stage began with
+ * on s: the stage's second part (dist_init), its wait on the all-to-all's
+ * end dropped, not the next batch's stage. */
+static bool stage_second_part(struct nl_proc *p, const struct nl_stream *s,
+			      const struct nl_call *c)
+{
+	const struct nl_batch *b = nl_batch_of(p, s->token);
+	const struct nl_ring_op *last;
+	int slot = (int)(s - p->s);
+
+	if (s->role != NL_ROLE_SPARSE || !b || b->closed || !s->rec_fed || !s->nring ||
+	    c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
+		return false;
+	last = &s->ring[(s->nring - 1) % NL_RING];
+	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token)
+		return false;
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].slot == slot && b->bs[i].stage == NL_STAGE_SPARSE && b->bs[i].has_work)
+			return b->bs[i].first_named && b->bs[i].first_sig != nl_call_sig(c);
+	return false;
+}
+
 static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 			  const struct nl_call *c)
 {
@@ -188,7 +212,12 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		if (ns->capturing || ns->vc[n] <= s->vc[n])
 			return;
 		join_implicit(p, slot, n, ts);
-		if (rec && tok > s->token) {
+		/* nor at the second part of the stage of the batch the stream
+		 * holds (stage_second_part): a null-stream join before its
+		 * dist_init moved the stream on, every later stage was charged
+		 * a batch late, and a healthy batch was accused copy->sparse
+		 * (random program 290615) */
+		if ((rec || stage_second_part(p, s, c)) && tok > s->token) {
 			s->implicit_tok = tok;
 		} else if (tok > s->token) {
 			int64_t was = s->token;
