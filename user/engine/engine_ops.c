@@ -87,13 +87,26 @@ static bool implicit_newer(struct nl_proc *p, const struct nl_stream *s, int64_t
 	return q && tok > q->fwd_max;
 }
 
-/* Null-stream op c of compute may begin a step of tok's pipeline: not a
- * launch of another kernel than every step of it began with (named; or
- * counted in a run, where the probes' rows say it was not that kernel). */
+/* Null-stream op c of compute may begin a step of tok's pipeline: not one
+ * made by another thread than compute's window began with, nor a launch
+ * of another kernel than every step of it began with (named; or counted
+ * in a run, where the probes' rows say it was not that kernel). */
 static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_call *c)
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
 
+	/* not a launch by another thread than the one that began the window
+	 * compute holds: a step begins where its forward does (the main
+	 * thread); the autograd thread's backward, beginning with forward's
+	 * first kernel or not, goes on with the step. Before, its join moved
+	 * compute to the next batch in the middle of the step, and healthy
+	 * batches were accused (random program 389802) */
+	if (p->compute_slot >= 0) {
+		const struct nl_batch *h = nl_batch_of(p, p->s[p->compute_slot].token);
+
+		if (h && h->st[NL_STAGE_FORWARD].work && c->tid != h->st[NL_STAGE_FORWARD].first_tid)
+			return false;
+	}
 	if (c->kind != NL_K_LAUNCH || !q || !q->step_n || q->step_varied)
 		return true;
 	return nl_step_kernel_may_be(p, q, c, 0);
