@@ -142,6 +142,25 @@ static bool stage_second_part(struct nl_proc *p, const struct nl_stream *s,
 	return false;
 }
 
+/* Sparse stream s, handed over (compute took a batch from it), joins the
+ * null stream, which brings tok: the batch due there is one s worked on
+ * already (its input_dist before the batch before's dist_init, TorchRec's
+ * order). The join brings s nothing new: the hand-off rule decides what
+ * its next work is (nl_take_over: the oldest newer batch it has no op
+ * of). Before, the join gave s that batch back, the hand-off rule no
+ * longer applied, the next batch's input_dist begun without its edge
+ * stayed on it, and that batch was skipped target_exited (random program
+ * 277166). */
+static bool handed_worked(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_batch *b;
+
+	if (s->role != NL_ROLE_SPARSE || !s->handed)
+		return false;
+	b = nl_batch_of(p, implicit_due(p, (int)(s - p->s), tok));
+	return b && nl_worked_stream(b, (int)(s - p->s));
+}
+
 static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 			  const struct nl_call *c)
 {
@@ -232,7 +251,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		 * (random program 290615) */
 		if ((rec || stage_second_part(p, s, c)) && tok > s->token) {
 			s->implicit_tok = tok;
-		} else if (tok > s->token) {
+		} else if (tok > s->token && !handed_worked(p, s, tok)) {
 			int64_t was = s->token;
 			const struct nl_batch *g;
 
