@@ -436,26 +436,31 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 }
 
 static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
+static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
 
-/* Before a sparse stream's work op: the open segment of each copy stream
- * of its pipeline, after its hand-off, holding more work ops than the
- * batch size that stream is sure of (or, not sure of its own, one another
- * copy stream is: known_k), is cut as a record would cut it. The later ops
- * are the next batches' copies, their records dropped (a fill of two
- * batches copied back to back, the first's D.wait_stream(M) dropped with
- * its record): the work, begun without its edge or not, takes the first
- * of them, not all. Before, the batches stayed one segment and the second
- * was never audited (merged into the first's copies: random program
- * 46454). */
+/* A sparse stream's launch begins a batch's stage again (sparse_again: the
+ * kernel the stage of the batch it holds began with): the open segment of
+ * each copy stream of its pipeline, after its hand-off, holding a whole
+ * multiple (more than one) of the batch size that stream is sure of (or,
+ * not sure of its own, one another copy stream is: known_k), is cut as a
+ * record would cut it. The later ops are the next batches' copies, their
+ * records dropped (a fill of two batches copied back to back, the first's
+ * D.wait_stream(M) dropped with its record): the stage begun takes the
+ * first of them, not all. Before, the batches stayed one segment and the
+ * second was never audited (merged into the first's copies: random
+ * program 46454). Not at other work, nor a segment of another size: a
+ * stalled copy's batch, one op longer, was cut in two, and every later
+ * batch audited one late (the workload's stalled copy producer). */
 static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 		bool sure = m->seg_k && m->seg_k_n >= NL_SEG_SURE;
+		uint32_t k = sure ? m->seg_k : known_k(p, m->seg_work);
 
 		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && m->seg_open &&
-		    m->copy_waited)
-			cut_open_segment(e, p, (int)i, sure ? m->seg_k : known_k(p, m->seg_work));
+		    m->copy_waited && k && m->seg_work % k == 0)
+			cut_open_segment(e, p, (int)i, k);
 	}
 }
 
@@ -1148,7 +1153,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			producer_again(e, p, slot);
 		note_unplaced(p, s);
 	}
-	if (s->role == NL_ROLE_SPARSE)
+	if (s->role == NL_ROLE_SPARSE && sparse_again(p, s, c))
 		cut_before_sparse(e, p, s->pipe);
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
