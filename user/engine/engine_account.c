@@ -132,13 +132,13 @@ static bool sparse_partly_taken(const struct nl_batch *b, const struct nl_stream
 	return false;
 }
 
+/* other pipelines' batches a restart may leave unwatched at once (more stay so) */
+#define NL_BLINDED_MAX 16
+
 /* For batches whose token has not reached this consumer role: the first
  * work op there, after the producers' last op, that is not ordered after it
  * (reported if the token never arrives), and whether such ops restart the
  * stage inside an older token's window (docs/engine.md, "end of a run"). */
-/* other pipelines' batches a restart may leave unwatched at once (more stay so) */
-#define NL_BLINDED_MAX 16
-
 static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			    const struct nl_call *c, const struct nl_seen_op *op, int st,
 			    int64_t token)

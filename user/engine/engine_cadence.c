@@ -999,7 +999,6 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 	for (int i = 0; i < p->npipes; i++) {
 		const struct nl_pipe *q = &p->pipes[i];
 		struct nl_batch *o = NULL;
-		int cs;
 
 		if (i == pipe || !q->used)
 			continue;
@@ -1007,7 +1006,7 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 		     t < q->next_token && !o; t++)
 			o = nl_batch_of(p, t);
 		if (!o || o->closed || o->fwd_started || !o->copy_closed ||
-		    (q->has_sparse && !sparse_begun(o)) || (cs = copy_slot(o)) < 0 ||
+		    (q->has_sparse && !sparse_begun(o)) || copy_slot(o) < 0 ||
 		    o->st[NL_STAGE_COPY].first_ts <= mine || o->st[NL_STAGE_COPY].first_ts <= w->first_ts)
 			continue;
 		if (found)

@@ -95,7 +95,7 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
 
-	/* not a launch by another thread than the one that began the window
+	/* not an op made by another thread than the one that began the window
 	 * compute holds: a step begins where its forward does (the main
 	 * thread); the autograd thread's backward, beginning with forward's
 	 * first kernel or not, goes on with the step. Before, its join moved
