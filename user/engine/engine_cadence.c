@@ -346,6 +346,13 @@ static bool begun_before_take(struct nl_proc *p, const struct nl_stream *s, int6
  * was covered before: a wait on one copy stream brings nothing of a batch
  * copied on another (batch i on M[i % 2], launches counted in runs).
  * stale: the wait brings nothing new (a record compute waited on). */
+/* The oldest token of pipeline q whose forward compute has not begun:
+ * after its newest forward, and not before its oldest batch still held. */
+static int64_t after_forward(const struct nl_pipe *q)
+{
+	return q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+}
+
 int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stale)
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
@@ -372,7 +379,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 	    nl_held_unworked(p, s, tok))
 		return s->token;
 	mine = nl_ring_last_work_ts(s);
-	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+	t = after_forward(q);
 	first = t;
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
@@ -636,8 +643,7 @@ static int64_t end_due(struct nl_proc *p, int slot, const struct nl_stream *from
 	    from->fed_by_copy || from->pipe != s->pipe || s->token == NL_NO_TOKEN ||
 	    nl_tok_pipe(s->token) != nl_tok_pipe(tok))
 		return tok;
-	t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
-	for (; t <= tok; t++) {
+	for (t = after_forward(q); t <= tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 		const struct nl_batch_stream *bx, *bs; /* its work on from, on s */
 
@@ -847,13 +853,29 @@ bool nl_outside_work(const struct nl_proc *p, const struct nl_stream *s, int pip
  * can put compute's windows a batch ahead). */
 #define NL_STEP_SURE 2 /* steps that began alike, or takes that were tight, before a restart is trusted */
 
-/* Compute (stream s) could begin batch b of pipeline q now, ordered: no
- * forward of it begun, copied, its sparse stage reached, and every producer
- * op of it ordered before compute. */
-static bool ordered_due(const struct nl_pipe *q, const struct nl_batch *b, const struct nl_stream *s)
+/* Compute could begin batch b of pipeline q: no forward of it begun,
+ * copied, and its sparse stage reached. */
+static bool due_now(const struct nl_pipe *q, const struct nl_batch *b)
 {
 	return b && !b->closed && !b->fwd_started && b->copy_closed &&
-	       (!q->has_sparse || sparse_begun(b)) && producers_before(b, s);
+	       (!q->has_sparse || sparse_begun(b));
+}
+
+/* ...and ordered: every producer op of it ordered before compute (stream s). */
+static bool ordered_due(const struct nl_pipe *q, const struct nl_batch *b, const struct nl_stream *s)
+{
+	return due_now(q, b) && producers_before(b, s);
+}
+
+/* The oldest batch of pipeline q still held whose forward compute has not
+ * begun (NULL: none). */
+static struct nl_batch *first_unforwarded(struct nl_proc *p, const struct nl_pipe *q)
+{
+	struct nl_batch *b = NULL;
+
+	for (int64_t t = after_forward(q); t < q->next_token && !b; t++)
+		b = nl_batch_of(p, t);
+	return b;
 }
 
 /* The one batch of a pipeline other than `pipe` that compute could begin
@@ -865,13 +887,11 @@ static struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, 
 
 	for (int i = 0; i < p->npipes; i++) {
 		const struct nl_pipe *q = &p->pipes[i];
-		struct nl_batch *b = NULL;
+		struct nl_batch *b;
 
 		if (i == pipe || !q->used)
 			continue;
-		for (int64_t t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
-		     t < q->next_token && !b; t++)
-			b = nl_batch_of(p, t);
+		b = first_unforwarded(p, q);
 		if (!ordered_due(q, b, s))
 			continue;
 		if (found)
@@ -998,16 +1018,13 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 		return NULL;
 	for (int i = 0; i < p->npipes; i++) {
 		const struct nl_pipe *q = &p->pipes[i];
-		struct nl_batch *o = NULL;
+		struct nl_batch *o;
 
 		if (i == pipe || !q->used)
 			continue;
-		for (int64_t t = q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
-		     t < q->next_token && !o; t++)
-			o = nl_batch_of(p, t);
-		if (!o || o->closed || o->fwd_started || !o->copy_closed ||
-		    (q->has_sparse && !sparse_begun(o)) || copy_slot(o) < 0 ||
-		    o->st[NL_STAGE_COPY].first_ts <= mine || o->st[NL_STAGE_COPY].first_ts <= w->first_ts)
+		o = first_unforwarded(p, q);
+		if (!due_now(q, o) || copy_slot(o) < 0 || o->st[NL_STAGE_COPY].first_ts <= mine ||
+		    o->st[NL_STAGE_COPY].first_ts <= w->first_ts)
 			continue;
 		if (found)
 			return NULL;

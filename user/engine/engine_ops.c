@@ -118,6 +118,15 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
  * it takes the newest token among them. */
 static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot);
 
+/* Launch c (named) names another kernel than the one batch b's work on
+ * stream slot began with (named too). */
+static bool other_than_first(const struct nl_batch *b, int slot, const struct nl_call *c)
+{
+	const struct nl_batch_stream *bs = nl_worked_stream(b, slot);
+
+	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
+}
+
 /* Launch c on sparse stream s, right after its record another sparse
  * stream waited on (its hand-off of the batch it holds to the collective
  * stream), names another kernel than the one the batch's stage began with
@@ -128,18 +137,13 @@ static bool stage_second_part(struct nl_proc *p, const struct nl_stream *s,
 {
 	const struct nl_batch *b = nl_batch_of(p, s->token);
 	const struct nl_ring_op *last;
-	int slot = (int)(s - p->s);
 
 	if (s->role != NL_ROLE_SPARSE || !b || b->closed || !s->rec_fed || !s->nring ||
 	    c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
 		return false;
 	last = &s->ring[(s->nring - 1) % NL_RING];
-	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token)
-		return false;
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].slot == slot && b->bs[i].stage == NL_STAGE_SPARSE && b->bs[i].has_work)
-			return b->bs[i].first_named && b->bs[i].first_sig != nl_call_sig(c);
-	return false;
+	return nl_api_info[last->api].kind == NL_K_EVENT_RECORD && last->token == s->token &&
+	       other_than_first(b, (int)(s - p->s), c);
 }
 
 /* Sparse stream s, handed over (compute took a batch from it), joins the
@@ -1097,7 +1101,6 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
 static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
 {
 	const struct nl_batch *b = nl_batch_of(p, s->handed_tok);
-	const struct nl_batch_stream *bs;
 	int64_t ct;
 
 	if (!b || p->compute_slot < 0 || b->fwd_work || c->kind != NL_K_LAUNCH ||
@@ -1107,8 +1110,7 @@ static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const st
 	if (ct != b->token && (ct == NL_NO_TOKEN || nl_tok_pipe(ct) != nl_tok_pipe(b->token) ||
 			       ct > b->token))
 		return false;
-	bs = nl_worked_stream(b, (int)(s - p->s));
-	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
+	return other_than_first(b, (int)(s - p->s), c);
 }
 
 /* A stream created again on the handle of a destroyed copy stream, whose
