@@ -20,7 +20,11 @@
  * launches as the probes send them by default (counted in runs, without their
  * kernel address after a run's first), not as --every-launch does. -a prints
  * "healthy-accused SEED" for each healthy program (no batch untrusted in the
- * truth) with a batch accused, the worst disagreement, as it is found.
+ * truth) with a batch accused, the worst disagreement, as it is found, and
+ * "valid-despite-fault SEED" for each program with a batch untrusted in the
+ * truth whose summary still says evidence_valid (--check would pass it), and
+ * "healthy-unplaced SEED" for a healthy program whose summary says work was
+ * not placed (a false alarm of --check).
  * Exits 1 when a disagreement was found (with -k: one not in the known list).
  */
 #include <errno.h>
@@ -219,7 +223,8 @@ int main(int argc, char **argv)
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
-		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[2] = { 0 };
+		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[3] = { 0 },
+		 faulty[2] = { 0 };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false, print_healthy = false;
 	long long write_seed = -1, print_seed = -1;
@@ -386,8 +391,16 @@ int main(int argc, char **argv)
 				accused |= !strncmp(r.diffs[i], "accused:", 8);
 			healthy[0] += sound;
 			healthy[1] += sound && accused;
+			healthy[2] += sound && (r.invalid_mask & (1u << NL_INVALID_UNPLACED));
+			if (print_healthy && sound && (r.invalid_mask & (1u << NL_INVALID_UNPLACED)))
+				printf("healthy-unplaced %llu\n", (unsigned long long)seed);
 			if (print_healthy && sound && accused)
 				printf("healthy-accused %llu\n", (unsigned long long)seed);
+			/* the one line a user gates on: a faulty run must not be valid */
+			faulty[0] += !sound;
+			faulty[1] += !sound && r.evidence_valid;
+			if (print_healthy && !sound && r.evidence_valid)
+				printf("valid-despite-fault %llu\n", (unsigned long long)seed);
 			oversync += p.oversync;
 			by_tag[tag][0]++;
 			by_tag[tag][1] += r.ndiffs > 0;
@@ -470,8 +483,12 @@ int main(int argc, char **argv)
 	printf("programs with a disagreement: %llu; groups: %d; classes: %d\n",
 	       (unsigned long long)disagree, ngroups, nclasses);
 	printf("healthy programs (no batch untrusted in the truth): %llu decided, %llu with a "
-	       "batch accused\n",
-	       (unsigned long long)healthy[0], (unsigned long long)healthy[1]);
+	       "batch accused, %llu whose summary names unplaced work\n",
+	       (unsigned long long)healthy[0], (unsigned long long)healthy[1],
+	       (unsigned long long)healthy[2]);
+	printf("faulty programs (a batch untrusted in the truth): %llu decided, %llu whose "
+	       "summary says evidence_valid\n",
+	       (unsigned long long)faulty[0], (unsigned long long)faulty[1]);
 	static const char *const tags[4] = { "untagged", "[oversync]", "[implicit]",
 					     "[oversync] [implicit]" };
 	for (int t = 0; t < 4; t++)

@@ -120,6 +120,8 @@ static int read_audits(FILE *f, const struct rp_prog *p, struct rp_result *r)
 			a.stage[NL_STAGE_COPY].first_ns = strtoull(first, NULL, 10);
 			a.stage[NL_STAGE_COPY].last_ns = strtoull(last, NULL, 10);
 			rp_result_batch(p, r, &a);
+		} else if (!strcmp(line, "valid true\n") || !strcmp(line, "valid false\n")) {
+			sum.evidence_valid = line[6] == 't';
 		} else if (sscanf(line, "stream %u %llx %u %15s", &pid, &handle, &tid, role) == 4) {
 			struct nl_stream_summary *s = &ss[sum.nstreams];
 

@@ -193,6 +193,9 @@ struct rp_result {
 	bool merged[RP_MAX_BATCHES]; /* its copies inside another batch's copy window */
 	int numbering;      /* audits whose engine batch number is not the program's */
 	char roles[32];     /* streams whose learned role is wrong, as "C=sparse D=compute" */
+	bool summary;       /* the summary came */
+	bool evidence_valid; /* and said the run's evidence is valid */
+	uint32_t invalid_mask; /* and why not (enum nl_invalid_reason) */
 	int ndiffs;
 	char diffs[RP_MAX_DIFFS][RP_CLASS_LEN]; /* class of each batch disagreement */
 	int diff_batch[RP_MAX_DIFFS];

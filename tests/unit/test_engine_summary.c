@@ -202,6 +202,65 @@ static void unplaced_producer_stream(void **state)
 	}
 }
 
+/* A second copy stream A that the loop copies every other batch to from
+ * iteration 6 on, recording an event after each copy that nobody waits on
+ * (every take of A's batches dropped): no edge gives A a role, so its
+ * batches cannot be audited, and the run's evidence must not be valid.
+ * Random program 3409 was judged valid with two batches read unordered.
+ * Synchronous copies are ordered by the host: not work left unplaced. Nor is
+ * a stream compute waits on: an edge placed it. */
+enum { UNWAITED_ASYNC, UNWAITED_SYNC, UNWAITED_TAKEN };
+static int unwaited_how;
+static uint64_t unwaited_a;
+
+static void add_unwaited_copies(struct tb *t, int i)
+{
+	uint64_t ev;
+
+	if (i < 6 || i % 2)
+		return;
+	if (!unwaited_a)
+		unwaited_a = tb_stream_create(t, 1);
+	if (unwaited_how == UNWAITED_SYNC) {
+		tb_memcpy_sync(t, unwaited_a, 1);
+		return;
+	}
+	ev = tb_event_create(t);
+	tb_copy(t, unwaited_a, 1, 4096);
+	tb_record(t, ev, unwaited_a);
+	if (unwaited_how == UNWAITED_TAKEN)
+		tb_wait(t, 0, ev); /* compute, the null stream here */
+	tb_event_destroy(t, ev);
+}
+
+static void unwaited_copy_stream(void **state)
+{
+	struct nl_engine_opts eo = { .learn_handoffs = 4 };
+	struct tr_opts o = tr_defaults(14);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	o.simple = true;
+	o.depth = 1;
+	o.at_iter = add_unwaited_copies;
+	for (unwaited_how = 0; unwaited_how <= UNWAITED_TAKEN; unwaited_how++) {
+		unwaited_a = 0;
+		t = tr_bench(&eo, &o, &r);
+		assert_int_equal(r.M, TB_H(1));
+		if (unwaited_how == UNWAITED_ASYNC) {
+			assert_int_equal(t->sum.unplaced_streams, 1);
+			assert_evidence(t, INVALID(UNPLACED), 0);
+		} else if (unwaited_how == UNWAITED_SYNC) {
+			assert_int_equal(t->sum.unplaced_streams, 0);
+			assert_evidence(t, 0, 0);
+		} else {
+			assert_int_equal(t->sum.unplaced_streams, 0);
+		}
+		tb_free(t);
+	}
+}
+
 /* Data-dist work on D that carries batch 1's token in iteration 5, long
  * after batch 1's verdict: D waits on an event it recorded back then, runs a
  * kernel, and takes its own token back. */
@@ -422,6 +481,7 @@ int main(void)
 		cmocka_unit_test(no_batches),
 		cmocka_unit_test(forward_never_seen),
 		cmocka_unit_test(unplaced_producer_stream),
+		cmocka_unit_test(unwaited_copy_stream),
 		cmocka_unit_test(late_ops),
 		cmocka_unit_test(lost_and_bad_records),
 		cmocka_unit_test(untracked_process),

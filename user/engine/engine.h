@@ -56,7 +56,7 @@ enum nl_invalid_reason {
 	NL_INVALID_EVICTED,         /* state pushed out by a cap */
 	NL_INVALID_PROBE_MISSING,   /* a probe that matters could not attach */
 	NL_INVALID_LATE_OPS,        /* ops that came after their batch's verdict */
-	NL_INVALID_UNPLACED,        /* a copy-like stream outside the audited pipeline fed it */
+	NL_INVALID_UNPLACED,        /* a copy-like stream outside the audited pipelines */
 	NL_NINVALID
 };
 
@@ -219,7 +219,7 @@ struct nl_summary {
 	uint64_t pipeline_ticks, tick_ns;
 	int depth;         /* most common depth; -1 unknown */
 	uint64_t edges, implicit_edges, late_ops;
-	uint64_t unplaced_streams; /* streams with H2D copies, no role, whose events were waited on */
+	uint64_t unplaced_streams; /* streams with H2D copies and no role (docs/output.md) */
 	uint64_t evicted_streams, evicted_events, evicted_batches;
 	uint32_t nstreams;
 	const struct nl_stream_summary *streams;

@@ -603,6 +603,16 @@ static bool live_copy(const struct nl_proc *p, int pipe)
 	return false;
 }
 
+/* Stream s has a role now: its work is no longer counted as not placed
+ * (note_unplaced). */
+static void nl_placed(struct nl_proc *p, struct nl_stream *s)
+{
+	if (s->unplaced) {
+		s->unplaced = false;
+		p->unplaced_streams--;
+	}
+}
+
 /* Compute found pipeline `pipe` by waiting on a copy stream created again
  * on the handle of a copy stream of pipeline `was` (an evaluation turn's
  * streams created again). A stream created again on the handle of that
@@ -622,6 +632,7 @@ static void data_dist_again(struct nl_proc *p, int was, int pipe)
 		x->role = NL_ROLE_SPARSE;
 		x->pipe = (int8_t)pipe;
 		x->fed_by_copy = true;
+		nl_placed(p, x);
 		p->pipes[pipe].has_sparse = p->has_sparse = true;
 	}
 }
@@ -631,10 +642,7 @@ static void data_dist_again(struct nl_proc *p, int was, int pipe)
 static void copy_placed(struct nl_proc *p, struct nl_stream *m)
 {
 	p->pipes[m->pipe].had_copy = true;
-	if (m->unplaced) {
-		m->unplaced = false;
-		p->unplaced_streams--;
-	}
+	nl_placed(p, m);
 }
 
 /* Pipelines found by their edges (docs/engine.md, "Pipelines"): a stream
@@ -662,6 +670,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		s->role = NL_ROLE_SPARSE;
 		s->pipe = (int8_t)pipe;
 		p->pipes[pipe].has_sparse = p->has_sparse = true;
+		nl_placed(p, s);
 	} else if (slot == p->compute_slot && m->was_role == NL_ROLE_COPY) {
 		data_dist_again(p, m->was_pipe, pipe);
 	}
@@ -697,10 +706,18 @@ static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot)
  * evidence is then not valid (unplaced_work). So is one created again on a
  * destroyed copy stream's handle that copies to the device, until an edge
  * gives it its role back: an evaluation turn whose take was dropped leaves
- * its new copy stream without one. */
-static void note_unplaced(struct nl_proc *p, struct nl_stream *s)
+ * its new copy stream without one. So is, once the roles are known, one that
+ * copies to the device asynchronously (c, the copy; NULL when s is found to
+ * feed) whose events nobody waits on: a second copy stream whose every
+ * take was dropped has no edge that could give it a role, and its batches
+ * were read unordered. The null stream is left out: its copies are ordered
+ * with every blocking stream's work. */
+static void note_unplaced(struct nl_proc *p, struct nl_stream *s, const struct nl_call *c)
 {
-	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d && (s->feeds || s->was_role == NL_ROLE_COPY)) {
+	bool unwaited = c && c->kind == NL_K_COPY && !p->learning && !nl_key_is_null(&s->key);
+
+	if (!s->unplaced && s->role == NL_ROLE_OTHER && s->h2d &&
+	    (s->feeds || s->was_role == NL_ROLE_COPY || unwaited)) {
 		s->unplaced = true;
 		p->unplaced_streams++;
 	}
@@ -898,7 +915,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			if (from && from->role == NL_ROLE_OTHER) {
 				p->s[ev->slot].feeds = true;
 				p->s[ev->slot].feeds_compute |= slot == p->compute_slot;
-				note_unplaced(p, &p->s[ev->slot]);
+				note_unplaced(p, &p->s[ev->slot], NULL);
 			}
 			/* compute waits on a stream created again on the handle
 			 * of a data-dist stream whose pipeline copies again
@@ -918,6 +935,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->role = NL_ROLE_SPARSE;
 			s->pipe = from->pipe;
 			nl_pipe_of_stream(p, from)->has_sparse = p->has_sparse = true;
+			nl_placed(p, s);
 			if (s->joins == 1 && news)
 				joined_after_work(p, slot);
 		}
@@ -1153,7 +1171,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		s->h2d++;
 		if (copies_again(p, s))
 			producer_again(e, p, slot);
-		note_unplaced(p, s);
+		note_unplaced(p, s, c);
 	}
 	if (s->role == NL_ROLE_SPARSE && sparse_again(p, s, c))
 		cut_before_sparse(e, p, s->pipe);
