@@ -132,6 +132,18 @@ static bool sparse_partly_taken(const struct nl_batch *b, const struct nl_stream
 	return false;
 }
 
+/* Batch b, of another pipeline than the batch that took compute's step begun
+ * again at this op (nl_step_begins, restart_take), was copied before the
+ * window that restart began in: the restart is the taker's, as the watch's
+ * own mark would make it (one restart is one batch's), and b's step did
+ * not begin there. Not a batch copied since that window began: a loop
+ * that moves to another pipeline copies its batch first, and the restart
+ * may be that batch's forward, its take dropped (random program 106261). */
+static bool copied_before_window(const struct nl_proc *p, const struct nl_batch *b)
+{
+	return b->st[NL_STAGE_COPY].ops && b->st[NL_STAGE_COPY].first_ts < p->restart_win_ts;
+}
+
 /* other pipelines' batches a restart may leave unwatched at once (more stay so) */
 #define NL_BLINDED_MAX 16
 
@@ -151,8 +163,11 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
 	bool marked = false; /* one restart is one batch's: the oldest waiting */
 	bool older = false;  /* a batch, produced and ordered, its forward not begun */
-	struct nl_batch *b, *blinded[NL_BLINDED_MAX];
-	int nblinded = 0;
+	struct nl_batch *b, *blinded[NL_BLINDED_MAX], *pending[NL_BLINDED_MAX];
+	int nblinded = 0, npending = 0;
+	/* this op is a step begun again that a batch took (nl_step_begins) */
+	bool took = k == NL_CONSUMER_COMPUTE && token != NL_NO_TOKEN && p->restart_ts == c->ts_ns &&
+		    p->restart_took == token;
 
 	NL_FOR_BATCHES(p, b) {
 		const struct nl_batch_stream *un;
@@ -175,9 +190,11 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			 * then it cannot be its stage begun without the edge */
 			if (nl_unordered_producer(b, s, k) &&
 			    (k != NL_CONSUMER_COMPUTE || may_begin_step(p, b, c, own))) {
-				if (k == NL_CONSUMER_COMPUTE && step_known(p, b))
+				if (k == NL_CONSUMER_COMPUTE && step_known(p, b)) {
+					if (!bw->blind_pending && npending < NL_BLINDED_MAX)
+						pending[npending++] = b;
 					bw->blind_pending = true;
-				else
+				} else
 					bw->blind = true;
 			}
 			continue;
@@ -247,10 +264,16 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 	 * one of its batches took (marked) did not begin another pipeline's
 	 * batch's step. Before, the same launch left that batch unwatched, a
 	 * later wait passed it over for the newest batch it covered, and the
-	 * healthy batch was accused copy->forward (random program 103313). */
-	if (marked)
-		for (int i = 0; i < nblinded; i++)
+	 * healthy batch was accused copy->forward (random program 103313).
+	 * So for a restart nl_step_begins gave a batch (took), ordered before
+	 * compute so that its watch marked nothing, for the batches copied
+	 * before its window began (random program 105614). */
+	for (int i = 0; i < nblinded; i++)
+		if (marked || (took && copied_before_window(p, blinded[i])))
 			blinded[i]->watch[k].blind = false;
+	for (int i = 0; took && i < npending; i++)
+		if (copied_before_window(p, pending[i]))
+			pending[i]->watch[k].blind_pending = false;
 }
 
 static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,

@@ -928,6 +928,9 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 {
 	struct nl_stage_acc *f = &b->st[NL_STAGE_FORWARD];
 
+	p->restart_took = b->token;
+	p->restart_ts = c->ts_ns;
+	p->restart_win_ts = w->first_ts;
 	if (!pair) {
 		nl_set_token(p, slot, b->token, c->ts_ns);
 		return;

@@ -424,6 +424,10 @@ struct nl_proc {
 	bool rows_unsure;     /* records lost, or a thread forgotten: the threads' rows (nl_thread) may be off */
 	uint64_t attach_ts;
 	uint64_t call_ts;      /* entry time of the call being applied */
+	/* compute's step begun again at the call at restart_ts was taken by
+	 * batch restart_took (restart_take) */
+	int64_t restart_took;
+	uint64_t restart_ts, restart_win_ts; /* and the window it began in began then */
 	uint32_t skip_all;     /* reasons every batch of the process gets */
 	/* learning: records held back until the roles are known */
 	bool learning;
