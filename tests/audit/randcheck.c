@@ -96,8 +96,10 @@ void rp_result_summary(const struct rp_prog *p, struct rp_result *r, const struc
 
 			if (ss->handle != p->stream_handle[k] || (pt && ss->tid != p->stream_owner[k]))
 				continue;
-			/* a recreated stream: its handle is named once */
-			for (int j = 0; j < k; j++)
+			/* a recreated stream: its handle is named once, by the
+			 * summary's last occupant of it (the handles of a
+			 * turn's two streams may alternate, spec.lifo) */
+			for (int j = k + 1; j < p->nstreams; j++)
 				again |= p->stream_handle[j] == p->stream_handle[k] &&
 					 p->stream_owner[j] == p->stream_owner[k];
 			if (again)

@@ -205,6 +205,8 @@ static void spec_shape(struct rp_spec *s, uint64_t seed)
 		}
 		s->drops[i].batch = (int8_t)(b < 0 ? s->drops[i].batch : b);
 	}
+	/* drawn last: the draws before are those of the programs before it */
+	s->lifo = s->shape == RP_S_RECREATE && chance(&r, 50);
 }
 
 void rp_spec_random(struct rp_spec *s, uint64_t seed)
@@ -319,6 +321,8 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 			 " shape=%s nb1=%d runs=%d/%d lead0=%d depth1=%d lag1=%d",
 			 rp_shape_name(s->shape), s->nb1, s->run0, s->run1, s->lead0, s->depth1,
 			 s->lag1);
+	if (s->lifo)
+		snprintf(buf + strlen(buf), len - strlen(buf), " lifo");
 }
 
 /* ---- emitting the program --------------------------------------------------------- */
@@ -932,13 +936,20 @@ static void reused_events(struct gen *g, const struct rp_spec *s, int P)
 }
 
 /* Pipeline 1's streams, made when its first phase starts and, recreated,
- * at each later one: the destroyed handles come back (new logical streams). */
+ * at each later one: the destroyed handles come back (new logical streams),
+ * each to its own stream, or, where the allocator hands out the handle
+ * freed last first (lifo), the copy stream's to the data-dist stream and
+ * back. The destroys come in the order that makes such an allocator (the
+ * live run's, on simhip) give the handles the program names. */
 static void pipe1_streams(struct gen *g, uint64_t base, bool again)
 {
 	const struct rp_spec *s = &g->spec1;
 	int old[2] = { g->pm[1][0], g->pd[1] };
+	bool lifo = g->p->spec.lifo;
+	uint64_t hm = base + 0x910, hd = base + 0xae0;
 
-	for (int k = 0; again && k < 2; k++) {
+	for (int j = 0; again && j < 2; j++) {
+		int k = lifo ? j : 1 - j; /* lifo: copy stream first */
 		struct rp_call *c;
 
 		if (old[k] < 0)
@@ -947,9 +958,13 @@ static void pipe1_streams(struct gen *g, uint64_t base, bool again)
 		if (c)
 			set_arg(c, nl_api_info[NL_API_STREAM_DESTROY].slot_stream, g->handle[old[k]]);
 	}
+	if (again && lifo && old[0] >= 0 && old[1] >= 0) {
+		hm = g->handle[old[1]];
+		hd = g->handle[old[0]];
+	}
 	g->mkpipe = 1;
-	g->pm[1][0] = created_stream(g, base + 0x910, s->blocking, true, 'm');
-	g->pd[1] = s->sparse ? created_stream(g, base + 0xae0, s->blocking, true, 'd') : -1;
+	g->pm[1][0] = created_stream(g, hm, s->blocking, true, 'm');
+	g->pd[1] = s->sparse ? created_stream(g, hd, s->blocking, true, 'd') : -1;
 	g->pn[1] = -1;
 	g->ncopy[1] = 1;
 	g->mkpipe = -1;

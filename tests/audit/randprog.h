@@ -104,6 +104,11 @@ struct rp_spec {
 	int run0, run1;      /* batches of pipeline 0, then 1, per turn on compute */
 	int lead0;           /* more batches in pipeline 0's first turn (role learning done) */
 	int depth1, lag1;    /* pipeline 1's depth and sparse lag (no collective stream) */
+	/* RP_S_RECREATE: the allocator hands out the handle freed last first
+	 * (glibc's): a turn's copy and data-dist streams, destroyed in that
+	 * order, come back on each other's handles; otherwise destroyed the
+	 * other way round, each on its own */
+	bool lifo;
 };
 
 /* Why a program is outside what the audit can decide from calls alone. */

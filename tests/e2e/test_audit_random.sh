@@ -27,8 +27,10 @@ disagreements() {
 		       "batch \($b | key): edges \($g.missing_edges | join(",")), truth \($b.edge)"
 		     else empty end),
 		  ($got[] | select($want[key] == null) | "batch \(key): not in the program"),
+		  # a handle two streams took in turn (a recreated one) is
+		  # compared with its last, the one the summary names
 		  (($o | map(select(.type == "summary")) | last | .streams // []) as $ss
-		   | $t[0].streams[] | . as $w
+		   | ($t[0].streams | reverse | unique_by([.stream, .tid]))[] | . as $w
 		   | ($ss | map(select(.stream == $w.stream and (.stream_tid // 0) == $w.tid)) | first) as $s
 		   | select($s != null and $s.role != $w.role)
 		   | "stream \($w.name) \($w.stream): role \($s.role), truth \($w.role)")'

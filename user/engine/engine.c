@@ -257,6 +257,7 @@ static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call 
 #define NL_FILL_SURE 2
 #define NL_FILL_MAX 8
 #define NL_FILL_EVENTS 16
+#define NL_FILL_OCCUPANTS 64
 static uint32_t size_at(const uint32_t *pre, uint32_t npre, const uint32_t *post, uint32_t i)
 {
 	return i < npre ? pre[i] : post[i - npre];
@@ -278,6 +279,18 @@ static bool end_segment(uint32_t *pre, uint32_t *npre, uint32_t *post, uint32_t 
 	return true;
 }
 
+/* Call c created a stream on the handle of key (keyed as nl_apply_lifecycle does). */
+static bool created_on(const struct nl_call *c, const struct nl_skey *key)
+{
+	struct nl_skey k;
+
+	if (c->kind != NL_K_STREAM_CREATE || !(c->fields & NL_F_HANDLE) ||
+	    ((c->fields & NL_F_RC) && c->rc != 0))
+		return false;
+	k = (struct nl_skey){ c->handle == 1 ? 0 : c->handle, 0 };
+	return nl_skey_eq(&k, key);
+}
+
 /* The segments of copy stream `key` in what learning held back, the
  * fill's (pre) and after (post). False when records were lost (the sizes
  * are not known) or the fill has more segments than are kept. */
@@ -285,9 +298,20 @@ static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, ui
 			  uint32_t *npre, uint32_t *post, uint32_t *npost)
 {
 	uint64_t rec[NL_FILL_EVENTS]; /* events the copy stream recorded, newest last */
-	uint32_t copy_tid = 0, work = 0, nev = 0;
+	uint32_t copy_tid = 0, work = 0, nev = 0, occ = 0;
 	bool handed = false, computed = false;
+	bool copies[NL_FILL_OCCUPANTS] = { false };
 
+	/* which of the streams on the handle, in turn, copied to the device */
+	for (uint32_t i = 0; i < p->nlbuf; i++) {
+		const struct nl_call *c = &p->lbuf[i];
+		struct nl_skey k = nl_call_skey(c);
+
+		if (created_on(c, key) && occ + 1 < NL_FILL_OCCUPANTS)
+			occ++;
+		copies[occ] |= nl_skey_eq(&k, key) && nl_kind_is_work(c->kind) && nl_call_is_h2d(c);
+	}
+	occ = 0;
 	*npre = *npost = 0;
 	for (uint32_t i = 0; i < p->nlbuf && *npost < NL_FILL_MAX; i++) {
 		const struct nl_call *c = &p->lbuf[i];
@@ -300,6 +324,13 @@ static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, ui
 			continue;
 		k = nl_call_skey(c);
 		mine = nl_skey_eq(&k, key);
+		/* a stream created on the handle is another: its ops are not
+		 * the copy stream's unless it copies to the device too (a
+		 * data-dist stream takes the handle where an allocator hands
+		 * out the one freed last first) */
+		if (created_on(c, key) && occ + 1 < NL_FILL_OCCUPANTS)
+			occ++;
+		mine &= copies[occ];
 		if (c->kind == NL_K_STREAM_WAIT && !mine && !handed)
 			for (uint32_t j = 0; j < nev && !handed; j++)
 				handed = rec[j] == c->event;

@@ -110,6 +110,7 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 										  NL_ROLE_OTHER;
 			int8_t was_pipe = o->pipe;
 			uint32_t was_k = o->seg_k_n >= NL_SEG_SURE ? o->seg_k : 0;
+			uint64_t was_ts = o->creation_ts;
 
 			nl_stream_reset(p, slot, &key, true,
 					!((c->fields & NL_F_FLAGS) && (c->flags & 1)));
@@ -120,6 +121,7 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 			p->s[slot].was_role = was;
 			p->s[slot].was_pipe = was != NL_ROLE_OTHER ? was_pipe : -1;
 			p->s[slot].was_seg_k = was == NL_ROLE_COPY ? was_k : 0;
+			p->s[slot].was_created_ts = was != NL_ROLE_OTHER ? was_ts : 0;
 		}
 		break;
 	case NL_K_STREAM_DESTROY:

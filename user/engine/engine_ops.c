@@ -474,12 +474,22 @@ static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
  * events are kept): its copies are a copy stream's, its kernels a data-dist
  * stream's, though the turn's first edge to it was dropped. The handle alone
  * is not enough (a recycled handle starts clean); the event, recorded last
- * by the stream before it, is what it shares with it. */
+ * by the stream before it, is what it shares with it: an edge's event, that
+ * a stream waited on, recorded by that stream itself, after its creation.
+ * An allocator's event (record_stream, only queried) goes from stream to
+ * stream, and a stream further back on the handle may have been another
+ * producer: a malloc that hands the last freed block out first gives a
+ * turn's copy stream the handle of the data-dist stream before it (the two
+ * destroyed in turn), so that the handle alternates between them. Before,
+ * the copy stream took the data-dist role of the stream before it, through
+ * an allocator's event or one it had recorded two turns back (random
+ * programs 414 and 501, run live on simhip). */
 static bool records_again(const struct nl_proc *p, const struct nl_stream *s, int slot,
 			  const struct nl_event *ev)
 {
 	return p->discovering && s->role == NL_ROLE_OTHER && s->was_role != NL_ROLE_OTHER &&
 	       s->creation_seen && !s->capturing && ev->recorded && ev->slot == slot &&
+	       ev->waited && ev->rec_ts > s->was_created_ts &&
 	       ev->rec_ts < s->creation_ts && (s->was_role != NL_ROLE_COPY || s->h2d);
 }
 
@@ -1132,12 +1142,17 @@ static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const st
 }
 
 /* A stream created again on the handle of a destroyed copy stream, whose
- * pipeline has no copy stream left, copies to the device: that pipeline's
- * copy stream again (an evaluation turn's, made anew for each turn, whose
- * events are fresh too), though no edge to it was seen yet. */
-static bool copies_again(const struct nl_proc *p, const struct nl_stream *s)
+ * pipeline has no copy stream left, copies to the device asynchronously
+ * (c): that pipeline's copy stream again (an evaluation turn's, made anew
+ * for each turn, whose events are fresh too), though no edge to it was
+ * seen yet. Not a synchronous copy: a data-dist stream's split sizes are
+ * copied so, and where handles alternate between a turn's two streams
+ * (records_again) it may be the data-dist stream on that handle. */
+static bool copies_again(const struct nl_proc *p, const struct nl_stream *s,
+			 const struct nl_call *c)
 {
-	return p->discovering && s->role == NL_ROLE_OTHER && s->was_role == NL_ROLE_COPY &&
+	return p->discovering && c->kind == NL_K_COPY && s->role == NL_ROLE_OTHER &&
+	       s->was_role == NL_ROLE_COPY &&
 	       s->creation_seen && !s->capturing && s->was_pipe >= 0 && !live_copy(p, s->was_pipe);
 }
 
@@ -1169,7 +1184,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	if (nl_call_is_h2d(c)) {
 		s->h2d++;
-		if (copies_again(p, s))
+		if (copies_again(p, s, c))
 			producer_again(e, p, slot);
 		note_unplaced(p, s, c);
 	}

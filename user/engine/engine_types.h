@@ -151,6 +151,7 @@ struct nl_stream {
 	uint8_t was_role;
 	int8_t was_pipe;
 	uint32_t was_seg_k;   /* the batch size (copy ops) that copy stream was sure of, or 0 */
+	uint64_t was_created_ts; /* when that stream was created (0: not seen) */
 	uint64_t joins;       /* how often vc took another stream's clock */
 	uint64_t ops, lru, last_join_ts;
 	uint32_t gate;        /* clock of its last op that can keep later ones pending (work, wait) */
