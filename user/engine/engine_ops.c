@@ -439,7 +439,9 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 		cut_open_segment(e, p, slot, k);
 }
 
-static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot);
+static bool live_copy(const struct nl_proc *p, int pipe);
+static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uint8_t role, int8_t pipe,
+			   uint32_t seg_k);
 static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
 
 /* A sparse stream's launch begins a batch's stage again (sparse_again: the
@@ -493,6 +495,26 @@ static bool records_again(const struct nl_proc *p, const struct nl_stream *s, in
 	       ev->rec_ts < s->creation_ts && (s->was_role != NL_ROLE_COPY || s->h2d);
 }
 
+/* A stream created after learning, without a role, that records an edge's
+ * event (one a stream waited on) that a producer now destroyed recorded
+ * last, on another handle, is that producer again, as records_again's on
+ * its own handle: where an allocator hands out the handle freed last
+ * first, a turn's new copy stream sits on the handle of the data-dist
+ * stream before it, and its first edge may be dropped (random program
+ * 84894: the last turn's one batch went unaudited). A copy stream only
+ * where it copied to the device and its pipeline has no copy stream left. */
+static bool records_elsewhere(const struct nl_proc *p, const struct nl_stream *s, int slot,
+			      const struct nl_event *ev)
+{
+	const struct nl_stream *r = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
+
+	return p->discovering && s->role == NL_ROLE_OTHER && s->creation_seen && !s->capturing &&
+	       ev->recorded && ev->waited && r && ev->slot != slot && ev->rec_role != NL_ROLE_OTHER &&
+	       ev->rec_created_ts && (r->creation_ts != ev->rec_created_ts || r->destroyed) &&
+	       ev->rec_ts < s->creation_ts && ev->rec_pipe >= 0 &&
+	       (ev->rec_role != NL_ROLE_COPY || (s->h2d && !live_copy(p, ev->rec_pipe)));
+}
+
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		      uint64_t handle)
 {
@@ -501,7 +523,9 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	uint32_t clock;
 
 	if (records_again(p, s, slot, ev))
-		producer_again(e, p, slot);
+		producer_again(e, p, slot, s->was_role, s->was_pipe, s->was_seg_k);
+	else if (records_elsewhere(p, s, slot, ev))
+		producer_again(e, p, slot, ev->rec_role, ev->rec_pipe, ev->rec_seg_k);
 	ev->slot = slot;
 	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
@@ -524,6 +548,11 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->token = s->token;
 	ev->adopted = s->role != NL_ROLE_COPY && s->adopted;
 	ev->rec_ts = c->ts_ns;
+	ev->rec_created_ts = s->creation_ts;
+	ev->rec_role = s->role == NL_ROLE_COPY || (s->role == NL_ROLE_SPARSE && s->fed_by_copy) ?
+			       s->role : NL_ROLE_OTHER;
+	ev->rec_pipe = s->pipe;
+	ev->rec_seg_k = s->role == NL_ROLE_COPY && s->seg_k_n >= NL_SEG_SURE ? s->seg_k : 0;
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	/* a second record with nothing between (an allocator's event, only
 	 * queried) carries what the first did: a hand-off to the collective
@@ -687,15 +716,16 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 	restamp(e, p, ev->slot);
 }
 
-/* records_again's stream takes back the role and pipeline of the stream
- * before it on its handle; a copy stream's batches are cut from what it
- * did so far, as discover does. */
-static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot)
+/* The stream in slot is a destroyed producer again (records_again,
+ * copies_again): it takes back that stream's role and pipeline; a copy
+ * stream's batches are cut from what it did so far, as discover does. */
+static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uint8_t role, int8_t pipe,
+			   uint32_t seg_k)
 {
 	struct nl_stream *s = &p->s[slot];
 
-	s->role = s->was_role;
-	s->pipe = s->was_pipe;
+	s->role = role;
+	s->pipe = pipe;
 	if (s->role == NL_ROLE_SPARSE) {
 		s->fed_by_copy = true;
 		p->pipes[s->pipe].has_sparse = p->has_sparse = true;
@@ -703,8 +733,8 @@ static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 	/* the same pipeline's copies: the batch size the stream before was
 	 * sure of holds */
-	if (s->was_seg_k && !s->seg_k_n) {
-		s->seg_k = s->was_seg_k;
+	if (seg_k && !s->seg_k_n) {
+		s->seg_k = seg_k;
 		s->seg_k_n = NL_SEG_SURE;
 	}
 	copy_placed(p, s);
@@ -1185,7 +1215,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	if (nl_call_is_h2d(c)) {
 		s->h2d++;
 		if (copies_again(p, s, c))
-			producer_again(e, p, slot);
+			producer_again(e, p, slot, s->was_role, s->was_pipe, s->was_seg_k);
 		note_unplaced(p, s, c);
 	}
 	if (s->role == NL_ROLE_SPARSE && sparse_again(p, s, c))

@@ -175,6 +175,13 @@ struct nl_event {
 	uint32_t records;
 	bool waited;
 	uint64_t rec_ts, lru;
+	/* the recording stream, at the last record: its creation (0: not
+	 * seen), and its producer role (NL_ROLE_COPY, NL_ROLE_SPARSE fed by a
+	 * copy stream, else NL_ROLE_OTHER), pipeline and sure batch size */
+	uint64_t rec_created_ts;
+	uint8_t rec_role;
+	int8_t rec_pipe;
+	uint32_t rec_seg_k;
 	uint32_t *vc;         /* vector clock captured by the record */
 };
 
