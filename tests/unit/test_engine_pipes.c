@@ -19,6 +19,7 @@ struct pl {
 	int drop_batch, drop_edge;
 	bool fill2; /* evaluation: copy two batches before the first record (depth 2) */
 	bool take_copy; /* evaluation: compute also waits on the copy stream itself */
+	bool splits; /* the data-dist stream copies split sizes to the device, synchronously */
 };
 
 /* forward's three kernels on stream C */
@@ -79,6 +80,8 @@ static void pl_copy(struct tb *t, struct pl *p, uint64_t M)
 static void pl_sparse(struct tb *t, struct pl *p, uint64_t M)
 {
 	tb_wait_stream_or_drop(t, p->D, M, keep(p, p->sparsed, EDGE_CS));
+	if (p->splits)
+		tb_memcpy_sync(t, p->D, 1);
 	tb_kernel(t, p->D, K_INPUT_DIST);
 	tb_kernel(t, p->D, K_DIST_INIT);
 	p->sparsed++;
@@ -981,6 +984,66 @@ static void recreated_pipeline_records_again(void **state)
 		expect(t, 0, 20, -1, 0);
 		expect(t, 1, 5, 4, EDGE(COPY_SPARSE));
 		assert_int_equal(t->sum.unplaced_streams, 0);
+		tb_free(t);
+	}
+}
+
+/* The bench's kept event of edge from -> to now serves the edge nfrom -> nto
+ * (a loop that keeps its events by purpose, its streams made anew). */
+static void rekey_edge(struct tb *t, uint64_t to, uint64_t from, uint64_t nto, uint64_t nfrom)
+{
+	for (int i = 0; i < t->nedge_ev; i++)
+		if (t->edge_ev[i].to == to && t->edge_ev[i].from == from) {
+			t->edge_ev[i].to = nto;
+			t->edge_ev[i].from = nfrom;
+		}
+}
+
+/* As recreated_pipeline_records_again, with the second turn's streams made
+ * on each other's handles, as an allocator that hands out the block freed
+ * last first gives them (the copy stream destroyed first): the new copy
+ * stream sits on the handle of the data-dist stream before it, the new
+ * data-dist stream, which copies its split sizes, on the copy stream's.
+ * With the loop's events kept by purpose, each new stream records the
+ * event the destroyed stream of its role recorded, on the other handle: it
+ * is that stream again. Clean, both are found by their edges. Before, with
+ * the wait dropped, the turn's batch went unaudited (random program
+ * 84894); and a handle's stream before took the new stream's role, the
+ * data-dist one for the copy stream (random programs 414 and 501, run
+ * live). */
+static void recreated_pipeline_swapped_handles(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		struct pl tr = { .drop_batch = -1 };
+		struct pl ev = { .drop_batch = v & 1 ? 4 : -1, .drop_edge = EDGE_CS, .splits = true };
+		struct tb *t = tb_new(NULL);
+
+		t->reuse_events = v >> 1;
+		train_begin(t, &tr, 10, 20);
+		eval_phase(t, &ev, 4, 0x7e0000001000ull, 0x7e0000002000ull);
+		for (int i = 10; i < 16; i++)
+			train_step(t, &tr, 20 - i);
+		rekey_edge(t, 0x7e0000002000ull, 0x7e0000001000ull, 0x7e0000001000ull,
+			   0x7e0000002000ull);
+		rekey_edge(t, 0, 0x7e0000002000ull, 0, 0x7e0000001000ull);
+		eval_phase(t, &ev, 1, 0x7e0000002000ull, 0x7e0000001000ull);
+		for (int i = 16; i < 20; i++)
+			train_step(t, &tr, 20 - i);
+		tb_device_sync(t);
+		nl_engine_exit(t->e, t->pid, t->now += 1000);
+		tb_finish(t);
+		expect(t, 0, 20, -1, 0);
+		if (v == 1) {
+			/* fresh events, the wait dropped: nothing ties the
+			 * new streams; the batch is not audited, and the
+			 * evidence says so */
+			assert_false(t->sum.evidence_valid);
+		} else {
+			expect(t, 1, 5, v & 1 ? 4 : -1, EDGE(COPY_SPARSE));
+			assert_int_equal(t->sum.unplaced_streams, 0);
+			assert_int_equal(t->sum.evidence_valid, !(v & 1));
+		}
 		tb_free(t);
 	}
 }
@@ -2533,6 +2596,7 @@ int main(void)
 		cmocka_unit_test(take_dropped_inside_eval),
 		cmocka_unit_test(recreated_copy_stream_copies_again),
 		cmocka_unit_test(recreated_pipeline_records_again),
+		cmocka_unit_test(recreated_pipeline_swapped_handles),
 		cmocka_unit_test(eval_windows_watched),
 		cmocka_unit_test(implicit_passed_over_trusted),
 		cmocka_unit_test(implicit_join_moves_at_step),

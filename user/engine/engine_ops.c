@@ -729,6 +729,9 @@ static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uin
 	if (s->role == NL_ROLE_SPARSE) {
 		s->fed_by_copy = true;
 		p->pipes[s->pipe].has_sparse = p->has_sparse = true;
+		/* a data-dist stream on a copy stream's handle that copied its
+		 * split sizes was counted as not placed */
+		nl_placed(p, s);
 		return;
 	}
 	/* the same pipeline's copies: the batch size the stream before was
