@@ -299,11 +299,12 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 	if (r->extra)
 		add_diff(p, r, p->spec.nb, "extra-audits");
 	/* the one line a user gates on (--check): a run with a batch read
-	 * unordered must not say its evidence is valid */
+	 * unordered (whichever way its streams were created) must not say its
+	 * evidence is valid */
 	bool faulty = false;
 
 	for (int T = 0; T < p->spec.nb; T++)
-		faulty |= p->truth[T].verdict == NL_VERDICT_UNTRUSTED;
+		faulty |= p->truth[T].verdict == NL_VERDICT_UNTRUSTED && !p->unsure[T];
 	if (faulty && r->summary && r->evidence_valid)
 		add_diff(p, r, -1, "valid-despite-fault");
 	if (p->spec.shape != RP_S_SINGLE)
