@@ -218,7 +218,7 @@ struct move {
 
 struct plan {
 	void *args[1];        /* args[0] = the plan itself */
-	simhip_kernel_t kernel;
+	simhip_kernel_t *kernel; /* one descriptor per kernel, as RCCL has one function */
 	void (*reduce)(struct plan *p);
 	ncclDataType_t dtype;
 	ncclRedOp_t op;
@@ -245,15 +245,21 @@ static void move_kernel(void **args)
 	free(p);
 }
 
-static struct plan *plan_new(size_t nmoves, const char *name)
+/* The kernels RCCL launches are functions of its own, one address each
+ * whatever the call (a tool that names kernels by address sees the same one
+ * at every all-to-all); the simulated duration, per call, is set under
+ * launch_lock just before the launch, which copies the descriptor. */
+SIMHIP_KERNEL(k_generic, "ncclDevKernel_Generic", move_kernel, 0);
+SIMHIP_KERNEL(k_allreduce, "ncclDevKernel_AllReduce", move_kernel, 0);
+static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct plan *plan_new(size_t nmoves, simhip_kernel_t *kernel)
 {
 	struct plan *p = calloc(1, sizeof(*p) + nmoves * sizeof(p->m[0]));
 
 	if (p) {
 		p->args[0] = p;
-		p->kernel.magic = SIMHIP_KERNEL_MAGIC;
-		p->kernel.name = name;
-		p->kernel.fn = move_kernel;
+		p->kernel = kernel;
 	}
 	return p;
 }
@@ -262,10 +268,14 @@ static struct plan *plan_new(size_t nmoves, const char *name)
 static ncclResult_t plan_launch(struct plan *p, size_t bytes, ncclComm_t comm, hipStream_t stream)
 {
 	dim3 grid = { 1, 1, 1 }, block = { 256, 1, 1 };
+	simhip_kernel_t *k = p->kernel;
+	hipError_t e;
 
-	p->kernel.duration_ns = coll_ns(bytes);
-	if (hipExtLaunchKernel(&p->kernel, grid, block, p->args, 0, stream, NULL, comm->done, 0) !=
-	    hipSuccess) {
+	pthread_mutex_lock(&launch_lock);
+	k->duration_ns = coll_ns(bytes);
+	e = hipExtLaunchKernel(k, grid, block, p->args, 0, stream, NULL, comm->done, 0);
+	pthread_mutex_unlock(&launch_lock);
+	if (e != hipSuccess) {
 		free(p);
 		return ncclUnhandledCudaError;
 	}
@@ -314,7 +324,7 @@ static ncclResult_t group_flush(void)
 			if (grp.ops[j].comm == lead->comm && grp.ops[j].stream == lead->stream &&
 			    !grp.ops[j].send)
 				nrecv++;
-		p = plan_new(nrecv, "ncclDevKernel_Generic");
+		p = plan_new(nrecv, &k_generic);
 		if (!p)
 			return ncclSystemError;
 		for (size_t j = i; j < grp.n; j++) {
@@ -531,7 +541,7 @@ RCCL_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t
 	scales = comm->nranks > 1 && (op == ncclSum || op == ncclProd);
 	if (scales && (datatype == ncclFloat16 || datatype == ncclBfloat16))
 		return ncclInvalidArgument; /* not simulated */
-	p = plan_new(1, "ncclDevKernel_AllReduce");
+	p = plan_new(1, &k_allreduce);
 	if (!p)
 		return ncclSystemError;
 	p->m[0] = (struct move){ .dst = recvbuff, .src = sendbuff, .dst_bytes = count * sz,
