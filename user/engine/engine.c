@@ -287,7 +287,7 @@ static bool created_on(const struct nl_call *c, const struct nl_skey *key)
 	if (c->kind != NL_K_STREAM_CREATE || !(c->fields & NL_F_HANDLE) ||
 	    ((c->fields & NL_F_RC) && c->rc != 0))
 		return false;
-	k = (struct nl_skey){ c->handle == 1 ? 0 : c->handle, 0 };
+	k = nl_handle_skey(c->handle);
 	return nl_skey_eq(&k, key);
 }
 

@@ -327,6 +327,13 @@ static bool begun_before_take(struct nl_proc *p, const struct nl_stream *s, int6
 	       s->token != NL_NO_TOKEN && tok == s->token + 1 && p->npipes == 1;
 }
 
+/* The oldest token of pipeline q whose forward compute has not begun:
+ * after its newest forward, and not before its oldest batch still held. */
+static int64_t after_forward(const struct nl_pipe *q)
+{
+	return q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
+}
+
 /* Tick cadence: a wait of compute that brings batch tok but also covers an
  * older batch of its pipeline that no forward began yet (a legal wait made
  * after a newer batch's producer work: a fill phase whose data-dist record
@@ -346,13 +353,6 @@ static bool begun_before_take(struct nl_proc *p, const struct nl_stream *s, int6
  * was covered before: a wait on one copy stream brings nothing of a batch
  * copied on another (batch i on M[i % 2], launches counted in runs).
  * stale: the wait brings nothing new (a record compute waited on). */
-/* The oldest token of pipeline q whose forward compute has not begun:
- * after its newest forward, and not before its oldest batch still held. */
-static int64_t after_forward(const struct nl_pipe *q)
-{
-	return q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
-}
-
 int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stale)
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */

@@ -100,16 +100,13 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 	case NL_K_STREAM_CREATE:
 		if (!(c->fields & NL_F_HANDLE))
 			return;
-		key = (struct nl_skey){ c->handle == 1 ? 0 : c->handle, 0 };
+		key = nl_handle_skey(c->handle);
 		slot = nl_stream_slot(e, p, &key, true);
 		if (slot >= 0) {
 			const struct nl_stream *o = &p->s[slot];
-			uint8_t was = !o->destroyed ? NL_ROLE_OTHER :
-				      o->role == NL_ROLE_COPY ? NL_ROLE_COPY :
-				      o->role == NL_ROLE_SPARSE && o->fed_by_copy ? NL_ROLE_SPARSE :
-										  NL_ROLE_OTHER;
+			uint8_t was = o->destroyed ? nl_producer_role(o) : NL_ROLE_OTHER;
 			int8_t was_pipe = o->pipe;
-			uint32_t was_k = o->seg_k_n >= NL_SEG_SURE ? o->seg_k : 0;
+			uint32_t was_k = nl_sure_seg_k(o);
 			uint64_t was_ts = o->creation_ts;
 
 			nl_stream_reset(p, slot, &key, true,

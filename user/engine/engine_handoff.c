@@ -518,6 +518,36 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	take_token(p, s, next);
 }
 
+/* Batch b's stage went on on another sparse stream after its work on one
+ * (bs): its input_dist handed to the collective stream. */
+static bool went_through(const struct nl_batch *b, const struct nl_batch_stream *bs)
+{
+	for (int i = 0; i < b->nbs; i++)
+		if (&b->bs[i] != bs && b->bs[i].stage == NL_STAGE_SPARSE && b->bs[i].has_work &&
+		    b->bs[i].last_work.ts > bs->last_work.ts)
+			return true;
+	return false;
+}
+
+bool nl_other_than_first(const struct nl_batch *b, int slot, const struct nl_call *c)
+{
+	const struct nl_batch_stream *bs = nl_worked_stream(b, slot);
+
+	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
+}
+
+bool nl_launch_after_handoff(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
+{
+	const struct nl_batch *h = nl_batch_of(p, s->token);
+	const struct nl_ring_op *last;
+
+	if (!h || !s->rec_fed || !s->nring || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
+		return false;
+	last = &s->ring[(s->nring - 1) % NL_RING];
+	return nl_api_info[last->api].kind == NL_K_EVENT_RECORD && last->token == s->token &&
+	       nl_other_than_first(h, (int)(s - p->s), c);
+}
+
 /* Data-dist stream s launches, right after its record the collective
  * stream waited on (its hand-off of the batch it holds), with no wait
  * between, another kernel than the one its stages begin with (both
@@ -537,37 +567,19 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
  * implicit joins move compute on by what they cover, and the older
  * batch's second part, charged to it, was then judged after a window that
  * was not its forward (random program 266783: healthy batches accused). */
-/* Batch b's stage went on on another sparse stream after its work on one
- * (bs): its input_dist handed to the collective stream. */
-static bool went_through(const struct nl_batch *b, const struct nl_batch_stream *bs)
-{
-	for (int i = 0; i < b->nbs; i++)
-		if (&b->bs[i] != bs && b->bs[i].stage == NL_STAGE_SPARSE && b->bs[i].has_work &&
-		    b->bs[i].last_work.ts > bs->last_work.ts)
-			return true;
-	return false;
-}
-
 int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, s->token);
-	const struct nl_batch *h = nl_batch_of(p, s->token);
 	const struct nl_batch_stream *hs;
-	const struct nl_ring_op *last;
 	int slot = (int)(s - p->s);
 	uint64_t sig = nl_call_sig(c);
 	bool two = false;
 
-	if (!q || !h || !s->rec_fed || !s->fed_by_copy || !s->nring || c->kind != NL_K_LAUNCH ||
-	    !(c->fields & NL_F_FN) || c->coll_depth)
+	if (!q || !s->fed_by_copy || c->coll_depth || !nl_launch_after_handoff(p, s, c))
 		return NL_NO_TOKEN;
 	if (p->compute_slot >= 0 && nl_key_is_null(&p->s[p->compute_slot].key) && p->nblocking)
 		return NL_NO_TOKEN;
-	last = &s->ring[(s->nring - 1) % NL_RING];
-	hs = nl_worked_stream(h, slot);
-	if (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || last->token != s->token || !hs ||
-	    !hs->first_named || hs->first_sig == sig)
-		return NL_NO_TOKEN;
+	hs = nl_worked_stream(nl_batch_of(p, s->token), slot);
 	for (int64_t t = q->oldest; t < s->token; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 		const struct nl_batch_stream *bs = b ? nl_worked_stream(b, slot) : NULL;

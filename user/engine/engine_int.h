@@ -148,6 +148,15 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c);
 int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
+/* Launch c (named) names another kernel than the one batch b's work on
+ * stream slot began with (named too). */
+bool nl_other_than_first(const struct nl_batch *b, int slot, const struct nl_call *c);
+/* Launch c (named) on stream s comes right after s's record of the batch it
+ * holds, one another sparse stream waited on (rec_fed: its hand-off to the
+ * collective stream), and names another kernel than that batch's work on s
+ * began with: the stage going on after the hand-off (dist_init), the batch's
+ * (stage_second_part) or an older one's (nl_second_part_of). */
+bool nl_launch_after_handoff(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
 void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const struct nl_call *c);
 void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s);
 

@@ -118,15 +118,6 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
  * it takes the newest token among them. */
 static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot);
 
-/* Launch c (named) names another kernel than the one batch b's work on
- * stream slot began with (named too). */
-static bool other_than_first(const struct nl_batch *b, int slot, const struct nl_call *c)
-{
-	const struct nl_batch_stream *bs = nl_worked_stream(b, slot);
-
-	return bs && bs->first_named && bs->first_sig != nl_call_sig(c);
-}
-
 /* Launch c on sparse stream s, right after its record another sparse
  * stream waited on (its hand-off of the batch it holds to the collective
  * stream), names another kernel than the one the batch's stage began with
@@ -136,14 +127,8 @@ static bool stage_second_part(struct nl_proc *p, const struct nl_stream *s,
 			      const struct nl_call *c)
 {
 	const struct nl_batch *b = nl_batch_of(p, s->token);
-	const struct nl_ring_op *last;
 
-	if (s->role != NL_ROLE_SPARSE || !b || b->closed || !s->rec_fed || !s->nring ||
-	    c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN))
-		return false;
-	last = &s->ring[(s->nring - 1) % NL_RING];
-	return nl_api_info[last->api].kind == NL_K_EVENT_RECORD && last->token == s->token &&
-	       other_than_first(b, (int)(s - p->s), c);
+	return s->role == NL_ROLE_SPARSE && b && !b->closed && nl_launch_after_handoff(p, s, c);
 }
 
 /* Sparse stream s, handed over (compute took a batch from it), joins the
@@ -549,10 +534,9 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	ev->adopted = s->role != NL_ROLE_COPY && s->adopted;
 	ev->rec_ts = c->ts_ns;
 	ev->rec_created_ts = s->creation_ts;
-	ev->rec_role = s->role == NL_ROLE_COPY || (s->role == NL_ROLE_SPARSE && s->fed_by_copy) ?
-			       s->role : NL_ROLE_OTHER;
+	ev->rec_role = nl_producer_role(s);
 	ev->rec_pipe = s->pipe;
-	ev->rec_seg_k = s->role == NL_ROLE_COPY && s->seg_k_n >= NL_SEG_SURE ? s->seg_k : 0;
+	ev->rec_seg_k = ev->rec_role == NL_ROLE_COPY ? nl_sure_seg_k(s) : 0;
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	/* a second record with nothing between (an allocator's event, only
 	 * queried) carries what the first did: a hand-off to the collective
@@ -652,6 +636,17 @@ static void nl_placed(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
+/* Stream s is a data-dist stream of pipeline `pipe` now: the pipeline has a
+ * sparse stage, and s's work is no longer counted as not placed (a
+ * data-dist stream copies its split sizes to the device). */
+static void sparse_placed(struct nl_proc *p, struct nl_stream *s, int pipe)
+{
+	s->role = NL_ROLE_SPARSE;
+	s->pipe = (int8_t)pipe;
+	p->pipes[pipe].has_sparse = p->has_sparse = true;
+	nl_placed(p, s);
+}
+
 /* Compute found pipeline `pipe` by waiting on a copy stream created again
  * on the handle of a copy stream of pipeline `was` (an evaluation turn's
  * streams created again). A stream created again on the handle of that
@@ -668,11 +663,8 @@ static void data_dist_again(struct nl_proc *p, int was, int pipe)
 		if (!x->used || x->role != NL_ROLE_OTHER || x->was_role != NL_ROLE_SPARSE ||
 		    x->was_pipe != was || !x->feeds_compute || x->capturing)
 			continue;
-		x->role = NL_ROLE_SPARSE;
-		x->pipe = (int8_t)pipe;
+		sparse_placed(p, x, pipe);
 		x->fed_by_copy = true;
-		nl_placed(p, x);
-		p->pipes[pipe].has_sparse = p->has_sparse = true;
 	}
 }
 
@@ -705,14 +697,10 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 	m->role = NL_ROLE_COPY;
 	m->pipe = (int8_t)pipe;
 	copy_placed(p, m);
-	if (s->role == NL_ROLE_OTHER) {
-		s->role = NL_ROLE_SPARSE;
-		s->pipe = (int8_t)pipe;
-		p->pipes[pipe].has_sparse = p->has_sparse = true;
-		nl_placed(p, s);
-	} else if (slot == p->compute_slot && m->was_role == NL_ROLE_COPY) {
+	if (s->role == NL_ROLE_OTHER)
+		sparse_placed(p, s, pipe);
+	else if (slot == p->compute_slot && m->was_role == NL_ROLE_COPY)
 		data_dist_again(p, m->was_pipe, pipe);
-	}
 	restamp(e, p, ev->slot);
 }
 
@@ -724,16 +712,13 @@ static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uin
 {
 	struct nl_stream *s = &p->s[slot];
 
-	s->role = role;
-	s->pipe = pipe;
-	if (s->role == NL_ROLE_SPARSE) {
+	if (role == NL_ROLE_SPARSE) {
+		sparse_placed(p, s, pipe);
 		s->fed_by_copy = true;
-		p->pipes[s->pipe].has_sparse = p->has_sparse = true;
-		/* a data-dist stream on a copy stream's handle that copied its
-		 * split sizes was counted as not placed */
-		nl_placed(p, s);
 		return;
 	}
+	s->role = role;
+	s->pipe = pipe;
 	/* the same pipeline's copies: the batch size the stream before was
 	 * sure of holds */
 	if (seg_k && !s->seg_k_n) {
@@ -975,10 +960,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE) &&
 		    nl_pipe_of_stream(p, from) &&
 		    (nl_pipe_of_stream(p, from)->has_sparse || fills_in_sparse(p, s, from))) {
-			s->role = NL_ROLE_SPARSE;
-			s->pipe = from->pipe;
-			nl_pipe_of_stream(p, from)->has_sparse = p->has_sparse = true;
-			nl_placed(p, s);
+			sparse_placed(p, s, from->pipe);
 			if (s->joins == 1 && news)
 				joined_after_work(p, slot);
 		}
@@ -1171,7 +1153,7 @@ static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const st
 	if (ct != b->token && (ct == NL_NO_TOKEN || nl_tok_pipe(ct) != nl_tok_pipe(b->token) ||
 			       ct > b->token))
 		return false;
-	return other_than_first(b, (int)(s - p->s), c);
+	return nl_other_than_first(b, (int)(s - p->s), c);
 }
 
 /* A stream created again on the handle of a destroyed copy stream, whose

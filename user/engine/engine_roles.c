@@ -218,11 +218,6 @@ static bool side_stream(const struct nl_learn *l, int x)
 	return y >= 0 && !(l->s[y].h2d && l->s[y].waited);
 }
 
-static struct nl_skey override_key(uint64_t handle)
-{
-	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
-}
-
 /* Stream b's copies come in turn with another copying stream's (batch i on
  * M[i % 2]), one batch per run of copies, not several batches in a run of
  * their own: an evaluation pipeline's copy stream, feeding compute while
@@ -290,7 +285,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 	memset(pk, 0, sizeof(*pk));
 	pk->copy = pk->compute = -1;
 	if (o->has_compute_stream) {
-		k = override_key(o->compute_stream);
+		k = nl_handle_skey(o->compute_stream);
 		pk->compute = find_key(l, &k);
 	} else {
 		uint64_t best = 0, near[NL_LEARN_EDGE_WORDS];
@@ -316,7 +311,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		}
 	}
 	if (o->has_copy_stream) {
-		k = override_key(o->copy_stream);
+		k = nl_handle_skey(o->copy_stream);
 		pk->copy = find_key(l, &k);
 	} else {
 		for (uint32_t i = 0; i < l->ns; i++) {
@@ -501,7 +496,7 @@ bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 	p->has_copy = o->has_copy_stream || pk.copy >= 0;
 	p->ncopy_keys = 0;
 	if (o->has_copy_stream)
-		p->copy_keys[p->ncopy_keys++] = override_key(o->copy_stream);
+		p->copy_keys[p->ncopy_keys++] = nl_handle_skey(o->copy_stream);
 	else if (pk.copy >= 0)
 		p->copy_keys[p->ncopy_keys++] = l->s[pk.copy].key;
 	for (uint32_t j = 0; j < l->ns && p->ncopy_keys < NL_MAX_COPY_KEYS; j++)
@@ -510,7 +505,7 @@ bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 	/* Without launches to go by, PyTorch's choice: the null stream. */
 	p->has_compute = true;
 	if (o->has_compute_stream)
-		p->compute_key = override_key(o->compute_stream);
+		p->compute_key = nl_handle_skey(o->compute_stream);
 	else if (pk.compute >= 0)
 		p->compute_key = l->s[pk.compute].key;
 	else
@@ -518,7 +513,7 @@ bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 	p->nsparse = 0;
 	if (o->has_sparse_streams) {
 		for (unsigned i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++)
-			p->sparse_keys[p->nsparse++] = override_key(o->sparse_streams[i]);
+			p->sparse_keys[p->nsparse++] = nl_handle_skey(o->sparse_streams[i]);
 	} else {
 		for (uint32_t j = 0; j < l->ns && p->nsparse < NL_ENGINE_MAX_SPARSE; j++)
 			if (bit(pk.sparse, (int)j))

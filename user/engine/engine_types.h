@@ -51,6 +51,13 @@ static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
 	return a->handle == b->handle && a->tid == b->tid;
 }
 
+/* The key of a stream named by its handle alone (a created stream's, an
+ * option's): 0x1 (hipStreamLegacy) is the null stream. */
+static inline struct nl_skey nl_handle_skey(uint64_t handle)
+{
+	return (struct nl_skey){ handle == 1 ? 0 : handle, 0 };
+}
+
 /* The consumers a batch's watch (nl_batch.watch) looks at: the sparse
  * stream that reads the copy, and compute. */
 enum nl_consumer {
@@ -541,6 +548,22 @@ static inline uint32_t nl_pow2_at_least(uint32_t n)
 	while (v < n)
 		v <<= 1;
 	return v;
+}
+
+/* The producer role a stream created again on s's handle may take back
+ * (records_again, copies_again): a copy stream's, a data-dist stream's fed
+ * by a copy stream; else NL_ROLE_OTHER. */
+static inline uint8_t nl_producer_role(const struct nl_stream *s)
+{
+	return s->role == NL_ROLE_COPY                       ? NL_ROLE_COPY :
+	       s->role == NL_ROLE_SPARSE && s->fed_by_copy ? NL_ROLE_SPARSE :
+							     NL_ROLE_OTHER;
+}
+
+/* The batch size (copy ops) stream s is sure of, 0 none. */
+static inline uint32_t nl_sure_seg_k(const struct nl_stream *s)
+{
+	return s->seg_k_n >= NL_SEG_SURE ? s->seg_k : 0;
 }
 
 /* A host-to-device copy, or one of default kind (unified addressing decides). */
