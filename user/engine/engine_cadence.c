@@ -79,6 +79,54 @@ static bool unwatched_restart(struct nl_proc *p, const struct nl_batch *own, con
 	return armed > last && w->again_ts > last && w->again_ts < armed;
 }
 
+/* Batch b's consumer watch was armed late (b cut from a merged copy
+ * segment, at `armed`, after its last producer op at `last`), but every
+ * step compute began in between is accounted for by an older batch of b's
+ * pipeline: no window of another pipeline's batch, nor of a newer one,
+ * began by a restart then, and each restart inside a window then began
+ * the next batch's window, that batch of b's pipeline and older than b.
+ * Windows begun by a wait are their batches'. b's forward begun without
+ * its edge in between would have been one of those restarts. Before, a
+ * loader that ran ahead put b's copy before the batch before's restart
+ * and an evaluation turn, the merged segment was cut only after the turn,
+ * and the healthy b was passed over and accused copy->forward (random
+ * program 95122). With launches named only: with launches counted no
+ * restart inside a window is seen (again_ts), and faults were missed. */
+static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_t last)
+{
+	uint64_t armed = b->watch[NL_CONSUMER_COMPUTE].armed_ts;
+
+	if (p->unnamed_launch)
+		return false;
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *q = &p->pipes[i];
+
+		if (!q->used)
+			continue;
+		for (int64_t t = q->oldest; t < q->next_token; t++) {
+			const struct nl_batch *x = nl_batch_of(p, t);
+			const struct nl_batch *n;
+			const struct nl_stage_acc *f;
+			bool older;
+
+			if (!x)
+				continue;
+			f = &x->st[NL_STAGE_FORWARD];
+			older = i == nl_tok_pipe(b->token) && t < b->token;
+			if (x->fwd_started && !x->fwd_waited && f->first_ts > last && f->first_ts < armed &&
+			    !older)
+				return false;
+			if (f->again_ts <= last || f->again_ts >= armed)
+				continue;
+			n = nl_batch_of(p, t + 1);
+			if (!older || t + 1 >= b->token || !n || !n->fwd_started || n->fwd_waited ||
+			    n->st[NL_STAGE_FORWARD].first_ts < f->first_ts)
+				return false;
+		}
+	}
+	return true;
+}
+
 /* The consumer watch could have seen batch b's forward begin in compute's
  * current window: it watched every compute op after the batch's last
  * producer op (at `last`). Compute in another pipeline's window now (an
@@ -87,7 +135,10 @@ static bool unwatched_restart(struct nl_proc *p, const struct nl_batch *own, con
  * since that could have begun b's step (not blind: no launch of the
  * kernel b's steps begin with but the first of a window a wait began).
  * Before, b was passed over, and a wait that brought it gave compute the
- * next batch: b was accused copy->forward (random program 27658). */
+ * next batch: b was accused copy->forward (random program 27658). A watch
+ * armed only after the turn, b cut from a merged segment, did not see it,
+ * but stands where every step begun since b's last producer op is another
+ * batch's (steps_accounted). */
 static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b,
 			    uint64_t last)
 {
@@ -96,7 +147,8 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	const struct nl_stage_acc *w;
 
 	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
-	    !blind(&b->watch[NL_CONSUMER_COMPUTE]) && b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last &&
+	    !blind(&b->watch[NL_CONSUMER_COMPUTE]) &&
+	    (b->watch[NL_CONSUMER_COMPUTE].armed_ts <= last || steps_accounted(p, b, last)) &&
 	    q->fwd_max != NL_NO_TOKEN)
 		own = nl_batch_of(p, q->fwd_max);
 	w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
