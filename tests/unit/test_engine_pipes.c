@@ -1114,6 +1114,54 @@ static void eval_first_take_dropped(void **state)
 	}
 }
 
+/* Training without a sparse stage hands off four batches, all in one run
+ * of its copies, then an evaluation turn of two on a copy stream of its
+ * own, the first's take dropped, training again, and an evaluation turn
+ * of one, still inside role learning. The evaluation stream hands off once
+ * a run of its copies, as a second copy stream of the training pipeline
+ * would (batch i on M[i % 2]), but the training stream does not: its
+ * first run handed off four batches. The evaluation batches are a
+ * pipeline of their own, the first named copy->forward. Before, they were
+ * numbered among the training batches, the fault missed and a healthy
+ * training batch accused (random program 87852). Fresh and reused events
+ * (the record kept), launches named and counted. */
+static void eval_runs_not_in_turn(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M, m;
+
+		t->counted = v & 1;
+		t->reuse_events = v & 2;
+		M = tb_stream_create(t, 1);
+		for (int i = 0; i < 4; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, 0, M);
+			forward_null(t);
+		}
+		m = stream_create_handle(t, 0x7e0000001000ull);
+		for (int i = 0; i < 2; i++) {
+			tb_copy(t, m, 1, 4096);
+			tb_wait_stream_or_drop(t, 0, m, i != 0);
+			forward_null(t);
+		}
+		for (int i = 0; i < 2; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, 0, M);
+			forward_null(t);
+		}
+		tb_copy(t, m, 1, 4096);
+		tb_wait_stream(t, 0, m);
+		forward_null(t);
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		expect(t, 0, 6, -1, 0);
+		expect(t, 1, 3, 0, 1u << NL_EDGE_COPY_FORWARD);
+		tb_free(t);
+	}
+}
+
 /* A short training run without a sparse stage (four batches at depth 2,
  * too few hand-offs to end role learning) whose first take is dropped,
  * then an evaluation of six on a copy stream of its own: learning takes
@@ -2637,6 +2685,7 @@ int main(void)
 		cmocka_unit_test(altcopy_stale_rewaits),
 		cmocka_unit_test(altcopy_stale_wait_takes_due),
 		cmocka_unit_test(eval_first_take_dropped),
+		cmocka_unit_test(eval_runs_not_in_turn),
 		cmocka_unit_test(found_late_first_take_dropped),
 		cmocka_unit_test(found_in_replay_fed_by_copy),
 		cmocka_unit_test(found_in_replay_collective),

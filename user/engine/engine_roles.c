@@ -366,7 +366,15 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 			set_bit(feeds, pk->compute);
 		/* (a copy stream may wait on compute before it copies: buffer
 		 * reuse) */
-		if (!meets(s->out, feeds) || meets(s->in, from) ||
+		/* Copies in turn are the two streams' alike: the first copy
+		 * stream, too, hands off one batch per run of its copies. An
+		 * evaluation pipeline's stream whose first take was dropped
+		 * has as many runs as hand-offs, but the training stream ran
+		 * many batches before it in one run. Before, it joined the
+		 * training pipeline: its batches were numbered among those,
+		 * its fault missed and a healthy training batch accused
+		 * (random program 87852). */
+		if (!meets(s->out, feeds) || meets(s->in, from) || l->s[pk->copy].max_run_turns > 1 ||
 		    (!alternates(l, (int)i, popcount_edges(pk->sparse) > 0) &&
 		     !in_turn_sharing(l, (int)i, pk->copy)))
 			continue;
@@ -478,6 +486,10 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 			if (r->h2d > x->turn_h2d) {
 				x->turns++;
 				x->turn_h2d = r->h2d;
+				x->run_turns = r->runs == x->turn_run ? x->run_turns + 1 : 1;
+				x->turn_run = r->runs;
+				if (x->run_turns > x->max_run_turns)
+					x->max_run_turns = x->run_turns;
 			}
 		}
 		return ready(e, l);

@@ -333,6 +333,9 @@ struct nl_lstream {
 	 * the last hand-off's: a second consumer waiting on the same copies is
 	 * the same hand-off) and the h2d count that record covered */
 	uint64_t turns, turn_h2d;
+	/* the hand-offs of one run of its copies (the run the waited record
+	 * was made in): the most any run had, and the run of the last */
+	uint64_t run_turns, max_run_turns, turn_run;
 	/* runs of its H2D copies (copies right after another stream's), and
 	 * how many the newest record a hand-off waited on covered */
 	uint64_t runs, run_at;
