@@ -1784,6 +1784,56 @@ static void two_copy_streams(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2], every wait on M[1] dropped (with its record
+ * where events are fresh, the record kept where each stream reuses one),
+ * with and without a sparse stage, in a short run of four batches and a
+ * longer one of eight, launches named and counted: M[1] is never waited
+ * on, but its copies come in turn with M[0]'s, one run each, and M[0]
+ * hands off one batch a run. It is the pipeline's second copy stream, and
+ * each of its batches is named, never reached. Before, it had no role and
+ * its batches no audit; with a sparse stage, the data-dist stream's work
+ * for them was charged to M[0]'s batches (random programs 3409, 710). */
+static void altcopy_one_stream_never_waited(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 16; v++) {
+		bool sparse = v & 1, counted = v & 2, reuse = v & 4;
+		int n = v & 8 ? 8 : 4;
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], D = 0;
+		uint32_t bad = 0;
+
+		t->counted = counted;
+		t->reuse_events = reuse;
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		if (sparse)
+			D = tb_stream_create(t, 1);
+		for (int i = 0; i < n; i++) {
+			uint64_t S = M[i % 2];
+
+			tb_copy(t, S, 1, 4096);
+			if (sparse) {
+				tb_wait_stream_or_drop(t, D, S, i % 2 == 0);
+				tb_kernel(t, D, K_INPUT_DIST);
+				tb_wait_stream(t, 0, D);
+			} else {
+				tb_wait_stream_or_drop(t, 0, S, i % 2 == 0);
+			}
+			forward_null(t);
+			if (i % 2)
+				bad |= 1u << i;
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->procs[0].pipes[0].copy_streams, 2);
+		expect_set(t, n, bad,
+			   1u << (sparse ? NL_EDGE_COPY_SPARSE : NL_EDGE_COPY_FORWARD), v);
+		assert_false(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
 /* M[i % 2] with a sparse stage, compute also waiting on each copy stream,
  * and the data-dist stream's wait on M[1] dropped for batch 1, while roles
  * are learned: M[1]'s hand-offs are counted once per batch (the two waits on
@@ -2670,6 +2720,7 @@ int main(void)
 		cmocka_unit_test(smoke_fill_steps_before_take),
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
+		cmocka_unit_test(altcopy_one_stream_never_waited),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(two_copy_streams_one_event),
 		cmocka_unit_test(two_copy_streams_fill),

@@ -261,6 +261,27 @@ static bool in_turn_sharing(const struct nl_learn *l, int b, int a)
 	       (l->s[b].shares >> a & 1);
 }
 
+/* Stream b, never waited on, copied in at least two runs in turn with copy
+ * stream a's, one run apart at most, and a hands off one batch a run:
+ * batch i copied on M[i % 2], every wait on one of the two dropped (with
+ * its record or not, fresh events or one per stream). Its batches are the
+ * pipeline's, each never reached by a consumer. Before, the stream had no
+ * role: its batches went unaudited, their faults unnamed, and with a
+ * sparse stage the data-dist stream's work for them was charged to the
+ * other stream's batches, a healthy one accused (random programs 3409,
+ * 710). An evaluation pipeline whose every take was dropped copies a
+ * whole turn in one run, and the training stream hands off many batches
+ * in each of its runs. A stream outside the pipeline that copies to the
+ * device in turn with the copy stream, one run each, and is never waited
+ * on is taken for such a stream too: its copies are then accused as
+ * batches nothing consumed, where before they made the run's evidence
+ * invalid (unplaced_streams) without an accusation. */
+static bool unwaited_in_turn(const struct nl_learn *l, int b, int a)
+{
+	return a >= 0 && a < 64 && l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1 &&
+	       l->s[b].runs <= l->s[a].runs + 1 && l->s[a].max_run_turns <= 1;
+}
+
 /* A stream near the producer that compute candidate x feeds, that does
  * not feed x back, and launches about as much per take as x (`best`): it
  * is downstream of x, and x a data-dist stream whose input_dist launches
@@ -355,7 +376,7 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		 * with that stream's: one reused event for both, each of its
 		 * records recorded over or its wait dropped */
 		if (!s->waited) {
-			if (in_turn_sharing(l, (int)i, pk->copy))
+			if (in_turn_sharing(l, (int)i, pk->copy) || unwaited_in_turn(l, (int)i, pk->copy))
 				set_bit(pk->more, (int)i);
 			continue;
 		}
