@@ -494,6 +494,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 				   c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN);
 		if (acc->hit_pending) {
 			acc->first_hits++;
+			acc->prev_hit_ts = acc->first_hits > 2 ? acc->hit_op.ts : 0;
 			acc->hit_op = op;
 		}
 	}

@@ -302,6 +302,18 @@ static int copy_slot(const struct nl_batch *b)
 	return stage_slot(b, NL_STAGE_COPY);
 }
 
+/* The last producer op of batch b, ordered or not: its time (0: none). */
+static uint64_t producers_last(const struct nl_batch *b)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&
+		    b->bs[i].last_work.ts > last)
+			last = b->bs[i].last_work.ts;
+	return last;
+}
+
 /* Compute's windows begin with named kernels (launches named, not counted
  * in runs), and the window of the batch it holds shows at most one step
  * begun again: its first kernel launched no more than twice as often as
@@ -310,14 +322,36 @@ static int copy_slot(const struct nl_batch *b)
  * one launch more than that: one restart of such a step counted as two,
  * and a wait that covered the batch after the restarted one took the
  * newest batch it covered, the healthy one between accused (random
- * program 37418). */
-static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s)
+ * program 37418). Nor did a window of another pipeline than `pipe`'s
+ * begin the step again twice since `since` (the first passed-over batch's
+ * last producer op): an evaluation turn whose two takes were dropped
+ * began both its forwards in the training pipeline's window, the wait
+ * after the turn took the second batch, and its fault was missed, the
+ * last batch of the next turn skipped (random program 87852). Only there:
+ * a window of the batches' own pipeline keeps the launches of a restart
+ * another batch took (restart_take), and counting it accused a healthy
+ * batch (random program 129902). */
+static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s, uint64_t since,
+				int pipe)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
 	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
+	const struct nl_batch *x;
 
-	return q && q->step_n && !q->run_n &&
-	       own->st[NL_STAGE_FORWARD].first_hits <= 2 * (q->first_min ? q->first_min : 1);
+	if (!(q && q->step_n && !q->run_n &&
+	      own->st[NL_STAGE_FORWARD].first_hits <= 2 * (q->first_min ? q->first_min : 1)))
+		return false;
+	NL_FOR_BATCHES(p, x) {
+		const struct nl_pipe *xq = nl_pipe_of_token(p, x->token);
+		const struct nl_stage_acc *f = &x->st[NL_STAGE_FORWARD];
+
+		if (x == own || !xq || !f->work || f->last_ts <= since)
+			continue;
+		if (nl_tok_pipe(x->token) != pipe &&
+		    f->first_hits > 2 * (xq->first_min ? xq->first_min : 1) && f->prev_hit_ts > since)
+			return false;
+	}
+	return true;
 }
 
 /* Stream s did work after ts, or its ring does not reach back to ts. */
@@ -410,6 +444,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
 	bool passed = false;         /* a due batch passed over, ordered before */
 	bool repeated = false;       /* ...one whose forward restarted without it */
+	uint64_t passed_ts = 0;      /* the first passed over's last producer op */
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
 	const struct nl_stream *s = &p->s[slot];
 	uint64_t mine; /* compute's last work */
@@ -485,10 +520,12 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		 * hide two steps begun without their edges (two takes dropped in
 		 * a row), and the second is then missed; without the take, a
 		 * single dropped take had its healthy neighbour accused too. */
-		if ((passed && (one_restart_at_most(p, s) || p->unnamed_launch ||
-				first_window_unheld(p, s))) ||
-		    (repeated && p->npipes == 1 && one_restart_at_most(p, s)))
+		if ((passed && (one_restart_at_most(p, s, passed_ts, nl_tok_pipe(t)) ||
+				p->unnamed_launch || first_window_unheld(p, s))) ||
+		    (repeated && p->npipes == 1 && one_restart_at_most(p, s, UINT64_MAX, nl_tok_pipe(t))))
 			return t;
+		if (!passed)
+			passed_ts = producers_last(b);
 		passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
 			doubt = t;
@@ -1002,17 +1039,6 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 	f->first_hits = 1;
 }
 
-/* The last producer op of batch b, ordered or not: its time (0: none). */
-static uint64_t producers_last(const struct nl_batch *b)
-{
-	uint64_t last = 0;
-
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&
-		    b->bs[i].last_work.ts > last)
-			last = b->bs[i].last_work.ts;
-	return last;
-}
 
 /* Batch b, due next after compute's window `x`, already began its forward
  * in that window without its edge: its consumer watch saw the step begin

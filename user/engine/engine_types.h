@@ -251,6 +251,7 @@ struct nl_stage_acc {
 	bool hit_pending;
 	bool unnamed; /* a launch of it came counted in a run: first_hits is a lower bound */
 	struct nl_seen_op hit_op;
+	uint64_t prev_hit_ts; /* the launch of it past the first before hit_op (0: none) */
 	/* when its work, past the opening, last showed those two again in a
 	 * row (the first's thread, both named): a restart seen */
 	uint64_t again_ts;
