@@ -1114,6 +1114,33 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 	return found;
 }
 
+/* Batch o of another pipeline, copied since window `w` of pipeline `pipe`
+ * began (copied_since_window), is due to take compute's step begun again
+ * now (at `now`). But the step began again in that window once already,
+ * after o's producers, with nothing of `pipe` left to begin (lone_again_ts,
+ * kept for the exit): that restart was o's forward, begun without its
+ * edge while o's copy segment was still open (two takes dropped in a row
+ * with their records, the two batches' copies one segment until the next
+ * record cut it). This restart is then the next batch's, copied before
+ * it. Before, o took this one, the next batch had none, the wait after
+ * took it, its fault was missed and the last batch skipped (random
+ * program 468671). */
+static struct nl_batch *past_lone(struct nl_proc *p, int pipe, const struct nl_stage_acc *w,
+				  struct nl_batch *o, uint64_t now)
+{
+	const struct nl_pipe *xq = &p->pipes[pipe];
+	struct nl_batch *n;
+
+	if (!xq->lone_again_ts || xq->lone_again_ts <= w->first_ts ||
+	    xq->lone_again_ts <= producers_last(o) || xq->lone_again_ts >= now)
+		return o;
+	n = nl_batch_of(p, o->token + 1);
+	if (!n || n->closed || n->fwd_started || !n->copy_closed || copy_slot(n) < 0 ||
+	    n->st[NL_STAGE_COPY].first_ts >= now)
+		return o;
+	return n;
+}
+
 void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -1177,6 +1204,8 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * (random program 120290) */
 		if (!o && q->first_min <= 1) {
 			o = copied_since_window(p, nl_tok_pipe(s->token), w);
+			if (o)
+				o = past_lone(p, nl_tok_pipe(s->token), w, o, c->ts_ns);
 			if (o && !producers_before(o, s))
 				nl_hand_over_all(p, o->token);
 		}
@@ -1191,6 +1220,8 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	if (ordered && b->copy_closed) {
 		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w);
 
+		if (o)
+			o = past_lone(p, nl_tok_pipe(b->token), w, o, c->ts_ns);
 		if (o) {
 			if (!producers_before(o, s))
 				nl_hand_over_all(p, o->token);
