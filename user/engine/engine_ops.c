@@ -500,17 +500,53 @@ static bool records_elsewhere(const struct nl_proc *p, const struct nl_stream *s
 	       (ev->rec_role != NL_ROLE_COPY || (s->h2d && !live_copy(p, ev->rec_pipe)));
 }
 
+/* Data-dist stream `slot` of pipeline `pipe` just took back its role
+ * (records_again, records_elsewhere), and the pipeline has no copy stream
+ * left: a stream created since, without a role, on the handle of that
+ * pipeline's last data-dist stream, that copied to the device
+ * asynchronously (counted as not placed), is its copy stream again, the
+ * only one such. The handles of a turn's two streams alternate where the
+ * allocator hands out the one freed last first, and the turn's first
+ * edge from the copy stream was dropped: no edge or handle gave it its
+ * role. Before, a last turn of one batch went unaudited (roles:m=other,
+ * random program 11297). */
+static void copy_beside(struct nl_engine *e, struct nl_proc *p, int slot, int pipe)
+{
+	int found = -1;
+
+	if (pipe < 0 || live_copy(p, pipe))
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if ((int)i == slot || !x->used || x->destroyed || x->role != NL_ROLE_OTHER ||
+		    !x->unplaced || !x->creation_seen || x->capturing ||
+		    x->was_role != NL_ROLE_SPARSE || x->was_pipe != pipe)
+			continue;
+		if (found >= 0)
+			return;
+		found = (int)i;
+	}
+	if (found >= 0)
+		producer_again(e, p, found, NL_ROLE_COPY, (int8_t)pipe, 0);
+}
+
 static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		      uint64_t handle)
 {
 	struct nl_stream *s = &p->s[slot];
 	struct nl_event *ev = nl_event_get(e, p, handle);
 	uint32_t clock;
+	bool again = true;
 
 	if (records_again(p, s, slot, ev))
 		producer_again(e, p, slot, s->was_role, s->was_pipe, s->was_seg_k);
 	else if (records_elsewhere(p, s, slot, ev))
 		producer_again(e, p, slot, ev->rec_role, ev->rec_pipe, ev->rec_seg_k);
+	else
+		again = false;
+	if (again && s->role == NL_ROLE_SPARSE)
+		copy_beside(e, p, slot, s->pipe);
 	ev->slot = slot;
 	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
