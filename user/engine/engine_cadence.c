@@ -819,16 +819,27 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 	 * remembered (a pipeline found by its edges, whose data-dist stream
 	 * ran its first batches without a wait on the copy): each of those
 	 * segments was the stage of the next batch open then, begun without
-	 * its edge, and this wait brings the batch after them */
+	 * its edge, and this wait brings the batch after them. A batch whose
+	 * forward began after that work began is one of them: an evaluation
+	 * turn's first batch, found by compute's wait on the copy stream
+	 * before the data-dist stream's first wait. Before, it was left out,
+	 * the work was charged to the next batch, and that healthy batch was
+	 * accused copy->sparse (random program 14936). */
 	if (s->token == NL_NO_TOKEN && worked_on(s, NL_NO_TOKEN)) {
 		int n = unroled_segments(p, s, from);
+		uint64_t w0 = 0; /* its first work op */
+
+		for (uint32_t k = nl_ring_start(s); k < s->nring && !w0; k++)
+			if (s->ring[k % NL_RING].work)
+				w0 = s->ring[k % NL_RING].ts;
 
 		if (n <= 0)
 			return tok;
 		for (t = q->oldest; t < tok; t++) {
 			const struct nl_batch *b = nl_batch_of(p, t);
 
-			if (!b || b->closed || b->reached_sparse || b->fwd_started ||
+			if (!b || b->closed || b->reached_sparse ||
+			    (b->fwd_started && (!w0 || b->st[NL_STAGE_FORWARD].first_ts < w0)) ||
 			    (s->creation_seen && s->creation_ts > b->st[NL_STAGE_COPY].first_ts))
 				continue;
 			if (n-- == 0)
