@@ -1050,7 +1050,6 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 	f->first_hits = 1;
 }
 
-
 /* Batch b, due next after compute's window `x`, already began its forward
  * in that window without its edge: its consumer watch saw the step begin
  * again (repeat), or, cut from a merged copy segment after the fact, the
