@@ -907,6 +907,36 @@ static void joined_after_work(struct nl_proc *p, int slot)
 			sparse_unordered(nl_batch_of(p, at->token), slot, first);
 	}
 }
+/* Compute waits on a record of stream x, created since without a role on
+ * the handle of one of pipeline P's streams (was_pipe), where P has a
+ * sparse stage and no stream with a role left: x is P's data-dist stream
+ * again, where it copied nothing to the device (then it would be a copy
+ * stream, found by its edges). An evaluation turn's two streams were
+ * destroyed and made anew on each other's handles (the allocator hands
+ * out the one freed last first), and the turn's edge from the copy stream
+ * was dropped: records_again and records_elsewhere need an event that ties
+ * the streams (fresh events tie none), copies_again a copy stream's
+ * handle. Before, the turn's two streams stayed without a role and its
+ * last batch went unaudited (roles:d=other,m=other, random program
+ * 14226). Not a stream created blocking: the null stream's joins move
+ * its batch before its first wait, and a data-dist stream found this
+ * early took a batch too new there (random program 316481). */
+static bool turn_sparse_again(const struct nl_proc *p, const struct nl_stream *x)
+{
+	int pipe = x->was_pipe;
+
+	if (!p->discovering || x->role != NL_ROLE_OTHER || x->was_role == NL_ROLE_OTHER || pipe < 0 ||
+	    pipe >= p->npipes || !p->pipes[pipe].has_sparse || x->h2d || !x->creation_seen ||
+	    x->capturing || x->destroyed || x->blocking || live_copy(p, pipe))
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *y = &p->s[i];
+
+		if (y->used && !y->destroyed && y->role == NL_ROLE_SPARSE && y->pipe == pipe)
+			return false;
+	}
+	return true;
+}
 
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
@@ -988,6 +1018,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			if (from && from->role == NL_ROLE_OTHER && from->was_role == NL_ROLE_SPARSE &&
 			    slot == p->compute_slot && p->discovering && live_copy(p, from->was_pipe))
 				data_dist_again(p, from->was_pipe, from->was_pipe);
+			/* ...and its copy stream, copy_beside */
+			if (from && slot == p->compute_slot && turn_sparse_again(p, from)) {
+				int pipe = from->was_pipe;
+
+				producer_again(e, p, ev->slot, NL_ROLE_SPARSE, (int8_t)pipe, 0);
+				copy_beside(e, p, ev->slot, pipe);
+			}
 		}
 		/* A stream that starts waiting on the data-dist side later in the
 		 * run joins it (only where the process has a sparse stage, and not
