@@ -918,16 +918,18 @@ static void joined_after_work(struct nl_proc *p, int slot)
  * the streams (fresh events tie none), copies_again a copy stream's
  * handle. Before, the turn's two streams stayed without a role and its
  * last batch went unaudited (roles:d=other,m=other, random program
- * 14226). Not a stream created blocking: the null stream's joins move
- * its batch before its first wait, and a data-dist stream found this
- * early took a batch too new there (random program 316481). */
+ * 14226). Not a stream created blocking where compute is the null
+ * stream: the null stream's joins move its batch before its first wait,
+ * and a data-dist stream found this early took a batch too new there
+ * (random program 316481). */
 static bool turn_sparse_again(const struct nl_proc *p, const struct nl_stream *x)
 {
 	int pipe = x->was_pipe;
 
 	if (!p->discovering || x->role != NL_ROLE_OTHER || x->was_role == NL_ROLE_OTHER || pipe < 0 ||
 	    pipe >= p->npipes || !p->pipes[pipe].has_sparse || x->h2d || !x->creation_seen ||
-	    x->capturing || x->destroyed || x->blocking || live_copy(p, pipe))
+	    x->capturing || x->destroyed || (x->blocking && p->compute_slot == p->null_slot) ||
+	    live_copy(p, pipe))
 		return false;
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *y = &p->s[i];
