@@ -96,33 +96,24 @@ static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_
 {
 	uint64_t armed = b->watch[NL_CONSUMER_COMPUTE].armed_ts;
 
+	const struct nl_batch *x;
+
 	if (p->unnamed_launch)
 		return false;
-	for (int i = 0; i < p->npipes; i++) {
-		const struct nl_pipe *q = &p->pipes[i];
+	NL_FOR_BATCHES(p, x) {
+		const struct nl_stage_acc *f = &x->st[NL_STAGE_FORWARD];
+		const struct nl_batch *n;
+		bool older = nl_tok_pipe(x->token) == nl_tok_pipe(b->token) && x->token < b->token;
 
-		if (!q->used)
+		if (x->fwd_started && !x->fwd_waited && f->first_ts > last && f->first_ts < armed &&
+		    !older)
+			return false;
+		if (f->again_ts <= last || f->again_ts >= armed)
 			continue;
-		for (int64_t t = q->oldest; t < q->next_token; t++) {
-			const struct nl_batch *x = nl_batch_of(p, t);
-			const struct nl_batch *n;
-			const struct nl_stage_acc *f;
-			bool older;
-
-			if (!x)
-				continue;
-			f = &x->st[NL_STAGE_FORWARD];
-			older = i == nl_tok_pipe(b->token) && t < b->token;
-			if (x->fwd_started && !x->fwd_waited && f->first_ts > last && f->first_ts < armed &&
-			    !older)
-				return false;
-			if (f->again_ts <= last || f->again_ts >= armed)
-				continue;
-			n = nl_batch_of(p, t + 1);
-			if (!older || t + 1 >= b->token || !n || !n->fwd_started || n->fwd_waited ||
-			    n->st[NL_STAGE_FORWARD].first_ts < f->first_ts)
-				return false;
-		}
+		n = nl_batch_of(p, x->token + 1);
+		if (!older || x->token + 1 >= b->token || !n || !n->fwd_started || n->fwd_waited ||
+		    n->st[NL_STAGE_FORWARD].first_ts < f->first_ts)
+			return false;
 	}
 	return true;
 }

@@ -650,16 +650,22 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 }
 
-/* Pipeline pipe has a copy stream not destroyed. */
-static bool live_copy(const struct nl_proc *p, int pipe)
+/* Pipeline pipe has a stream of role `role` not destroyed. */
+static bool live_role(const struct nl_proc *p, int pipe, uint8_t role)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 
-		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && !m->destroyed)
+		if (m->used && m->role == role && m->pipe == pipe && !m->destroyed)
 			return true;
 	}
 	return false;
+}
+
+/* ...a copy stream. */
+static bool live_copy(const struct nl_proc *p, int pipe)
+{
+	return live_role(p, pipe, NL_ROLE_COPY);
 }
 
 /* Stream s has a role now: its work is no longer counted as not placed
@@ -741,8 +747,9 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 }
 
 /* The stream in slot is a destroyed producer again (records_again,
- * copies_again): it takes back that stream's role and pipeline; a copy
- * stream's batches are cut from what it did so far, as discover does. */
+ * records_elsewhere, copies_again, copy_beside, turn_sparse_again): it
+ * takes back that producer's role and pipeline; a copy stream's batches
+ * are cut from what it did so far, as discover does. */
 static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uint8_t role, int8_t pipe,
 			   uint32_t seg_k)
 {
@@ -907,6 +914,7 @@ static void joined_after_work(struct nl_proc *p, int slot)
 			sparse_unordered(nl_batch_of(p, at->token), slot, first);
 	}
 }
+
 /* Compute waits on a record of stream x, created since without a role on
  * the handle of one of pipeline P's streams (was_pipe), where P has a
  * sparse stage and no stream with a role left: x is P's data-dist stream
@@ -928,16 +936,9 @@ static bool turn_sparse_again(const struct nl_proc *p, const struct nl_stream *x
 
 	if (!p->discovering || x->role != NL_ROLE_OTHER || x->was_role == NL_ROLE_OTHER || pipe < 0 ||
 	    pipe >= p->npipes || !p->pipes[pipe].has_sparse || x->h2d || !x->creation_seen ||
-	    x->capturing || x->destroyed || (x->blocking && p->compute_slot == p->null_slot) ||
-	    live_copy(p, pipe))
+	    x->capturing || x->destroyed || (x->blocking && p->compute_slot == p->null_slot))
 		return false;
-	for (uint32_t i = 0; i < p->w; i++) {
-		const struct nl_stream *y = &p->s[i];
-
-		if (y->used && !y->destroyed && y->role == NL_ROLE_SPARSE && y->pipe == pipe)
-			return false;
-	}
-	return true;
+	return !live_copy(p, pipe) && !live_role(p, pipe, NL_ROLE_SPARSE);
 }
 
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)

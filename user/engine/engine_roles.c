@@ -250,6 +250,13 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
 	       s->run_at * 4 >= handoffs * 3;
 }
 
+/* Stream b copied in at least two runs in turn with copy stream a's (one of
+ * the first 64), no more than one run fewer than a. */
+static bool runs_in_turn(const struct nl_learn *l, int b, int a)
+{
+	return a >= 0 && a < 64 && l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1;
+}
+
 /* Stream b copied in at least two runs in turn with copy stream a's (no
  * more than one run fewer) and recorded the event a's waited records were
  * of. Waits on it do not count then: with one event reused for both, they
@@ -257,8 +264,7 @@ static bool alternates(const struct nl_learn *l, int b, bool sparse)
  * after the last copy). */
 static bool in_turn_sharing(const struct nl_learn *l, int b, int a)
 {
-	return a >= 0 && a < 64 && l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1 &&
-	       (l->s[b].shares >> a & 1);
+	return runs_in_turn(l, b, a) && (l->s[b].shares >> a & 1);
 }
 
 /* Stream b, never waited on, copied in at least two runs in turn with copy
@@ -278,8 +284,8 @@ static bool in_turn_sharing(const struct nl_learn *l, int b, int a)
  * invalid (unplaced_streams) without an accusation. */
 static bool unwaited_in_turn(const struct nl_learn *l, int b, int a)
 {
-	return a >= 0 && a < 64 && l->s[b].runs >= 2 && l->s[a].runs <= l->s[b].runs + 1 &&
-	       l->s[b].runs <= l->s[a].runs + 1 && l->s[a].max_run_turns <= 1;
+	return runs_in_turn(l, b, a) && l->s[b].runs <= l->s[a].runs + 1 &&
+	       l->s[a].max_run_turns <= 1;
 }
 
 /* A stream near the producer that compute candidate x feeds, that does
