@@ -684,4 +684,10 @@ void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s)
 		return;
 	b->fwd_adopted = true;
 	nl_set_token(p, (int)(s - p->s), b->token, p->call_ts);
+	/* forward(b) began: b is handed over from the sparse streams that
+	 * carry it, as by a take. Before, their next work, made before a
+	 * newer batch reached them, stayed b's: the next batch's sparse
+	 * stage, begun without its edge, was charged to b and its
+	 * copy->sparse missed (random program 450215). */
+	nl_hand_over_all(p, b->token);
 }
