@@ -310,18 +310,26 @@ static bool went_on_after_end(const struct nl_proc *p, const struct nl_stream *s
 	return false;
 }
 
-/* The thread of call c copied on a copy stream of s's pipeline since ts. */
-static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
-			 const struct nl_call *c)
+/* A copy stream of s's pipeline copied since ts, before call c: by c's
+ * thread (tid), or by any thread (NULL). */
+static bool copied_since_by(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			    const struct nl_call *c, const uint32_t *tid)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 
 		if (m->used && m->role == NL_ROLE_COPY && m->pipe == s->pipe &&
-		    nl_ring_worked_between(m, ts, c->ts_ns, &c->tid))
+		    nl_ring_worked_between(m, ts, c->ts_ns, tid))
 			return true;
 	}
 	return false;
+}
+
+/* The thread of call c copied on a copy stream of s's pipeline since ts. */
+static bool copied_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			 const struct nl_call *c)
+{
+	return copied_since_by(p, s, ts, c, &c->tid);
 }
 
 /* The live event whose last record is s's record of clock `clock` (NULL:
@@ -432,7 +440,7 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * copy stream since that work (a prefetching loop's next step began: its
  * input_dist runs on, and one batch's repeated launches of one kernel
  * have no copy between them). So is such a launch after the record when
- * the next batch's copy, by the same thread, came since the stream's
+ * the next batch's copy, by any thread, came since the stream's
  * last work (before the record or after it) and its segment is still
  * open (its record dropped with D's wait on it), unless that
  * record is an allocator's (noise_records_last): the launch may then be
@@ -503,14 +511,22 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * batch skipped at the end of the run (random program 12256). Not
 	 * where the record may be an allocator's (may_be_pools): a block's
 	 * record_stream between a batch's launches of its kernel, the next
-	 * batch's copy before it (allocator_record_between_input_dists). */
+	 * batch's copy before it (allocator_record_between_input_dists).
+	 * Where the record cannot be one (an edge's event, waited on before,
+	 * or the stream's last op is work), a copy by any thread counts:
+	 * before, only the launching thread's did, and a loader thread's
+	 * batch, the run's last, was skipped target_exited, its
+	 * copy->sparse missed (random program 124989). */
 	if (!n->copy_closed) {
+		bool pools;
+
 		if (!again || !n->st[NL_STAGE_COPY].work || noise_records_last(p, s))
 			return;
 		since = nl_ring_last_work_ts(s);
-		if (!since || may_be_pools(p, s, last->clock))
+		pools = may_be_pools(p, s, last->clock);
+		if (!since || pools)
 			since = last->ts;
-		if (!copied_since(p, s, since, c))
+		if (!copied_since_by(p, s, since, c, pools ? &c->tid : NULL))
 			return;
 	}
 	if (!nl_copy_covered(n, s) && !again)
