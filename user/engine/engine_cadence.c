@@ -1074,6 +1074,17 @@ static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
 	return (int)(s - p->s) == p->null_slot && c >= 0 && p->s[c].blocking;
 }
 
+/* ...or due but for its copy segment, still open, which the thread of call
+ * c made: c, compute's work, ends that thread's segment (a copy it makes
+ * next begins a new one, copy_segment). */
+static bool due_but_open(const struct nl_pipe *q, const struct nl_batch *b,
+			 const struct nl_call *c)
+{
+	return b && !b->closed && !b->fwd_started && !b->copy_closed &&
+	       b->st[NL_STAGE_COPY].work && b->st[NL_STAGE_COPY].first_tid == c->tid &&
+	       (!q->has_sparse || sparse_begun(b));
+}
+
 /* With more than one pipeline, compute's step begun again in window `w`
  * of pipeline `pipe` (whose next batch is ordered already, or which has
  * none left): the oldest due batch of another pipeline, copied (and with a
@@ -1083,9 +1094,14 @@ static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
  * evaluation turn, a second pipeline's run) by copying them first: the
  * step begun again after that copy is that batch's forward, begun without
  * its edge where the take was dropped, not a prefetched batch of the
- * window's pipeline, whose copy came before. */
+ * window's pipeline, whose copy came before. That batch's copy segment
+ * may still be open (its record dropped with the take) where the
+ * restart's thread made it (due_but_open). Before, the window's next
+ * batch, ordered already, took the restart; the next restart, its own,
+ * went to the batch after it, which was accused copy->forward (random
+ * program 375042). */
 static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
-					    const struct nl_stage_acc *w)
+					    const struct nl_stage_acc *w, const struct nl_call *c)
 {
 	struct nl_batch *found = NULL;
 	uint64_t mine = 0;
@@ -1105,7 +1121,8 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 		if (i == pipe || !q->used)
 			continue;
 		o = first_unforwarded(p, q);
-		if (!due_now(q, o) || copy_slot(o) < 0 || o->st[NL_STAGE_COPY].first_ts <= mine ||
+		if (!(due_now(q, o) || due_but_open(q, o, c)) || copy_slot(o) < 0 ||
+		    o->st[NL_STAGE_COPY].first_ts <= mine ||
 		    o->st[NL_STAGE_COPY].first_ts <= w->first_ts)
 			continue;
 		if (found)
@@ -1204,7 +1221,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 		 * after it: that one missed, or skipped target_exited
 		 * (random program 120290) */
 		if (!o && q->first_min <= 1) {
-			o = copied_since_window(p, nl_tok_pipe(s->token), w);
+			o = copied_since_window(p, nl_tok_pipe(s->token), w, c);
 			if (o)
 				o = past_lone(p, nl_tok_pipe(s->token), w, o, c->ts_ns);
 			if (o && !producers_before(o, s))
@@ -1219,7 +1236,7 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 	}
 	ordered = producers_before(b, s) != 0;
 	if (ordered && b->copy_closed) {
-		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w);
+		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w, c);
 
 		if (o)
 			o = past_lone(p, nl_tok_pipe(b->token), w, o, c->ts_ns);
