@@ -408,6 +408,64 @@ static bool recorded_since(const struct nl_proc *p, const struct nl_stream *s, u
 	return false;
 }
 
+/* The work sparse stream s makes from now on, after its record of clock
+ * `rec` and the next batch's copy by another thread, stays on its batch
+ * while that record may be an allocator's: held for batch next, until a
+ * wait on the record's event shows it an edge's (nl_hold_resolved). */
+static void hold(struct nl_proc *p, struct nl_stream *s, uint32_t rec, int64_t next)
+{
+	const struct nl_event *o = record_event(p, s, rec);
+
+	if (!o)
+		return;
+	s->hold_clock = s->vc[(int)(s - p->s)] + 1;
+	s->hold_ev = o->handle;
+	s->hold_gen = o->gen;
+	s->hold_tok = s->token;
+	s->hold_next = next;
+}
+
+void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev, int waiter)
+{
+	struct nl_stream *s = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
+	struct nl_batch *bt, *bn;
+	uint64_t moved = 0;
+	bool adopted;
+
+	if (!s || !s->hold_clock)
+		return;
+	/* a wait on the held record's event; or compute's on a record after
+	 * it, of the batch held, whose forward began already: that take was
+	 * the next batch's */
+	if ((s->hold_ev != ev->handle || s->hold_gen != ev->gen) &&
+	    !(waiter == p->compute_slot && ev->clock >= s->hold_clock &&
+	      ev->token == s->hold_tok && nl_batch_of(p, s->hold_tok) &&
+	      nl_batch_of(p, s->hold_tok)->st[NL_STAGE_FORWARD].work))
+		return;
+	bt = nl_batch_of(p, s->hold_tok);
+	bn = nl_batch_of(p, s->hold_next);
+	if (bt && bn && !bt->closed && !bn->closed && !bn->st[NL_STAGE_SPARSE].work &&
+	    nl_ring_start(s) < s->nring && s->ring[nl_ring_start(s) % NL_RING].clock <= s->hold_clock) {
+		adopted = s->adopted;
+		s->adopted = !nl_copy_covered(bn, s);
+		for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+			struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+			if (r->clock < s->hold_clock || r->token != s->hold_tok)
+				continue;
+			nl_account_ring(e, p, ev->slot, r, s->hold_next);
+			moved++;
+		}
+		s->adopted = adopted;
+		nl_batch_cut(p, bt, ev->slot, s->hold_clock - 1, moved);
+		nl_retoken_events(p, ev->slot, s->hold_clock - 1, UINT32_MAX, s->hold_tok,
+				  s->hold_next, true);
+		if (s->token == s->hold_tok)
+			take_token(p, s, s->hold_next);
+	}
+	s->hold_clock = 0;
+}
+
 /* Sparse stream s begins the next batch after the one it holds, begun
  * without its edge: the oldest newer one it has no op of (next_batch),
  * still open, not yet begun on a sparse stream, and copied (`copied`) or
@@ -516,7 +574,13 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * or the stream's last op is work), a copy by any thread counts:
 	 * before, only the launching thread's did, and a loader thread's
 	 * batch, the run's last, was skipped target_exited, its
-	 * copy->sparse missed (random program 124989). */
+	 * copy->sparse missed (random program 124989). Where it may be one
+	 * and only another thread copied, the work is held (hold): it goes
+	 * to the next batch once a wait on that event shows the record an
+	 * edge's, or compute takes a later record of the batch whose forward
+	 * it began already. Before, it stayed on the batch before, every
+	 * later batch's stage was charged one batch early, and a fault was
+	 * missed (random programs 323971 and 151166). */
 	if (!n->copy_closed) {
 		bool pools;
 
@@ -526,6 +590,9 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		pools = may_be_pools(p, s, last->clock);
 		if (!since || pools)
 			since = last->ts;
+		if (pools && !s->hold_clock && !copied_since(p, s, since, c) &&
+		    copied_since_by(p, s, since, c, NULL))
+			hold(p, s, last->clock, next);
 		if (!copied_since_by(p, s, since, c, pools ? &c->tid : NULL))
 			return;
 	}

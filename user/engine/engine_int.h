@@ -147,6 +147,9 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 /* Work on sparse stream s that no batch ever reached. */
 void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c);
+/* A wait on event ev: work a sparse stream held on its batch because of
+ * ev's record goes to the next batch (nl_stream.hold_clock). */
+void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev, int waiter);
 int64_t nl_second_part_of(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
 /* Launch c (named) names another kernel than the one batch b's work on
  * stream slot began with (named too). */

@@ -978,7 +978,11 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				s->token = NL_NO_TOKEN;
 		}
 	} else if (ev->recorded) {
-		const struct nl_stream *from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
+		const struct nl_stream *from;
+
+		if (ev->slot != slot)
+			nl_hold_resolved(e, p, ev, slot);
+		from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
 		bool news = nl_vc_news(s->vc, ev->vc, p->w);
 		int64_t before = s->token;
 
@@ -1133,6 +1137,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    nl_tok_pipe(s->token) == nl_tok_pipe(before))
 			collective_left(p, s, before);
 	}
+	s->hold_clock = 0; /* fed again, whatever it brought */
 	if (s->handed_in) /* fed again, whatever it brought */
 		s->handed = s->handed_in = false;
 	/* created but not recorded in this generation: HIP makes the wait a no-op */

@@ -144,6 +144,14 @@ struct nl_stream {
 	 * is placed nowhere (late_ops) rather than charged to the batch taken */
 	bool orphan;
 	int64_t handed_tok;
+	/* sparse stream: its work from clock hold_clock on (0: none) stayed
+	 * on batch hold_tok only because its record before it, of event
+	 * hold_ev (generation hold_gen), may have been an allocator's; a wait
+	 * on that event shows it an edge's, and the work goes to hold_next
+	 * (nl_hold_resolved). Any wait of the stream ends the hold. */
+	uint32_t hold_clock, hold_gen;
+	uint64_t hold_ev;
+	int64_t hold_tok, hold_next;
 	uint32_t wait_clock;  /* clock of its last wait */
 	/* a stream with no role that copies host-to-device and whose events
 	 * another stream waited on: a producer the audit cannot place (a
