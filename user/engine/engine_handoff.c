@@ -504,7 +504,8 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * record is an allocator's (noise_records_last): the launch may then be
  * more of the batch the stream holds, its input_dist launching its kernel
  * twice around a freed block's record_stream. Also on a sparse stream that
- * never waited, for the first of those only. */
+ * never waited, for the first of those and for a launch again right after
+ * its record the collective stream waited on. */
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c)
 {
 	const struct nl_ring_op *last;
@@ -524,6 +525,16 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	if (!s->fed_by_copy) {
 		if (again && last->work && last->token == s->token && last->tid == c->tid &&
 		    copied_since(p, s, last->ts, c))
+			take_next_stage(p, s, true);
+		/* or right after its record the collective stream waited
+		 * on (its hand-off of the batch, below): before, a stream
+		 * that never waited kept its first batch for the next
+		 * batch's whole split stage, and that stage's all-to-all was
+		 * judged against the first batch's forward (random program
+		 * 95967: sparse->forward named on a batch whose stage was
+		 * ordered) */
+		else if (again && s->rec_fed && nl_api_info[last->api].kind == NL_K_EVENT_RECORD &&
+			 last->token == s->token)
 			take_next_stage(p, s, true);
 		return;
 	}
