@@ -419,6 +419,7 @@ static void hold(struct nl_proc *p, struct nl_stream *s, uint32_t rec, int64_t n
 	if (!o)
 		return;
 	s->hold_clock = s->vc[(int)(s - p->s)] + 1;
+	memcpy(nl_stream_hold_vc(p, (int)(s - p->s)), s->vc, p->w * sizeof(uint32_t));
 	s->hold_ev = o->handle;
 	s->hold_gen = o->gen;
 	s->hold_tok = s->token;
@@ -446,6 +447,14 @@ void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_ev
 	bn = nl_batch_of(p, s->hold_next);
 	if (bt && bn && !bt->closed && !bn->closed && !bn->st[NL_STAGE_SPARSE].work &&
 	    nl_ring_start(s) < s->nring && s->ring[nl_ring_start(s) % NL_RING].clock <= s->hold_clock) {
+		uint32_t *keep = p->tmp_vc, own = s->vc[ev->slot];
+
+		/* judged with the clock the stream had at the first held op:
+		 * implicit joins since (a blocking stream joining the null
+		 * stream) may order it after the copy that op was not */
+		memcpy(keep, s->vc, p->w * sizeof(uint32_t));
+		memcpy(s->vc, nl_stream_hold_vc(p, ev->slot), p->w * sizeof(uint32_t));
+		s->vc[ev->slot] = own;
 		adopted = s->adopted;
 		s->adopted = !nl_copy_covered(bn, s);
 		for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
@@ -457,6 +466,7 @@ void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_ev
 			moved++;
 		}
 		s->adopted = adopted;
+		memcpy(s->vc, keep, p->w * sizeof(uint32_t));
 		nl_batch_cut(p, bt, ev->slot, s->hold_clock - 1, moved);
 		nl_retoken_events(p, ev->slot, s->hold_clock - 1, UINT32_MAX, s->hold_tok,
 				  s->hold_next, true);

@@ -147,6 +147,12 @@ void nl_take_over(struct nl_proc *p, struct nl_stream *s);
 /* Work on sparse stream s that no batch ever reached. */
 void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c);
+/* The clock stream slot had when its work was held (hold_clock) */
+static inline uint32_t *nl_stream_hold_vc(const struct nl_proc *p, int slot)
+{
+	return p->svc + (size_t)(p->w + (uint32_t)slot) * p->w;
+}
+
 /* A wait on event ev: work a sparse stream held on its batch because of
  * ev's record goes to the next batch (nl_stream.hold_clock). */
 void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev, int waiter);

@@ -66,7 +66,9 @@ struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid)
 	p->hcap = nl_pow2_at_least(2 * p->ecap);
 	p->bcap = o->max_batches_in_flight;
 	p->s = calloc(w, sizeof(*p->s));
-	p->svc = calloc((size_t)w * w, sizeof(uint32_t));
+	/* each stream's clock, then the clock it had when its work was last
+	 * held (nl_stream_hold_vc) */
+	p->svc = calloc((size_t)2 * w * w, sizeof(uint32_t));
 	p->ev = calloc(p->ecap, sizeof(*p->ev));
 	p->evc = calloc((size_t)p->ecap * w, sizeof(uint32_t));
 	p->eh = calloc(p->hcap, sizeof(uint32_t));
