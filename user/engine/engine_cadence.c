@@ -847,8 +847,16 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 	for (; t < tok; t++) {
 		const struct nl_batch *b = nl_batch_of(p, t);
 
-		if (!b || b->closed || !b->copy_closed || b->st[NL_STAGE_SPARSE].work)
+		if (!b || b->closed || !b->copy_closed || b->st[NL_STAGE_SPARSE].work) {
+			/* a batch the stream worked on already is not the
+			 * due one: the next is first (random program 17980:
+			 * the batch before, its wait redundant, began its
+			 * stage without one, and the due batch, copied on the
+			 * other stream, was passed over) */
+			if (t == first && b && !b->closed && b->st[NL_STAGE_SPARSE].work)
+				first = t + 1;
 			continue;
+		}
 		if (!nl_copy_covered(b, s)) {
 			const struct nl_batch *n = nl_batch_of(p, t + 1);
 
