@@ -1834,6 +1834,50 @@ static void altcopy_one_stream_never_waited(void **state)
 	}
 }
 
+/* The same with a sparse stage where compute also waits on each copy
+ * stream (an added edge), kept for M[1] while every data-dist wait on M[1]
+ * is dropped: M[1] is waited on by compute only. It is still the
+ * pipeline's second copy stream, each of its batches copy->sparse, never
+ * reached. Before, it was a pipeline of its own without a sparse stage: its
+ * batches were accused copy->forward and M[0]'s sparse->forward (random
+ * program 101530). Named and counted, fresh and reused events, 4 and 8
+ * batches. */
+static void altcopy_one_stream_waited_by_compute_only(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 8; v++) {
+		bool counted = v & 1, reuse = v & 2;
+		int n = v & 4 ? 8 : 4;
+		struct tb *t = tb_new(NULL);
+		uint64_t M[2], D;
+		uint32_t bad = 0;
+
+		t->counted = counted;
+		t->reuse_events = reuse;
+		M[0] = tb_stream_create(t, 1);
+		M[1] = tb_stream_create(t, 1);
+		D = tb_stream_create(t, 1);
+		for (int i = 0; i < n; i++) {
+			uint64_t S = M[i % 2];
+
+			tb_copy(t, S, 1, 4096);
+			tb_wait_stream_or_drop(t, D, S, i % 2 == 0);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream(t, 0, D);
+			tb_wait_stream(t, 0, S);
+			forward_null(t);
+			if (i % 2)
+				bad |= 1u << i;
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 1);
+		assert_int_equal(t->procs[0].pipes[0].copy_streams, 2);
+		expect_set(t, n, bad, 1u << NL_EDGE_COPY_SPARSE, v);
+		assert_false(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
 /* M[i % 2] with a sparse stage, compute also waiting on each copy stream,
  * and the data-dist stream's wait on M[1] dropped for batch 1, while roles
  * are learned: M[1]'s hand-offs are counted once per batch (the two waits on
@@ -2721,6 +2765,7 @@ int main(void)
 		cmocka_unit_test(uncreated_stream_found_whole),
 		cmocka_unit_test(two_copy_streams),
 		cmocka_unit_test(altcopy_one_stream_never_waited),
+		cmocka_unit_test(altcopy_one_stream_waited_by_compute_only),
 		cmocka_unit_test(two_copy_streams_dropped_in_learning),
 		cmocka_unit_test(two_copy_streams_one_event),
 		cmocka_unit_test(two_copy_streams_fill),

@@ -303,6 +303,15 @@ static int downstream(const struct nl_learn *l, int x, const uint64_t *near, uin
 	return -1;
 }
 
+/* Edge set `out` holds stream x at most. */
+static bool only_to(const uint64_t *out, int x)
+{
+	for (int w = 0; w < NL_LEARN_EDGE_WORDS; w++)
+		if (out[w] & ~(w == x / 64 ? 1ull << (x % 64) : 0))
+			return false;
+	return true;
+}
+
 static void pick(const struct nl_engine *e, const struct nl_learn *l, struct picks *pk)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -389,6 +398,20 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		memcpy(feeds, pk->sparse, sizeof(feeds));
 		memcpy(from, pk->sparse, sizeof(from));
 		set_bit(from, pk->copy);
+		/* waited on by compute only, where the pipeline has a
+		 * sparse stage, its copies in turn with the copy stream's,
+		 * one run each (unwaited_in_turn): batch i on M[i % 2], the
+		 * data-dist stream's every wait on this one dropped and
+		 * compute's own wait on it kept (an added edge). Before, it
+		 * was a pipeline of its own without a sparse stage: its
+		 * batches accused copy->forward, not copy->sparse, and the
+		 * other's accused sparse->forward (random program 101530) */
+		if (pk->compute >= 0 && popcount_edges(pk->sparse) &&
+		    !meets(s->out, feeds) && !meets(s->in, from) && only_to(s->out, pk->compute) &&
+		    unwaited_in_turn(l, (int)i, pk->copy)) {
+			set_bit(pk->more, (int)i);
+			continue;
+		}
 		if (pk->compute >= 0 && !popcount_edges(pk->sparse))
 			set_bit(feeds, pk->compute);
 		/* (a copy stream may wait on compute before it copies: buffer
