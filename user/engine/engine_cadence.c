@@ -1167,7 +1167,7 @@ static struct nl_batch *past_lone(struct nl_proc *p, int pipe, const struct nl_s
 	return n;
 }
 
-void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
+void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
 	const struct nl_stage_acc *w;
@@ -1242,6 +1242,16 @@ void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c)
 			p->pipes[nl_tok_pipe(s->token)].lone_again_ts = c->ts_ns;
 		return;
 	}
+	/* the next batch's copy segment still open, of the size its copy
+	 * stream is sure of: a loader's copy whose record was dropped with
+	 * the take. The step begun again ends it, as its record would have:
+	 * before, the restart was not taken, the next batch's copy merged
+	 * into the segment and that batch went unaudited, its fault unnamed
+	 * (random program 418024). Not with more than one pipeline, nor with
+	 * compute the null stream joining blocking streams (a program of
+	 * each newly disagreed: a last batch skipped) */
+	if (!b->copy_closed && p->npipes == 1 && !(slot == p->null_slot && p->nblocking))
+		nl_end_sure_segment(e, p, b->token);
 	ordered = producers_before(b, s) != 0;
 	if (ordered && b->copy_closed) {
 		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w, c);

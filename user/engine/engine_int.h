@@ -59,6 +59,9 @@ bool nl_step_kernel_may_be(struct nl_proc *p, const struct nl_pipe *q, const str
 void nl_set_token(struct nl_proc *p, int slot, int64_t tok, uint64_t ts);
 /* The copy stream's open segment ends. */
 void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
+/* Batch tok's copy segment, still open, of a size its copy stream is sure
+ * of (or a whole multiple): ended as a record would end it. */
+void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok);
 /* A copy stream outside the first pipeline: the fill size its segments
  * showed in what learning held back, while that is replayed (0: none). */
 uint32_t nl_other_fill_k(const struct nl_proc *p, const struct nl_skey *key);
@@ -94,7 +97,7 @@ int64_t nl_sparse_due(struct nl_proc *p, int slot, const struct nl_stream *from,
 bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *from,
 		  const struct nl_event *ev);
 /* A launch on compute that begins a new step may take the next batch. */
-void nl_step_begins(struct nl_proc *p, int slot, const struct nl_call *c);
+void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c);
 /* A stream other than s and pipeline pipe's own producers did work since
  * `since`: a producer a restart of compute's step could be for. */
 bool nl_outside_work(const struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since);

@@ -384,6 +384,20 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	cut_segment(e, p, slot, s->token, k, n);
 }
 
+void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *m = &p->s[i];
+
+		if (!m->used || m->role != NL_ROLE_COPY || !m->seg_open || m->token != tok ||
+		    !m->seg_k || m->seg_k_n < NL_SEG_SURE || !m->seg_work ||
+		    m->seg_work % m->seg_k || e->o.no_copy_split)
+			continue;
+		segment_end(e, p, (int)i);
+		nl_close_segment(p, m);
+	}
+}
+
 /* Copy stream `slot`'s open segment, cut by k as a record would cut it
  * when it holds more than k work ops, the last, still open part going on. */
 static void cut_open_segment(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t k)
@@ -1303,7 +1317,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_take_again_after_record(p, s, c);
 	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
 		nl_take_first_compute(p, s);
-	nl_step_begins(p, slot, c);
+	nl_step_begins(e, p, slot, c);
 	if (slot == p->compute_slot && s->token != NL_NO_TOKEN && !s->orphan) {
 		nl_note_window(p, s);
 		nl_compute_advance(e, p, s->token, c->ts_ns); /* only a later token of its pipeline */
