@@ -351,6 +351,34 @@ static bool unclaimed_sparse_work(struct nl_proc *p, const struct nl_batch *b)
 	return false;
 }
 
+/* At exit, compute is the null stream and batch b, the next after the one
+ * compute holds and the last of its pipeline, was produced on blocking
+ * streams only: compute's window began the step again after b's last
+ * producer op. That restart, a null-stream op, waited for b's producers:
+ * it was b's forward, begun ordered, its take dropped (redundant). */
+static bool implicit_restart(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+	const struct nl_batch *own = c ? nl_batch_of(p, c->token) : NULL;
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	uint64_t last = 0;
+
+	if (!own || p->compute_slot != p->null_slot || own->token + 1 != b->token ||
+	    b->token + 1 != q->next_token || !b->copy_closed)
+		return false;
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (!p->s[bs->slot].blocking)
+			return false;
+		if (bs->last_work.ts > last)
+			last = bs->last_work.ts;
+	}
+	return last && own->st[NL_STAGE_FORWARD].again_ts > last;
+}
+
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
@@ -367,6 +395,13 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		 * sparse stage began without its token (that read of the copy was
 		 * unordered, whatever came after). Anything else was cut short. */
 		if (exited && !b->fwd_started && !b->watch[k].repeat && restarted_elsewhere(p, b))
+			b->watch[k].repeat = true;
+		/* or began it ordered on the null stream (implicit_restart):
+		 * before, such a batch was skipped target_exited (random
+		 * program 20754, a model whose backward launches forward's
+		 * first kernel: the joins moved compute's windows) */
+		if (exited && !b->fwd_started && !b->watch[k].repeat &&
+		    k == NL_CONSUMER_COMPUTE && implicit_restart(p, b))
 			b->watch[k].repeat = true;
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
 		    !(exited && !b->fwd_started && b->watch[k].repeat) &&
