@@ -317,6 +317,13 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 		/* or while its next batch was due, which a wait then took */
 		else if (o->again_not_its && o->again_ts > last)
 			again = o->again_ts;
+		/* or the second of two restarts while that batch was due: one
+		 * restart is one batch's, so one of them was another's. Before,
+		 * the last batch of b's pipeline, its take dropped after the
+		 * other pipeline's last take was dropped too, was skipped
+		 * target_exited (random program 53152) */
+		else if (o->again_before_ts && o->again_ts > last)
+			again = o->again_ts;
 	}
 	if (!again || again <= last)
 		return false;

@@ -1275,6 +1275,8 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (w->first_named[1] && p->npipes > 1) {
 			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
 
+			xq->again_before_ts = xq->again_ts && xq->again_tok == b->token &&
+					      !xq->again_not_its ? xq->again_ts : 0;
 			xq->again_ts = c->ts_ns;
 			xq->again_tok = b->token;
 			xq->again_not_its = false;

@@ -430,6 +430,9 @@ struct nl_pipe {
 	uint64_t again_ts;
 	int64_t again_tok;
 	bool again_not_its;
+	/* ...and when the step had begun again so for the same batch before
+	 * (0: not): one of the two restarts was another batch's */
+	uint64_t again_before_ts;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
