@@ -368,21 +368,16 @@ static bool implicit_restart(struct nl_proc *p, const struct nl_batch *b)
 	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
 	const struct nl_batch *own = c ? nl_batch_of(p, c->token) : NULL;
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
-	uint64_t last = 0;
+	uint64_t last;
 
 	if (!own || p->compute_slot != p->null_slot || own->token + 1 != b->token ||
 	    b->token + 1 != q->next_token || !b->copy_closed)
 		return false;
-	for (int i = 0; i < b->nbs; i++) {
-		const struct nl_batch_stream *bs = &b->bs[i];
-
-		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
-			continue;
-		if (!p->s[bs->slot].blocking)
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&
+		    !p->s[b->bs[i].slot].blocking)
 			return false;
-		if (bs->last_work.ts > last)
-			last = bs->last_work.ts;
-	}
+	last = nl_producers_last(b);
 	return last && own->st[NL_STAGE_FORWARD].again_ts > last;
 }
 

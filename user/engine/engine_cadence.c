@@ -293,16 +293,11 @@ static int copy_slot(const struct nl_batch *b)
 	return stage_slot(b, NL_STAGE_COPY);
 }
 
-/* The last producer op of batch b, ordered or not: its time (0: none). */
-static uint64_t producers_last(const struct nl_batch *b)
+/* The fewest launches of its first kernel a step of pipeline q makes, as
+ * learned (first_min), or 1 while none is. */
+static uint32_t step_first_min(const struct nl_pipe *q)
 {
-	uint64_t last = 0;
-
-	for (int i = 0; i < b->nbs; i++)
-		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&
-		    b->bs[i].last_work.ts > last)
-			last = b->bs[i].last_work.ts;
-	return last;
+	return q->first_min ? q->first_min : 1;
 }
 
 /* Compute's windows begin with named kernels (launches named, not counted
@@ -330,7 +325,7 @@ static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s, ui
 	const struct nl_batch *x;
 
 	if (!(q && q->step_n && !q->run_n &&
-	      own->st[NL_STAGE_FORWARD].first_hits <= 2 * (q->first_min ? q->first_min : 1)))
+	      own->st[NL_STAGE_FORWARD].first_hits <= 2 * step_first_min(q)))
 		return false;
 	NL_FOR_BATCHES(p, x) {
 		const struct nl_pipe *xq = nl_pipe_of_token(p, x->token);
@@ -339,7 +334,7 @@ static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s, ui
 		if (x == own || !xq || !f->work || f->last_ts <= since)
 			continue;
 		if (nl_tok_pipe(x->token) != pipe &&
-		    f->first_hits > 2 * (xq->first_min ? xq->first_min : 1) && f->prev_hit_ts > since)
+		    f->first_hits > 2 * step_first_min(xq) && f->prev_hit_ts > since)
 			return false;
 	}
 	return true;
@@ -516,7 +511,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		    (repeated && p->npipes == 1 && one_restart_at_most(p, s, UINT64_MAX, nl_tok_pipe(t))))
 			return t;
 		if (!passed)
-			passed_ts = producers_last(b);
+			passed_ts = nl_producers_last(b);
 		passed = true;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
 			doubt = t;
@@ -1065,7 +1060,7 @@ static struct nl_batch *restarted_before_cut(struct nl_proc *p, const struct nl_
 	struct nl_batch *n;
 
 	if (!b || b->closed || b->fwd_started || !b->copy_closed ||
-	    (!b->watch[NL_CONSUMER_COMPUTE].repeat && !unwatched_restart(p, x, b, producers_last(b))))
+	    (!b->watch[NL_CONSUMER_COMPUTE].repeat && !unwatched_restart(p, x, b, nl_producers_last(b))))
 		return b;
 	n = nl_batch_of(p, b->token + 1);
 	return n && !n->closed && !n->fwd_started ? n : b;
@@ -1158,7 +1153,7 @@ static struct nl_batch *past_lone(struct nl_proc *p, int pipe, const struct nl_s
 	struct nl_batch *n;
 
 	if (!xq->lone_again_ts || xq->lone_again_ts <= w->first_ts ||
-	    xq->lone_again_ts <= producers_last(o) || xq->lone_again_ts >= now)
+	    xq->lone_again_ts <= nl_producers_last(o) || xq->lone_again_ts >= now)
 		return o;
 	n = nl_batch_of(p, o->token + 1);
 	if (!n || n->closed || n->fwd_started || !n->copy_closed || copy_slot(n) < 0 ||

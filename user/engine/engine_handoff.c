@@ -435,15 +435,14 @@ void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_ev
 
 	if (!s || !s->hold_clock)
 		return;
+	bt = nl_batch_of(p, s->hold_tok);
 	/* a wait on the held record's event; or compute's on a record after
 	 * it, of the batch held, whose forward began already: that take was
 	 * the next batch's */
 	if ((s->hold_ev != ev->handle || s->hold_gen != ev->gen) &&
 	    !(waiter == p->compute_slot && ev->clock >= s->hold_clock &&
-	      ev->token == s->hold_tok && nl_batch_of(p, s->hold_tok) &&
-	      nl_batch_of(p, s->hold_tok)->st[NL_STAGE_FORWARD].work))
+	      ev->token == s->hold_tok && bt && bt->st[NL_STAGE_FORWARD].work))
 		return;
-	bt = nl_batch_of(p, s->hold_tok);
 	bn = nl_batch_of(p, s->hold_next);
 	if (bt && bn && !bt->closed && !bn->closed && !bn->st[NL_STAGE_SPARSE].work &&
 	    nl_ring_start(s) < s->nring && s->ring[nl_ring_start(s) % NL_RING].clock <= s->hold_clock) {

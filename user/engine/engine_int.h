@@ -232,6 +232,18 @@ void nl_batches_lose_slot(struct nl_proc *p, int slot);
 /* Book one op (already applied to the clocks) on its batch. */
 void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		uint32_t clock, int64_t token, bool work, bool is_coll);
+/* The last producer op of batch b, ordered or not: its time (0: none). */
+static inline uint64_t nl_producers_last(const struct nl_batch *b)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&
+		    b->bs[i].last_work.ts > last)
+			last = b->bs[i].last_work.ts;
+	return last;
+}
+
 /* Batch b's ops on stream slot end at clock `cut`: its later ones were
  * handed to the next batch. */
 void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);

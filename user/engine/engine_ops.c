@@ -386,12 +386,13 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 
 void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 {
+	if (e->o.no_copy_split)
+		return;
 	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *m = &p->s[i];
 
 		if (!m->used || m->role != NL_ROLE_COPY || !m->seg_open || m->token != tok ||
-		    !m->seg_k || m->seg_k_n < NL_SEG_SURE || !m->seg_work ||
-		    m->seg_work % m->seg_k || e->o.no_copy_split)
+		    !m->seg_k || m->seg_k_n < NL_SEG_SURE || !m->seg_work || m->seg_work % m->seg_k)
 			continue;
 		segment_end(e, p, (int)i);
 		nl_close_segment(p, m);
@@ -1151,8 +1152,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    nl_tok_pipe(s->token) == nl_tok_pipe(before))
 			collective_left(p, s, before);
 	}
-	s->hold_clock = 0; /* fed again, whatever it brought */
-	if (s->handed_in) /* fed again, whatever it brought */
+	/* fed again, whatever it brought: no work held, no hand-in */
+	s->hold_clock = 0;
+	if (s->handed_in)
 		s->handed = s->handed_in = false;
 	/* created but not recorded in this generation: HIP makes the wait a no-op */
 	clock = ++s->vc[slot];
