@@ -631,8 +631,15 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 		struct nl_ring_op *r = &m->ring[k % NL_RING];
 		bool rec = nl_api_info[r->api].kind == NL_K_EVENT_RECORD;
 
-		if (r->work && m->seg_open && !e->o.no_copy_split && last && last->tid == r->tid &&
-		    compute_work_between(p, r->tid, last->ts, r->ts)) {
+		/* a copy after the stream's wait (on compute: buffer reuse)
+		 * begins a batch, as copy_segment has it live. Before, a
+		 * found stream's two batches whose record between was dropped
+		 * were one (random program 238868) */
+		bool waited = k > start &&
+			      nl_api_info[m->ring[(k - 1) % NL_RING].api].kind == NL_K_STREAM_WAIT;
+
+		if (r->work && m->seg_open && !e->o.no_copy_split && last &&
+		    ((last->tid == r->tid && compute_work_between(p, r->tid, last->ts, r->ts)) || waited)) {
 			segment_end(e, p, slot);
 			nl_close_segment(p, m);
 		}
@@ -759,6 +766,113 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 	else if (slot == p->compute_slot && m->was_role == NL_ROLE_COPY)
 		data_dist_again(p, m->was_pipe, pipe);
 	restamp(e, p, ev->slot);
+}
+
+/* The first work op of stream d, up to its clock `upto`, where its work
+ * so far can be judged with one clock: its whole life is remembered, it
+ * waited on nothing, and its clock took no other stream's after that op
+ * (`joined`: the time it last did). NULL otherwise. */
+static const struct nl_ring_op *early_work(const struct nl_stream *d, uint32_t upto, uint64_t joined)
+{
+	const struct nl_ring_op *fw = NULL;
+
+	if (nl_ring_start(d) != 0)
+		return NULL;
+	for (uint32_t k = 0; k < d->nring && d->ring[k].clock <= upto; k++) {
+		if (nl_api_info[d->ring[k].api].kind == NL_K_STREAM_WAIT)
+			return NULL;
+		if (d->ring[k].work && !fw)
+			fw = &d->ring[k];
+	}
+	return fw && joined <= fw->ts ? fw : NULL;
+}
+
+/* Stream d, just made the data-dist stream of its pipeline by its edges
+ * (discover, discover_implicit), did work before: up to its clock `upto`,
+ * with clock vc then. That work is the sparse stage of the oldest batch of
+ * the pipeline whose copy that clock orders (none: it stays placed nowhere,
+ * and the batch is judged never reached). Only where d's whole life is
+ * remembered, it waited on nothing before, and its clock took no other
+ * stream's after its first work op (`joined`: the time it last did): its
+ * ops are judged with that one clock. Before, the work went to no batch,
+ * and compute's take of its record to none either: the batch's forward
+ * stayed on the other pipeline's, and a healthy batch whose dropped data-
+ * dist wait the null stream made redundant was accused copy->sparse
+ * (random programs 340138, 240466). */
+static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto,
+			    const uint32_t *vc, uint64_t joined)
+{
+	struct nl_stream *d = &p->s[slot];
+	struct nl_batch *b, *due = NULL;
+	uint32_t *keep = p->tmp_vc + p->w;
+	const struct nl_ring_op *fw = early_work(d, upto, joined);
+
+	if (d->role != NL_ROLE_SPARSE || d->pipe < 0 || !fw)
+		return;
+	memcpy(keep, d->vc, p->w * sizeof(uint32_t));
+	memcpy(d->vc, vc, p->w * sizeof(uint32_t));
+	NL_FOR_BATCHES(p, b) {
+		if (nl_tok_pipe(b->token) == d->pipe && !b->closed && !b->fwd_started &&
+		    !b->st[NL_STAGE_SPARSE].work && nl_copy_covered(b, d) &&
+		    (!due || b->token < due->token))
+			due = b;
+	}
+	if (due) {
+		d->token = due->token;
+		for (uint32_t k = 0; k < d->nring && d->ring[k].clock <= upto; k++) {
+			/* its batch came by what its clock took before its first
+			 * work: as by a wait right before it (unfed_segment) */
+			if (&d->ring[k] == fw)
+				d->ring[k].joined = true;
+			nl_account_ring(e, p, slot, &d->ring[k], due->token);
+		}
+		nl_retoken_events(p, slot, 0, upto, NL_ANY_TOKEN, due->token, false);
+	}
+	memcpy(d->vc, keep, p->w * sizeof(uint32_t));
+}
+
+/* Compute waits on record ev of stream d without a role that copies
+ * nothing to the device, where d's work before that record was ordered
+ * after the copies of one stream m without a role that copies to the
+ * device, by no wait of d (a null-stream join of blocking streams): m is
+ * a copy stream found by its edges and d its data-dist stream, as if d
+ * had waited on m's record (discover), and its work so far is booked as
+ * its first batch's (book_early_work), so that compute's wait takes that
+ * batch. */
+static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
+			      struct nl_event *ev)
+{
+	struct nl_stream *d = &p->s[ev->slot];
+	int mslot = -1, pipe;
+
+	if (!p->discovering || slot != p->compute_slot || ev->slot == slot ||
+	    d->role != NL_ROLE_OTHER || d->h2d || d->capturing || d->was_role != NL_ROLE_OTHER ||
+	    !early_work(d, ev->clock, d->last_join_ts))
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+		bool copied = false;
+
+		if ((int)i == ev->slot || (int)i == slot || !m->used || m->role != NL_ROLE_OTHER ||
+		    !m->h2d || m->capturing || !ev->vc[i])
+			continue;
+		for (uint32_t k = nl_ring_start(m); k < m->nring && !copied; k++)
+			copied = m->ring[k % NL_RING].work && m->ring[k % NL_RING].clock <= ev->vc[i];
+		if (!copied)
+			continue;
+		if (mslot >= 0)
+			return;
+		mslot = (int)i;
+	}
+	if (mslot < 0 || (pipe = nl_pipe_open(p)) < 0)
+		return;
+	p->s[mslot].role = NL_ROLE_COPY;
+	p->s[mslot].pipe = (int8_t)pipe;
+	copy_placed(p, &p->s[mslot]);
+	sparse_placed(p, d, pipe);
+	d->fed_by_copy = true;
+	restamp(e, p, mslot);
+	book_early_work(e, p, ev->slot, ev->clock, ev->vc, d->last_join_ts);
 }
 
 /* The stream in slot is a destroyed producer again (records_again,
@@ -998,6 +1112,15 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (ev->slot != slot)
 			nl_hold_resolved(e, p, ev, slot);
 		from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
+		/* a stream without a role waits on one that copies to the
+		 * device: discover may find them, and its work so far is
+		 * judged with the clock it had before this wait */
+		bool early = from && ev->slot != slot && s->role == NL_ROLE_OTHER &&
+			     from->role == NL_ROLE_OTHER && from->h2d;
+		uint64_t joined = s->last_join_ts;
+
+		if (early)
+			memcpy(p->tmp_vc, s->vc, p->w * sizeof(uint32_t));
 		bool news = nl_vc_news(s->vc, ev->vc, p->w);
 		int64_t before = s->token;
 
@@ -1021,7 +1144,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			if (from) {
 				bool copy_before = from->role == NL_ROLE_COPY;
 
+				discover_implicit(e, p, slot, ev);
 				discover(e, p, slot, ev);
+				if (early && s->role == NL_ROLE_SPARSE)
+					book_early_work(e, p, slot, s->vc[slot], p->tmp_vc, joined);
 				/* the edge that found a pipeline (in learning's
 				 * replay: learning took another first) fed its
 				 * data-dist stream from its copy stream too */

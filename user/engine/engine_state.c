@@ -73,7 +73,7 @@ struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid)
 	p->evc = calloc((size_t)p->ecap * w, sizeof(uint32_t));
 	p->eh = calloc(p->hcap, sizeof(uint32_t));
 	p->efree = calloc(p->ecap, sizeof(uint32_t));
-	p->tmp_vc = calloc(w, sizeof(uint32_t));
+	p->tmp_vc = calloc((size_t)2 * w, sizeof(uint32_t));
 	if (!p->s || !p->svc || !p->ev || !p->evc || !p->eh || !p->efree || !p->tmp_vc ||
 	    pipe_init(p, 0))
 		goto fail;

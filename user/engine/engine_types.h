@@ -525,6 +525,9 @@ struct nl_proc {
 	/* its emitted batches, for the summary: by verdict (per pipeline in
 	 * pipes[]) */
 	struct nl_verdict_counts verdicts;
+	/* scratch clocks, 2 * w: the first half a stream's clock saved
+	 * before a wait (op_wait), the second one kept while another is
+	 * lent (nl_hold_resolved, book_early_work) */
 	uint32_t *tmp_vc;
 };
 
