@@ -6,7 +6,8 @@
  *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u] [-a]
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
- *   fuzz_audit -p SEED [-c CLASS]  print one program (shrunk while its first or CLASS stays)
+ *   fuzz_audit -p SEED [-c CLASS] [-j]  print one program (shrunk while its first or CLASS
+ *                                  stays); -j: the engine's batch audits of it too, as JSON lines
  *   fuzz_audit --check-audit FLAT -r RUN  a live run's audits (FLAT: nanlog-bpf's output
  *                                  through tests/audit/audit_flat.jq, - for stdin) against the
  *                                  truth in build/audit/randrun's file RUN, beside the same
@@ -226,7 +227,7 @@ int main(int argc, char **argv)
 		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[3] = { 0 },
 		 faulty[2] = { 0 };
 	const char *dir = NULL, *known_path = NULL;
-	bool list = false, print_healthy = false;
+	bool list = false, print_healthy = false, print_json = false;
 	long long write_seed = -1, print_seed = -1;
 	const char *print_cls = NULL, *check_audit = NULL, *check_run = NULL;
 
@@ -243,6 +244,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "-a")) {
 			print_healthy = true;
+			continue;
+		}
+		if (!strcmp(a, "-j")) {
+			print_json = true;
 			continue;
 		}
 		if (!v) {
@@ -323,9 +328,15 @@ int main(int argc, char **argv)
 			rp_minimize(&s, cls);
 		if (rp_build(&p, &s))
 			return 2;
+		printf("seed %lld class \"%s\"\n", print_seed, cls);
+		rp_audit_json = print_json ? stdout : NULL;
 		rp_run(&p, &r);
+		rp_audit_json = NULL;
+		for (int i = 0; print_json && i < p.n; i++) /* to read the audits' times as ops */
+			printf("{\"type\":\"op\",\"op\":%d,\"ts_ns\":%llu}\n", i,
+			       (unsigned long long)p.calls[i].rec.ts_ns);
 		rp_spec_describe(&p.spec, desc, sizeof(desc));
-		printf("seed %lld class \"%s\"\nspec: %s\n", print_seed, cls, desc);
+		printf("spec: %s\n", desc);
 		rp_print(&p, &r, stdout);
 		rp_free(&p);
 		return 0;

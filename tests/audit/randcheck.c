@@ -316,10 +316,14 @@ struct collect {
 	struct rp_result *r;
 };
 
+FILE *rp_audit_json;
+
 static void on_batch(void *ctx, const struct nl_batch_audit *a)
 {
 	struct collect *c = ctx;
 
+	if (rp_audit_json)
+		nl_audit_json_batch(rp_audit_json, a);
 	rp_result_batch(c->p, c->r, a);
 }
 

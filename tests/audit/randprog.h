@@ -235,6 +235,8 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
  * of launches keeps it named (include/nanlog_rec.h, step starts stay named).
  * Off: as --every-launch sends them. */
 extern bool rp_counted_launches;
+/* Where rp_run writes the engine's batch audits as JSON lines (NULL: not). */
+extern FILE *rp_audit_json;
 /* out[i]: call i of the program is a launch the probes count (as above). */
 void rp_counted_calls(const struct rp_prog *p, bool *out);
 
