@@ -460,6 +460,35 @@ static void test_random_sample_counted(void **state)
 	random_sample(KNOWN_COUNTED_PATH, true);
 }
 
+/* Programs the engine once got wrong with launches counted in runs, found
+ * outside the bounded sample (fuzz_audit -u -f): they agree now. */
+static const uint64_t counted_fixed[] = {
+	/* another pipeline's step begun on the autograd thread */
+	176206, 9300, 105614, 209798, 287682,
+};
+
+static void test_counted_fixed(void **state)
+{
+	(void)state;
+	rp_counted_launches = true;
+	for (size_t i = 0; i < sizeof(counted_fixed) / sizeof(counted_fixed[0]); i++) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+
+		rp_spec_random(&s, counted_fixed[i]);
+		assert_int_equal(rp_build(&p, &s), 0);
+		assert_int_equal(rp_run(&p, &r), 0);
+		for (int k = 0; k < r.ndiffs; k++)
+			print_message("seed %llu (fuzz_audit -u -p %llu): %s\n",
+				      (unsigned long long)counted_fixed[i],
+				      (unsigned long long)counted_fixed[i], r.diffs[k]);
+		rp_free(&p);
+		assert_int_equal(r.ndiffs, 0);
+	}
+	rp_counted_launches = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_recording_roundtrip),
 		cmocka_unit_test(test_random_sample),
 		cmocka_unit_test(test_random_sample_counted),
+		cmocka_unit_test(test_counted_fixed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,6 +99,22 @@ static bool step_known(struct nl_proc *p, const struct nl_batch *b)
 	return q && q->step_n && !q->step_varied;
 }
 
+/* Op c is made by the thread every step of batch b's pipeline began on
+ * (any, where they began on more than one): a step begins where its
+ * forward does, on the training loop's thread, not on the autograd
+ * thread whose backward runs in another pipeline's window. With launches
+ * counted in runs, a counted launch of that thread may be any kernel the
+ * thread's rows did not begin with, so its backward's third and fourth
+ * launches looked like b's step begun there without its edge: b was
+ * passed over at its take and a healthy batch accused copy->forward
+ * (random program 176206, counted). */
+static bool step_thread_may_be(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c)
+{
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+
+	return !q || q->step_tid_varied || c->tid == q->step_tid;
+}
+
 /* Compute's op c, in the window of another pipeline's batch `own`,
  * may be the first of batch b's forward: not a launch of another kernel
  * than the one every step of b's pipeline began with (named; counted in a
@@ -110,7 +126,8 @@ static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const st
 {
 	if (!step_known(p, b))
 		return true;
-	if (!nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 0))
+	if (!nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 0) ||
+	    !step_thread_may_be(p, b, c))
 		return false;
 	return !own || !own->fwd_waited || own->st[NL_STAGE_FORWARD].work;
 }
@@ -119,7 +136,8 @@ static bool may_begin_step(struct nl_proc *p, const struct nl_batch *b, const st
  * with, may be their second (any op, where they are not known). */
 static bool step_second_may_be(struct nl_proc *p, const struct nl_batch *b, const struct nl_call *c)
 {
-	return !step_known(p, b) || nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 1);
+	return !step_known(p, b) || (nl_step_kernel_may_be(p, nl_pipe_of_token(p, b->token), c, 1) &&
+				     step_thread_may_be(p, b, c));
 }
 
 /* Some op of batch b's sparse stage is ordered before stream s. */
@@ -444,6 +462,8 @@ static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
 	}
 	if (!q || !acc->first_named[0] || !acc->first_named[1])
 		return;
+	q->step_tid_varied |= q->step_n > 0 && q->step_tid != acc->first_tid;
+	q->step_tid = acc->first_tid;
 	if (q->step_n && q->step_sig[0] == acc->first_sig[0] && q->step_sig[1] == acc->first_sig[1]) {
 		q->step_n++;
 		return;

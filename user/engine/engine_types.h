@@ -395,6 +395,10 @@ struct nl_pipe {
 	uint64_t step_sig[2];
 	uint32_t step_n;
 	bool step_varied;     /* two windows began differently */
+	/* the thread those windows began on, unless two began on different
+	 * threads (step_tid_varied) */
+	uint32_t step_tid;
+	bool step_tid_varied;
 	/* the same with launches counted in runs: windows whose first kernel
 	 * is named (a run's first) and whose second is not */
 	uint64_t run_sig;
