@@ -908,7 +908,27 @@ static bool same_copy_stream(const struct nl_batch *x, const struct nl_batch *b)
 	return c >= 0 && c == copy_slot(x);
 }
 
-bool nl_outside_work(const struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since)
+/* Every batch of pipeline `pipe` copied since `since` had its forward
+ * begun, by a take of it: none of them is a batch whose step a restart
+ * of compute's then could be. Before, an evaluation turn run in the
+ * window of a training batch kept a training step begun again after the
+ * turn, its take dropped, from being that batch's: it was skipped
+ * target_exited (random program 233484). */
+static bool accounted_since(struct nl_proc *p, int pipe, uint64_t since)
+{
+	const struct nl_batch *b;
+
+	NL_FOR_BATCHES(p, b) {
+		if (nl_tok_pipe(b->token) != pipe || b->closed ||
+		    b->st[NL_STAGE_COPY].last_ts <= since)
+			continue;
+		if (!b->fwd_started || !b->fwd_waited)
+			return false;
+	}
+	return true;
+}
+
+bool nl_outside_work(struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
@@ -919,8 +939,11 @@ bool nl_outside_work(const struct nl_proc *p, const struct nl_stream *s, int pip
 		 * nor waited on a copy stream (the backward stream) */
 		if (x->role == NL_ROLE_OTHER && !x->h2d && !x->fed_by_copy)
 			continue;
-		if ((x->role != NL_ROLE_COPY && x->role != NL_ROLE_SPARSE) || x->pipe != pipe)
-			return true;
+		if (x->role == NL_ROLE_COPY || x->role == NL_ROLE_SPARSE) {
+			if (x->pipe == pipe || (x->pipe >= 0 && accounted_since(p, x->pipe, since)))
+				continue;
+		}
+		return true;
 	}
 	return false;
 }

@@ -99,8 +99,9 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
 /* A launch on compute that begins a new step may take the next batch. */
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c);
 /* A stream other than s and pipeline pipe's own producers did work since
- * `since`: a producer a restart of compute's step could be for. */
-bool nl_outside_work(const struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since);
+ * `since`: a producer a restart of compute's step could be for (not one
+ * of another pipeline all of whose batches copied since compute took). */
+bool nl_outside_work(struct nl_proc *p, const struct nl_stream *s, int pipe, uint64_t since);
 /* Compute took batch tok from sparse stream s (the hand-off rule). */
 void nl_hand_over(struct nl_stream *s, int64_t tok);
 /* Compute's forward of batch tok began without a wait: hand tok over from
