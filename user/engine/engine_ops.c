@@ -1094,6 +1094,17 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (o && (!ev->capture || ev->cap_id != o->cap_id || ev->slot != slot))
 			o->cap_ok = false;
 	}
+	/* a stream without a role waits on one that copies to the device:
+	 * discover may find them, and its work so far is judged with the
+	 * clock it had before this wait (and before the implicit join the
+	 * wait makes with the null stream) */
+	bool early = ev && ev->recorded && ev->slot >= 0 && ev->slot != slot && !s->capturing &&
+		     s->role == NL_ROLE_OTHER && p->s[ev->slot].role == NL_ROLE_OTHER &&
+		     p->s[ev->slot].h2d;
+	uint64_t joined = s->last_join_ts;
+
+	if (early)
+		memcpy(p->tmp_vc, s->vc, p->w * sizeof(uint32_t));
 	if (!op_prepare(e, p, slot, c))
 		return;
 	if (!ev || (!ev->recorded && !ev->created)) {
@@ -1112,15 +1123,6 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (ev->slot != slot)
 			nl_hold_resolved(e, p, ev, slot);
 		from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
-		/* a stream without a role waits on one that copies to the
-		 * device: discover may find them, and its work so far is
-		 * judged with the clock it had before this wait */
-		bool early = from && ev->slot != slot && s->role == NL_ROLE_OTHER &&
-			     from->role == NL_ROLE_OTHER && from->h2d;
-		uint64_t joined = s->last_join_ts;
-
-		if (early)
-			memcpy(p->tmp_vc, s->vc, p->w * sizeof(uint32_t));
 		bool news = nl_vc_news(s->vc, ev->vc, p->w);
 		int64_t before = s->token;
 
