@@ -446,7 +446,7 @@ void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_ev
 	bn = nl_batch_of(p, s->hold_next);
 	if (bt && bn && !bt->closed && !bn->closed && !bn->st[NL_STAGE_SPARSE].work &&
 	    nl_ring_start(s) < s->nring && s->ring[nl_ring_start(s) % NL_RING].clock <= s->hold_clock) {
-		uint32_t *keep = p->tmp_vc + p->w, own = s->vc[ev->slot];
+		uint32_t *keep = p->tmp_vc, own = s->vc[ev->slot];
 
 		/* judged with the clock the stream had at the first held op:
 		 * implicit joins since (a blocking stream joining the null

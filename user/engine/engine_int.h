@@ -156,6 +156,12 @@ static inline uint32_t *nl_stream_hold_vc(const struct nl_proc *p, int slot)
 {
 	return p->svc + (size_t)(p->w + (uint32_t)slot) * p->w;
 }
+/* The clock stream slot had at its first work op, taken while it had no
+ * role (first_vc) */
+static inline uint32_t *nl_stream_first_vc(const struct nl_proc *p, int slot)
+{
+	return p->svc + (size_t)(2 * p->w + (uint32_t)slot) * p->w;
+}
 
 /* A wait on event ev: work a sparse stream held on its batch because of
  * ev's record goes to the next batch (nl_stream.hold_clock). */

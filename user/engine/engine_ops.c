@@ -769,48 +769,50 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 }
 
 /* The first work op of stream d, up to its clock `upto`, where its work
- * so far can be judged with one clock: its whole life is remembered, it
- * waited on nothing, and its clock took no other stream's after that op
- * (`joined`: the time it last did). NULL otherwise. */
-static const struct nl_ring_op *early_work(const struct nl_stream *d, uint32_t upto, uint64_t joined)
+ * so far can be judged with the clock it had at that op (first_vc): its
+ * whole life is remembered, and it waited on no stream that copies to the
+ * device. NULL otherwise. */
+static const struct nl_ring_op *early_work(const struct nl_proc *p, const struct nl_stream *d,
+					   uint32_t upto)
 {
 	const struct nl_ring_op *fw = NULL;
 
-	if (nl_ring_start(d) != 0)
+	if (nl_ring_start(d) != 0 || !d->first_vc)
 		return NULL;
 	for (uint32_t k = 0; k < d->nring && d->ring[k].clock <= upto; k++) {
-		if (nl_api_info[d->ring[k].api].kind == NL_K_STREAM_WAIT)
+		const struct nl_ring_op *r = &d->ring[k];
+
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT &&
+		    (r->ev_slot < 0 || p->s[r->ev_slot].h2d || p->s[r->ev_slot].role == NL_ROLE_COPY))
 			return NULL;
-		if (d->ring[k].work && !fw)
-			fw = &d->ring[k];
+		if (r->work && !fw)
+			fw = r;
 	}
-	return fw && joined <= fw->ts ? fw : NULL;
+	return fw;
 }
 
 /* Stream d, just made the data-dist stream of its pipeline by its edges
- * (discover, discover_implicit), did work before: up to its clock `upto`,
- * with clock vc then. That work is the sparse stage of the oldest batch of
- * the pipeline whose copy that clock orders (none: it stays placed nowhere,
- * and the batch is judged never reached). Only where d's whole life is
- * remembered, it waited on nothing before, and its clock took no other
- * stream's after its first work op (`joined`: the time it last did): its
- * ops are judged with that one clock. Before, the work went to no batch,
- * and compute's take of its record to none either: the batch's forward
- * stayed on the other pipeline's, and a healthy batch whose dropped data-
- * dist wait the null stream made redundant was accused copy->sparse
- * (random programs 340138, 240466). */
-static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto,
-			    const uint32_t *vc, uint64_t joined)
+ * (discover, discover_implicit), did work before, up to its clock `upto`:
+ * the sparse stage of the oldest batch of the pipeline whose copy its
+ * clock at its first work op ordered (none: it stays placed nowhere, and
+ * the batch is judged never reached). That clock judges all of it: if
+ * the first op is not ordered after the copy, the batch is not, and if it
+ * is, so is every later op. Before, the work went to no batch, and
+ * compute's take of its record to none either: the batch's forward stayed
+ * on the other pipeline's, and a healthy batch whose dropped data-dist
+ * wait the null stream made redundant was accused copy->sparse (random
+ * programs 340138, 240466, 301201, 222818). */
+static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto)
 {
 	struct nl_stream *d = &p->s[slot];
 	struct nl_batch *b, *due = NULL;
-	uint32_t *keep = p->tmp_vc + p->w;
-	const struct nl_ring_op *fw = early_work(d, upto, joined);
+	uint32_t *keep = p->tmp_vc;
+	const struct nl_ring_op *fw = early_work(p, d, upto);
 
 	if (d->role != NL_ROLE_SPARSE || d->pipe < 0 || !fw)
 		return;
 	memcpy(keep, d->vc, p->w * sizeof(uint32_t));
-	memcpy(d->vc, vc, p->w * sizeof(uint32_t));
+	memcpy(d->vc, nl_stream_first_vc(p, slot), p->w * sizeof(uint32_t));
 	NL_FOR_BATCHES(p, b) {
 		if (nl_tok_pipe(b->token) == d->pipe && !b->closed && !b->fwd_started &&
 		    !b->st[NL_STAGE_SPARSE].work && nl_copy_covered(b, d) &&
@@ -847,7 +849,7 @@ static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
 
 	if (!p->discovering || slot != p->compute_slot || ev->slot == slot ||
 	    d->role != NL_ROLE_OTHER || d->h2d || d->capturing || d->was_role != NL_ROLE_OTHER ||
-	    !early_work(d, ev->clock, d->last_join_ts))
+	    d->feeds_compute || !early_work(p, d, ev->clock))
 		return;
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
@@ -872,7 +874,7 @@ static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
 	sparse_placed(p, d, pipe);
 	d->fed_by_copy = true;
 	restamp(e, p, mslot);
-	book_early_work(e, p, ev->slot, ev->clock, ev->vc, d->last_join_ts);
+	book_early_work(e, p, ev->slot, ev->clock);
 }
 
 /* The stream in slot is a destroyed producer again (records_again,
@@ -1095,16 +1097,12 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			o->cap_ok = false;
 	}
 	/* a stream without a role waits on one that copies to the device:
-	 * discover may find them, and its work so far is judged with the
-	 * clock it had before this wait (and before the implicit join the
-	 * wait makes with the null stream) */
+	 * discover may find them, and its work so far is booked */
 	bool early = ev && ev->recorded && ev->slot >= 0 && ev->slot != slot && !s->capturing &&
 		     s->role == NL_ROLE_OTHER && p->s[ev->slot].role == NL_ROLE_OTHER &&
 		     p->s[ev->slot].h2d;
-	uint64_t joined = s->last_join_ts;
+	uint32_t upto = s->vc[slot];
 
-	if (early)
-		memcpy(p->tmp_vc, s->vc, p->w * sizeof(uint32_t));
 	if (!op_prepare(e, p, slot, c))
 		return;
 	if (!ev || (!ev->recorded && !ev->created)) {
@@ -1149,7 +1147,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				discover_implicit(e, p, slot, ev);
 				discover(e, p, slot, ev);
 				if (early && s->role == NL_ROLE_SPARSE)
-					book_early_work(e, p, slot, s->vc[slot], p->tmp_vc, joined);
+					book_early_work(e, p, slot, upto);
 				/* the edge that found a pipeline (in learning's
 				 * replay: learning took another first) fed its
 				 * data-dist stream from its copy stream too */
@@ -1407,6 +1405,10 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 
 	if (!op_prepare(e, p, slot, c))
 		return;
+	if (s->role == NL_ROLE_OTHER && !s->first_vc) {
+		memcpy(nl_stream_first_vc(p, slot), s->vc, p->w * sizeof(uint32_t));
+		s->first_vc = true;
+	}
 	if (c->kind == NL_K_LAUNCH && !c->coll_depth && !(c->fields & NL_F_FN))
 		p->unnamed_launch = true;
 	if (coll && th->inner && th->inner_slot == slot && th->inner_ts >= c->ts_ns &&

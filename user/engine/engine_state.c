@@ -66,14 +66,15 @@ struct nl_proc *nl_proc_new(const struct nl_engine *e, uint32_t pid)
 	p->hcap = nl_pow2_at_least(2 * p->ecap);
 	p->bcap = o->max_batches_in_flight;
 	p->s = calloc(w, sizeof(*p->s));
-	/* each stream's clock, then the clock it had when its work was last
-	 * held (nl_stream_hold_vc) */
-	p->svc = calloc((size_t)2 * w * w, sizeof(uint32_t));
+	/* each stream's clock, the clock it had when its work was last held
+	 * (nl_stream_hold_vc), and at its first work op without a role
+	 * (nl_stream_first_vc) */
+	p->svc = calloc((size_t)3 * w * w, sizeof(uint32_t));
 	p->ev = calloc(p->ecap, sizeof(*p->ev));
 	p->evc = calloc((size_t)p->ecap * w, sizeof(uint32_t));
 	p->eh = calloc(p->hcap, sizeof(uint32_t));
 	p->efree = calloc(p->ecap, sizeof(uint32_t));
-	p->tmp_vc = calloc((size_t)2 * w, sizeof(uint32_t));
+	p->tmp_vc = calloc(w, sizeof(uint32_t));
 	if (!p->s || !p->svc || !p->ev || !p->evc || !p->eh || !p->efree || !p->tmp_vc ||
 	    pipe_init(p, 0))
 		goto fail;

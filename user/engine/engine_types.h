@@ -153,6 +153,9 @@ struct nl_stream {
 	uint64_t hold_ev;
 	int64_t hold_tok, hold_next;
 	uint32_t wait_clock;  /* clock of its last wait */
+	/* its first work op came while it had no role: the clock then is kept
+	 * (nl_stream_first_vc), to judge that work if it gets one */
+	bool first_vc;
 	/* a stream with no role that copies host-to-device and whose events
 	 * another stream waited on: a producer the audit cannot place (a
 	 * second pipeline, a second copy stream), counted once */
@@ -529,9 +532,8 @@ struct nl_proc {
 	/* its emitted batches, for the summary: by verdict (per pipeline in
 	 * pipes[]) */
 	struct nl_verdict_counts verdicts;
-	/* scratch clocks, 2 * w: the first half a stream's clock saved
-	 * before a wait (op_wait), the second one kept while another is
-	 * lent (nl_hold_resolved, book_early_work) */
+	/* a scratch clock: a stream's kept while it is lent another
+	 * (nl_hold_resolved, book_early_work) */
 	uint32_t *tmp_vc;
 };
 
