@@ -833,12 +833,12 @@ static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, ui
 	memcpy(d->vc, keep, p->w * sizeof(uint32_t));
 }
 
-/* Compute waits on record ev of stream d without a role that copies
- * nothing to the device, where d's work before that record was ordered
- * after the copies of one stream m without a role that copies to the
- * device, by no wait of d (a null-stream join of blocking streams): m is
- * a copy stream found by its edges and d its data-dist stream, as if d
- * had waited on m's record (discover), and its work so far is booked as
+/* Compute waits for the first time on a record ev of stream d without a
+ * role that copies nothing to the device, where d's clock at that record
+ * orders the copies of one stream m without a role that copies to the
+ * device, by no wait of d on m (a null-stream join of blocking streams):
+ * m is a copy stream found by its edges and d its data-dist stream, as if
+ * d had waited on m's record (discover), and its work so far is booked as
  * its first batch's (book_early_work), so that compute's wait takes that
  * batch. */
 static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
