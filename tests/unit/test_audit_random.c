@@ -465,6 +465,9 @@ static void test_random_sample_counted(void **state)
 static const uint64_t counted_fixed[] = {
 	/* another pipeline's step begun on the autograd thread */
 	176206, 9300, 105614, 209798, 287682,
+	/* a batch cut from a merged segment after an evaluation turn, its
+	 * steps accounted (steps_accounted) */
+	95122, 195694, 222116,
 };
 
 static void test_counted_fixed(void **state)
