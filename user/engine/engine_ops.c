@@ -741,15 +741,16 @@ static void copy_placed(struct nl_proc *p, struct nl_stream *m)
 }
 
 /* Pipelines found by their edges (docs/engine.md, "Pipelines"): a stream
- * without a role that copies to the device, whose event another stream now
- * waits on, is a copy stream. It belongs to the waiter's pipeline when the
+ * without a role that copies to the device (mslot), whose event the stream
+ * in slot now waits on (or whose copies it was ordered after:
+ * discover_implicit), is a copy stream. It belongs to the waiter's pipeline when the
  * waiter is a sparse stream; otherwise to a pipeline of its own (one whose
  * copy streams were all destroyed, or a new one), and a waiter without a
  * role becomes that pipeline's sparse stream. Only after learning, and not
  * when the options named the streams. */
-static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_event *ev)
+static void discover(struct nl_engine *e, struct nl_proc *p, int slot, int mslot)
 {
-	struct nl_stream *s = &p->s[slot], *m = &p->s[ev->slot];
+	struct nl_stream *s = &p->s[slot], *m = &p->s[mslot];
 	int pipe;
 
 	if (!p->discovering || m->role != NL_ROLE_OTHER || !m->h2d || s->role == NL_ROLE_COPY ||
@@ -765,7 +766,7 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, const str
 		sparse_placed(p, s, pipe);
 	else if (slot == p->compute_slot && m->was_role == NL_ROLE_COPY)
 		data_dist_again(p, m->was_pipe, pipe);
-	restamp(e, p, ev->slot);
+	restamp(e, p, mslot);
 }
 
 /* The first work op of stream d, up to its clock `upto`, where its work
@@ -845,7 +846,7 @@ static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
 			      struct nl_event *ev)
 {
 	struct nl_stream *d = &p->s[ev->slot];
-	int mslot = -1, pipe;
+	int mslot = -1;
 
 	if (!p->discovering || slot != p->compute_slot || ev->slot == slot ||
 	    d->role != NL_ROLE_OTHER || d->h2d || d->capturing || d->was_role != NL_ROLE_OTHER ||
@@ -866,14 +867,12 @@ static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
 			return;
 		mslot = (int)i;
 	}
-	if (mslot < 0 || (pipe = nl_pipe_open(p)) < 0)
+	if (mslot < 0)
 		return;
-	p->s[mslot].role = NL_ROLE_COPY;
-	p->s[mslot].pipe = (int8_t)pipe;
-	copy_placed(p, &p->s[mslot]);
-	sparse_placed(p, d, pipe);
+	discover(e, p, ev->slot, mslot);
+	if (d->role != NL_ROLE_SPARSE)
+		return;
 	d->fed_by_copy = true;
-	restamp(e, p, mslot);
 	book_early_work(e, p, ev->slot, ev->clock);
 }
 
@@ -1145,7 +1144,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				bool copy_before = from->role == NL_ROLE_COPY;
 
 				discover_implicit(e, p, slot, ev);
-				discover(e, p, slot, ev);
+				discover(e, p, slot, ev->slot);
 				if (early && s->role == NL_ROLE_SPARSE)
 					book_early_work(e, p, slot, upto);
 				/* the edge that found a pipeline (in learning's
