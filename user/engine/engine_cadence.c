@@ -1191,6 +1191,44 @@ static struct nl_batch *past_lone(struct nl_proc *p, int pipe, const struct nl_s
 	return n;
 }
 
+/* Compute, holding batch x (its step begun, window w), begins the step
+ * again at `begun`, right after a wait on a record of x's copy stream that
+ * carried x, made inside the window, past the wait on that stream that
+ * began it: compute took x twice, and the copy stream did nothing between
+ * (nl_cut_taken_again). x's copy segment held the next batch's copies too:
+ * the batches of an evaluation pipeline copied two at a time, each taken
+ * by a wait_stream of its own. Before, the second batch was never audited,
+ * merged into the first's copies (random program 48803). */
+static bool taken_again(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_batch *x,
+			const struct nl_stage_acc *w, uint64_t begun)
+{
+	const struct nl_stream *s = &p->s[slot];
+	const struct nl_ring_op *r = NULL;
+	int m = copy_slot(x);
+	uint32_t k;
+
+	if (m < 0 || !w->work)
+		return false;
+	for (k = s->nring; k > nl_ring_start(s); k--) {
+		r = &s->ring[(k - 1) % NL_RING];
+		if (r->ts < begun)
+			break;
+	}
+	if (k == nl_ring_start(s) || !r)
+		return false;
+	if (nl_api_info[r->api].kind != NL_K_STREAM_WAIT || r->ev_slot != m || r->token != x->token ||
+	    r->ts <= w->first_ts)
+		return false;
+	for (k--; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *o = &s->ring[(k - 1) % NL_RING];
+
+		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == m &&
+		    o->token == x->token && o->ev_clock < r->ev_clock && o->ts <= w->first_ts)
+			return nl_cut_taken_again(e, p, m, x->token);
+	}
+	return false;
+}
+
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -1236,6 +1274,8 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			return;
 	}
 	b = nl_batch_of(p, s->token + 1);
+	if (!b && taken_again(e, p, slot, x, w, pair ? w->hit_op.ts : c->ts_ns))
+		b = nl_batch_of(p, s->token + 1);
 	if (pair || q->first_min <= 1) /* the step launches its first kernel once */
 		b = restarted_before_cut(p, x, b);
 	if (counted && !ordered_due(q, b, s))

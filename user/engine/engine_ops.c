@@ -399,6 +399,32 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 	}
 }
 
+/* Copy stream `slot`'s closed segment of batch tok, which compute took
+ * and began its step on, then took again by a wait on a record of the
+ * stream made with no copy since, and began its step again: more than one
+ * batch's copies, their records dropped or made before the first take (a
+ * fill of two batches). Cut by the size a copy stream of the process is
+ * sure of (known_k), as a record would cut it; the stream is then sure of
+ * that size. False when no size divides it, or its ops are not all
+ * remembered. */
+bool nl_cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok)
+{
+	struct nl_stream *m = &p->s[slot];
+	uint32_t n = 0, k;
+
+	if (e->o.no_copy_split || m->role != NL_ROLE_COPY || m->seg_open || m->token != tok)
+		return false;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++)
+		n += m->ring[i % NL_RING].work && m->ring[i % NL_RING].token == tok;
+	k = known_k(p, n);
+	if (!k || !cut_segment(e, p, slot, tok, k, n))
+		return false;
+	nl_close_segment(p, m);
+	m->seg_k = k;
+	m->seg_k_n = NL_SEG_SURE;
+	return true;
+}
+
 /* Copy stream `slot`'s open segment, cut by k as a record would cut it
  * when it holds more than k work ops, the last, still open part going on. */
 static void cut_open_segment(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t k)
