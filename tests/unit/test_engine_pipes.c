@@ -1721,6 +1721,63 @@ static void train_eval_one_fault(void **state)
 /* Batch i copied on M[i % 2], with a data-dist stream or straight to
  * compute: one pipeline, every batch audited, a dropped wait on a batch of
  * the second copy stream named on that batch. */
+/* A loader thread copies every batch: training's, two ahead of compute
+ * (ten steps), and, after training's sixth step, an evaluation turn's of
+ * four batches on a copy stream of its own, two before each pair of
+ * takes; events fresh, or one reused. The take of evaluation batch `drop`
+ * is missing with its record. Where it is a pair's first, its forward
+ * begins again in the window before with its copy segment still open,
+ * made by the loader since that window began: copy->forward on it,
+ * nothing else. Where it is a pair's second, the pair's one record ordered
+ * its copy already: silent. A guard for due_but_open, which takes such a
+ * segment made by a loader as well as by the restart's own thread (the
+ * fixtures seed-598529-loader-open and seed-178050-loader-open fail
+ * without it). */
+static struct tb *loader_eval_turn(int drop, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m = 0;
+
+	t->reuse_events = reuse;
+	tb_loader_copies(t, M, 2);
+	for (int i = 0; i < 10; i++) {
+		tb_wait_stream(t, C, M);
+		forward_on(t, C);
+		if (i + 2 < 10)
+			tb_loader_copies(t, M, 1);
+		if (i != 5)
+			continue;
+		m = tb_stream_create(t, 1);
+		for (int k = 0; k < 4; k++) {
+			if (k % 2 == 0)
+				tb_loader_copies(t, m, 2);
+			if (k != drop)
+				tb_wait_stream(t, C, m);
+			forward_on(t, C);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+static void loader_eval_take_dropped(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++) {
+		for (int drop = -1; drop < 4; drop++) {
+			struct tb *t = loader_eval_turn(drop, reuse);
+			int bad = drop % 2 == 0 ? drop : -1;
+
+
+			expect(t, 0, 10, -1, 0);
+			expect(t, 1, 4, bad, 1u << NL_EDGE_COPY_FORWARD);
+			assert_int_equal(t->n, 14);
+			assert_int_equal(t->sum.evidence_valid, bad < 0);
+			tb_free(t);
+		}
+	}
+}
+
 /* also_compute: compute waits on the copy stream too, after its take */
 static struct tb *two_copy_also(bool sparse, int drop_batch, int drop_edge, bool reuse,
 				bool also_compute)
@@ -2733,6 +2790,7 @@ int main(void)
 		cmocka_unit_test(eval_restart_before_last_take),
 		cmocka_unit_test(implicit_carry_per_pipeline),
 		cmocka_unit_test(train_eval_one_fault),
+		cmocka_unit_test(loader_eval_take_dropped),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),

@@ -1106,15 +1106,19 @@ static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
 	return (int)(s - p->s) == p->null_slot && c >= 0 && p->s[c].blocking;
 }
 
-/* ...or due but for its copy segment, still open, which the thread of call
- * c made: c, compute's work, ends that thread's segment (a copy it makes
- * next begins a new one, copy_segment). */
-static bool due_but_open(const struct nl_pipe *q, const struct nl_batch *b,
-			 const struct nl_call *c)
+/* ...or due but for its copy segment, still open. Made by the restart's
+ * own thread, whose work ends that thread's segment (a copy it makes next
+ * begins a new one, copy_segment); or by a loader thread, since the
+ * window began (copied_since_window): the restart is that batch's forward,
+ * begun without its edge, as where the take's record was dropped. Before,
+ * only the restart's own thread counted: an evaluation turn whose loader
+ * copied two batches before its first record, the first's take dropped
+ * with its record, had the restart left in training's window, and the
+ * fault missed with evidence_valid true (random program 387067). */
+static bool due_but_open(const struct nl_pipe *q, const struct nl_batch *b)
 {
 	return b && !b->closed && !b->fwd_started && !b->copy_closed &&
-	       b->st[NL_STAGE_COPY].work && b->st[NL_STAGE_COPY].first_tid == c->tid &&
-	       (!q->has_sparse || sparse_begun(b));
+	       b->st[NL_STAGE_COPY].work && (!q->has_sparse || sparse_begun(b));
 }
 
 /* With more than one pipeline, compute's step begun again in window `w`
@@ -1127,13 +1131,13 @@ static bool due_but_open(const struct nl_pipe *q, const struct nl_batch *b,
  * step begun again after that copy is that batch's forward, begun without
  * its edge where the take was dropped, not a prefetched batch of the
  * window's pipeline, whose copy came before. That batch's copy segment
- * may still be open (its record dropped with the take) where the
- * restart's thread made it (due_but_open). Before, the window's next
+ * may still be open (its record dropped with the take), made by the
+ * restart's thread or a loader (due_but_open). Before, the window's next
  * batch, ordered already, took the restart; the next restart, its own,
  * went to the batch after it, which was accused copy->forward (random
  * program 375042). */
 static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
-					    const struct nl_stage_acc *w, const struct nl_call *c)
+					    const struct nl_stage_acc *w)
 {
 	struct nl_batch *found = NULL;
 	uint64_t mine = 0;
@@ -1153,7 +1157,7 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 		if (i == pipe || !q->used)
 			continue;
 		o = first_unforwarded(p, q);
-		if (!(due_now(q, o) || due_but_open(q, o, c)) || copy_slot(o) < 0 ||
+		if (!(due_now(q, o) || due_but_open(q, o)) || copy_slot(o) < 0 ||
 		    o->st[NL_STAGE_COPY].first_ts <= mine ||
 		    o->st[NL_STAGE_COPY].first_ts <= w->first_ts)
 			continue;
@@ -1293,7 +1297,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * after it: that one missed, or skipped target_exited
 		 * (random program 120290) */
 		if (!o && q->first_min <= 1) {
-			o = copied_since_window(p, nl_tok_pipe(s->token), w, c);
+			o = copied_since_window(p, nl_tok_pipe(s->token), w);
 			if (o)
 				o = past_lone(p, nl_tok_pipe(s->token), w, o, c->ts_ns);
 			if (o && !producers_before(o, s))
@@ -1318,7 +1322,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_end_sure_segment(e, p, b->token);
 	ordered = producers_before(b, s) != 0;
 	if (ordered && b->copy_closed) {
-		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w, c);
+		struct nl_batch *o = copied_since_window(p, nl_tok_pipe(b->token), w);
 
 		if (o)
 			o = past_lone(p, nl_tok_pipe(b->token), w, o, c->ts_ns);
