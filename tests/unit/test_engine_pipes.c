@@ -1721,6 +1721,115 @@ static void train_eval_one_fault(void **state)
 /* Batch i copied on M[i % 2], with a data-dist stream or straight to
  * compute: one pipeline, every batch audited, a dropped wait on a batch of
  * the second copy stream named on that batch. */
+/* Training at depth 1, one copy a batch (six steps), an evaluation turn of
+ * four batches of `copies` copies each on a copy stream of its own (with
+ * `sparse`, distributed on a data-dist stream of its own first), then four
+ * more training steps. Compute's take of evaluation batch `drop` is
+ * dropped with its record: copy->forward on it (sparse->forward with a
+ * sparse stage), nothing else. The evaluation's first segment, before any
+ * hand-off, is cut by training's size (a fill of two batches, as far as
+ * the calls tell); its next segment refutes that (recut_fill). Before,
+ * every evaluation batch of two copies was cut in two, half of them never
+ * taken (skipped target_exited), and, with a sparse stage, healthy ones
+ * accused copy->sparse (random program 702). Not decided from the calls:
+ * two copies a batch without a sparse stage, the take of the batch after
+ * the fill dropped. Its forward begins again before the next segment
+ * refutes the guess, and goes to the fill's second batch as guessed,
+ * whose copy the wait before ordered: the fault is missed, but a batch is
+ * left without a forward, skipped, and the run is not valid. */
+static struct tb *eval_more_copies(int copies, bool sparse, int drop)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
+
+	for (int i = 0; i < 10; i++) {
+		tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, C, M);
+		forward_on(t, C);
+		if (i != 5)
+			continue;
+		m = tb_stream_create(t, 1);
+		d = sparse ? tb_stream_create(t, 1) : 0;
+		for (int k = 0; k < 4; k++) {
+			for (int c = 0; c < copies; c++)
+				tb_copy(t, m, 1, 1024);
+			if (sparse) {
+				tb_wait_stream(t, d, m);
+				tb_kernel(t, d, K_INPUT_DIST);
+			}
+			tb_wait_stream_or_drop(t, C, sparse ? d : m, k != drop);
+			forward_on(t, C);
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+static void eval_batches_more_copies(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		for (int drop = -1; drop < 4; drop++) {
+			bool sparse = v & 1;
+			struct tb *t = eval_more_copies(2 + v / 2, sparse, drop);
+			/* role learning takes the stream with more copies first */
+			uint32_t ev = v / 2 ? 0 : 1;
+
+			if (v == 0 && drop == 1) {
+				/* the one the calls cannot tell: no batch accused */
+				for (int i = 0; i < t->n; i++)
+					assert_int_not_equal(t->got[i].verdict, NL_VERDICT_UNTRUSTED);
+				assert_false(t->sum.evidence_valid);
+				tb_free(t);
+				continue;
+			}
+			expect(t, 1 - ev, 10, -1, 0);
+			expect(t, ev, 4, drop,
+			       1u << (sparse ? NL_EDGE_SPARSE_FORWARD : NL_EDGE_COPY_FORWARD));
+			assert_int_equal(t->n, 14);
+			assert_int_equal(t->sum.evidence_valid, drop < 0);
+			tb_free(t);
+		}
+	}
+}
+
+/* Training at depth 1, one copy a batch, and an evaluation turn of one
+ * batch of two copies on a copy stream of its own, taken by a wait: the
+ * turn's stream destroyed and training going on for four steps, or the
+ * process exiting right after the turn. No segment after the fill refutes
+ * training's size; the end does (recut_fill, `ended`). Before, the turn's
+ * batch was cut in two and the second half skipped target_exited. */
+static void eval_one_batch_more_copies(void **state)
+{
+	(void)state;
+	for (int at_exit = 0; at_exit < 2; at_exit++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m;
+		int train = at_exit ? 6 : 10;
+
+		for (int i = 0; i < train; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, C, M);
+			forward_on(t, C);
+			if (i != 5)
+				continue;
+			m = tb_stream_create(t, 1);
+			tb_copy(t, m, 1, 1024);
+			tb_copy(t, m, 1, 1024);
+			tb_wait_stream(t, C, m);
+			forward_on(t, C);
+			if (!at_exit)
+				stream_destroy(t, m);
+		}
+		tb_end(t);
+		expect(t, 0, train, -1, 0);
+		expect(t, 1, 1, -1, 0);
+		assert_int_equal(t->n, train + 1);
+		assert_true(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
 /* A loader thread copies every batch: training's, two ahead of compute
  * (ten steps), and, after training's sixth step, an evaluation turn's of
  * four batches on a copy stream of its own, two before each pair of
@@ -2791,6 +2900,8 @@ int main(void)
 		cmocka_unit_test(implicit_carry_per_pipeline),
 		cmocka_unit_test(train_eval_one_fault),
 		cmocka_unit_test(loader_eval_take_dropped),
+		cmocka_unit_test(eval_batches_more_copies),
+		cmocka_unit_test(eval_one_batch_more_copies),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),

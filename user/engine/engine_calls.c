@@ -124,6 +124,8 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 	case NL_K_STREAM_DESTROY:
 		key = nl_call_skey(c);
 		slot = nl_stream_slot(e, p, &key, false);
+		if (slot >= 0 && !p->learning)
+			nl_fill_guess_ends(e, p, slot);
 		if (slot >= 0)
 			p->s[slot].destroyed = true;
 		break;

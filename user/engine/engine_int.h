@@ -68,6 +68,7 @@ uint32_t nl_other_fill_k(const struct nl_proc *p, const struct nl_skey *key);
 /* A fill segment left open, before the first batch is taken: cut at the fill size. */
 void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot);
 bool nl_cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok);
+void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot);
 
 /* ---- engine_calls.c -------------------------------------------------------- */
 

@@ -343,6 +343,143 @@ static uint32_t known_k(const struct nl_proc *p, uint32_t n)
 	return best;
 }
 
+/* Batch tok of copy stream `slot` holds its copies only: no stage of a
+ * consumer began on it, and no other stream carries it. */
+static bool copies_only(struct nl_proc *p, int slot, int64_t tok)
+{
+	const struct nl_batch *b = nl_batch_of(p, tok);
+
+	if (!b || b->closed || b->reached_sparse || b->fwd_started ||
+	    b->st[NL_STAGE_SPARSE].ops || b->st[NL_STAGE_FORWARD].ops)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && (int)i != slot && p->s[i].token == tok)
+			return false;
+	return true;
+}
+
+/* Compute began its step again without a take, in a window of any
+ * pipeline, after ts (kept for the exit: again_ts, lone_again_ts). */
+static bool restarted_since(const struct nl_proc *p, uint64_t ts)
+{
+	for (int i = 0; i < p->npipes; i++)
+		if (p->pipes[i].used && (p->pipes[i].again_ts > ts || p->pipes[i].lone_again_ts > ts))
+			return true;
+	return false;
+}
+
+/* Copy stream `slot`'s fill was cut by the batch size another copy stream
+ * was sure of (guess_k), and its next segment, ending now, holds n work
+ * ops. n == guess_k confirms the guess. A size of its own refutes it: n,
+ * where it divides the fill, or the fill's size, where that divides n (a
+ * segment of two batches, the record between dropped), and not where
+ * compute worked while that segment was copied: an evaluation pipeline
+ * whose batches hold more copies than training's (two tensors where
+ * training has one). Where nothing but their copies reached the batches
+ * cut from the fill after its first, nor this segment's, they are cut
+ * again by that size: their copy ops go to the batches such a cut gives
+ * (the first keeps what it had, and more), the batch numbers after the
+ * first are given again, and the events recorded on the stream carry the
+ * batch that now holds the copy before them. True when it did. `ended`:
+ * the stream is destroyed, or its process exits, with no segment after
+ * the fill (an evaluation turn of one batch); n is then the fill's size,
+ * and only where a wait took the fill's first batch and compute began no
+ * step without a take since (that restart may have been the fill's second
+ * batch's). Before, every batch of such a pipeline was cut in
+ * n / guess_k, half of them never taken, and healthy ones accused
+ * copy->sparse (random programs whose evaluation batches hold another
+ * number of copies than training's, docs/engine.md). */
+static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool ended)
+{
+	struct nl_stream *m = &p->s[slot];
+	struct nl_pipe *q = nl_pipe_of_stream(p, m);
+	int64_t first = m->guess_tok, cur = m->token, last = NL_NO_TOKEN;
+	uint32_t k = m->guess_k, fill = m->guess_n, n = ended ? fill : m->seg_work, idx = 0, own;
+	uint32_t start = nl_ring_start(m);
+	uint64_t t0 = 0, t1 = 0;
+	const struct nl_batch *b0 = nl_batch_of(p, first);
+
+	m->guess_n = 0;
+	own = fill % n == 0 ? n : n % fill == 0 ? fill : 0;
+	if (!q || own <= k || e->o.no_copy_split || m->seg_open == ended ||
+	    cur != first + (int64_t)(fill / k) - ended)
+		return false;
+	if (ended && (!b0 || !(b0->fwd_waited || b0->reached_sparse) ||
+		      restarted_since(p, b0->st[NL_STAGE_COPY].first_ts)))
+		return false;
+	for (int64_t t = first + 1; t <= cur; t++)
+		if (!copies_only(p, slot, t))
+			return false;
+	for (uint32_t i = start; i < m->nring; i++) {
+		const struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		idx += r->token == first && r->work;
+		if (r->token == cur && r->work && !t0)
+			t0 = r->ts;
+		if (r->token == cur && r->work)
+			t1 = r->ts;
+	}
+	if (idx != k)
+		return false; /* the first batch's copies are not all remembered */
+	/* compute worked while this segment was copied: it may hold two
+	 * batches, the record between dropped (a loader's copies either side
+	 * of a step), not one of a size of its own */
+	if (!ended && p->compute_slot >= 0 &&
+	    nl_ring_worked_between(&p->s[p->compute_slot], t0, t1, NULL))
+		return false;
+	m->guess_refuted = true;
+	/* the events recorded on the stream after the first batch's copies:
+	 * the batch holding the copy before each, by its place in the fill */
+	for (uint32_t i = 0; i < p->ecap; i++) {
+		struct nl_event *o = &p->ev[i];
+
+		if (o->used && o->recorded && o->slot == slot && o->token > first && o->token < cur)
+			o->token = first + (int64_t)(((uint64_t)(o->token - first + 1) * k - 1) / own);
+	}
+	for (int64_t t = first + 1; t <= cur; t++)
+		nl_batch_of(p, t)->used = false;
+	q->next_token = first + 1;
+	m->token = first;
+	for (uint32_t i = start; i < m->nring; i++) {
+		struct nl_ring_op *r = &m->ring[i % NL_RING];
+		int64_t to;
+
+		if (r->token <= first || r->token > cur)
+			continue;
+		/* a work op by its place in the fill; any other with the one before */
+		if (!r->work && last != NL_NO_TOKEN)
+			to = last;
+		else
+			to = first + (int64_t)((r->work ? idx : idx - 1) / own);
+		if (to != m->token) {
+			nl_close_segment(p, m);
+			nl_mint(e, p, m, r->ts);
+		}
+		r->token = m->token;
+		nl_account_ring(e, p, slot, r, m->token);
+		idx += r->work;
+		last = m->token;
+	}
+	if (ended)
+		nl_close_segment(p, m);
+	m->seg_work = ended ? 0 : n - own * ((n - 1) / own);
+	/* sure: the fill and this segment both showed it */
+	m->seg_k = own;
+	m->seg_k_n = NL_SEG_SURE;
+	return true;
+}
+
+/* Copy stream `slot` is destroyed, or its process exits: a fill cut by a
+ * size another copy stream was sure of, with no segment after it to
+ * confirm it, is refuted where a wait took its first batch and nothing
+ * took those cut from it after the first (recut_fill): an evaluation turn
+ * of one batch. */
+void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	if (p->s[slot].guess_n && p->s[slot].role == NL_ROLE_COPY)
+		recut_fill(e, p, slot, true);
+}
+
 /* A record ends the copy stream's segment. Segments of a steady size K
  * teach it; one of exactly n * K work ops (n > 1) is n batches whose
  * copies one record covers (a whole wait_stream dropped with its record, a
@@ -351,18 +488,25 @@ static uint32_t known_k(const struct nl_proc *p, uint32_t n)
 static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *s = &p->s[slot];
-	uint32_t k = s->seg_k, n = s->seg_work, fk = 0;
-	struct nl_batch *b = nl_batch_of(p, s->token);
+	uint32_t k, n = s->seg_work, fk = 0;
+	struct nl_batch *b;
+	bool borrowed = false;
 
 	if (!s->seg_open || !n)
 		return;
+	if (s->guess_n && recut_fill(e, p, slot, false))
+		return;
+	k = s->seg_k;
+	b = nl_batch_of(p, s->token);
 	/* a fill phase: a segment before any hand-off, of the size learning
 	 * saw (the first pipeline, or this stream's own in what it held
 	 * back) or one another copy stream is sure of */
 	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split) {
 		fk = s->pipe == 0 ? p->fill_k : nl_other_fill_k(p, &s->key);
-		if (!fk && s->pipe != 0)
+		if (!fk && s->pipe != 0 && !s->guess_refuted) {
 			fk = known_k(p, n);
+			borrowed = true;
+		}
 	}
 	/* after it, in the window learning saw, the size all its segments share */
 	if (!fk && s->pipe == 0 && s->role == NL_ROLE_COPY && b)
@@ -372,6 +516,11 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		k = fk;
 		s->seg_k = k;
 		s->seg_k_n = NL_SEG_SURE;
+		if (borrowed) {
+			s->guess_tok = s->token;
+			s->guess_k = k;
+			s->guess_n = n;
+		}
 	} else if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
 		if (n == k) {
 			s->seg_k_n++;

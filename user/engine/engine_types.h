@@ -127,6 +127,13 @@ struct nl_stream {
 	 * record had, and how many in a row had it (docs/engine.md, "Merged
 	 * segments") */
 	uint32_t seg_work, seg_k, seg_k_n;
+	/* a fill of guess_n work ops, from batch guess_tok on, cut by
+	 * guess_k, the size another copy stream was sure of (0: none); its
+	 * next segment confirms or refutes it (recut_fill). guess_refuted: a
+	 * size of its own refuted one: no other's is borrowed again */
+	int64_t guess_tok;
+	uint32_t guess_k, guess_n;
+	bool guess_refuted;
 	bool copy_waited;     /* a stream waited on one of its records */
 	bool waited_on;       /* ...in any role */
 	bool joined_now;      /* the op being applied took its batch by an implicit join */
