@@ -506,7 +506,7 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 
 	while (changed) {
 		changed = false;
-		for (int step = 0; step < 31; step++) {
+		for (int step = 0; step < 32; step++) {
 			struct rp_spec t = *s;
 
 			switch (step) {
@@ -579,6 +579,11 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 				t.nb -= step == 29 ? 1 : t.lead0;
 				t.lead0 -= step == 29 ? 1 : t.lead0;
 				drops_follow(&t, s, -1);
+				break;
+			case 31: /* pipeline 1's batches the first's size */
+				if (!t.ncopies1)
+					continue;
+				t.ncopies1 = 0;
 				break;
 			case 28: /* pipeline 1 shallower */
 				if (t.depth1 <= 1)

@@ -207,6 +207,7 @@ static void spec_shape(struct rp_spec *s, uint64_t seed)
 	}
 	/* drawn last: the draws before are those of the programs before it */
 	s->lifo = s->shape == RP_S_RECREATE && chance(&r, 50);
+	s->ncopies1 = chance(&r, 30) ? 1 + below(&r, 3) : 0;
 }
 
 void rp_spec_random(struct rp_spec *s, uint64_t seed)
@@ -323,6 +324,8 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 			 s->lag1);
 	if (s->lifo)
 		snprintf(buf + strlen(buf), len - strlen(buf), " lifo");
+	if (s->ncopies1)
+		snprintf(buf + strlen(buf), len - strlen(buf), " copies1=%d", s->ncopies1);
 }
 
 /* ---- emitting the program --------------------------------------------------------- */
@@ -1154,6 +1157,8 @@ static int build(struct rp_prog *p, const struct rp_spec *s, bool flip_untraced)
 	g->spec1.depth = s->depth1 > 0 ? s->depth1 : 1;
 	g->spec1.lag = s->lag1 > 0 && s->lag1 <= g->spec1.depth ? s->lag1 : 1;
 	g->spec1.coll = g->spec1.split = g->spec1.noise_watchdog = false;
+	if (s->ncopies1 > 0)
+		g->spec1.ncopies = s->ncopies1;
 	g->spec1.pretrace = false;
 	order_fix(&g->spec1);
 	for (int k = 0; k < RP_MAX_PIPES; k++)

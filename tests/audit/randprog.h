@@ -104,6 +104,8 @@ struct rp_spec {
 	int run0, run1;      /* batches of pipeline 0, then 1, per turn on compute */
 	int lead0;           /* more batches in pipeline 0's first turn (role learning done) */
 	int depth1, lag1;    /* pipeline 1's depth and sparse lag (no collective stream) */
+	int ncopies1;        /* pipeline 1's copies per batch (0: pipeline 0's): its
+				* batches need not hold the tensors the first's do */
 	/* RP_S_RECREATE: the allocator hands out the handle freed last first
 	 * (glibc's): a turn's copy and data-dist streams, destroyed in that
 	 * order, come back on each other's handles; otherwise destroyed the
