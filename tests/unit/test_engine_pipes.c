@@ -1830,6 +1830,57 @@ static void eval_one_batch_more_copies(void **state)
 	}
 }
 
+/* Training at depth 1, one copy a batch, and two evaluation turns on
+ * streams created for each, two copies a batch: the first of four
+ * batches, each copied and then taken; the second of two, both copied
+ * before the turn's first record, each taken by a wait of its own on the
+ * copy stream (the second on a record with nothing new). The second
+ * turn's fill is cut by the size the pipeline's copy stream was sure of in
+ * the first turn (nl_pipe.copy_k), not by training's. Before, it was cut
+ * in four, and the healthy turn's second take got a quarter of its first
+ * batch. */
+static void eval_turn_keeps_its_size(void **state)
+{
+	(void)state;
+	for (int sparse = 0; sparse < 2; sparse++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d = 0;
+
+		for (int i = 0; i < 8; i++) {
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, C, M);
+			forward_on(t, C);
+			if (i != 3 && i != 5)
+				continue;
+			m = tb_stream_create(t, 1);
+			if (sparse)
+				d = tb_stream_create(t, 1);
+			for (int k = 0; k < (i == 3 ? 4 : 2); k++) {
+				for (int c = 0; c < (i == 3 ? 1 : k == 0 ? 2 : 0); c++) {
+					tb_copy(t, m, 1, 1024);
+					tb_copy(t, m, 1, 1024);
+				}
+				if (sparse) {
+					tb_wait_stream(t, d, m);
+					tb_kernel(t, d, K_INPUT_DIST);
+				}
+				tb_wait_stream(t, C, sparse ? d : m);
+				forward_on(t, C);
+			}
+			tb_device_sync(t);
+			stream_destroy(t, m);
+			if (sparse)
+				stream_destroy(t, d);
+		}
+		tb_end(t);
+		expect(t, 0, 8, -1, 0);
+		expect(t, 1, 6, -1, 0);
+		assert_int_equal(t->n, 14);
+		assert_true(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
 /* A loader thread copies every batch: training's, two ahead of compute
  * (ten steps), and, after training's sixth step, an evaluation turn's of
  * four batches on a copy stream of its own, two before each pair of
@@ -2902,6 +2953,7 @@ int main(void)
 		cmocka_unit_test(loader_eval_take_dropped),
 		cmocka_unit_test(eval_batches_more_copies),
 		cmocka_unit_test(eval_one_batch_more_copies),
+		cmocka_unit_test(eval_turn_keeps_its_size),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),

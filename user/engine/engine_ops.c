@@ -503,6 +503,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	/* sure: the fill and this segment both showed it */
 	m->seg_k = own;
 	m->seg_k_n = NL_SEG_SURE;
+	q->copy_k = own;
 	return true;
 }
 
@@ -526,6 +527,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *s = &p->s[slot];
 	uint32_t k, n = s->seg_work, fk = 0;
+	struct nl_pipe *q = nl_pipe_of_stream(p, s);
 	struct nl_batch *b;
 	bool borrowed = false;
 
@@ -537,9 +539,13 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	b = nl_batch_of(p, s->token);
 	/* a fill phase: a segment before any hand-off, of the size learning
 	 * saw (the first pipeline, or this stream's own in what it held
-	 * back) or one another copy stream is sure of */
+	 * back), the one its pipeline's copy streams were last sure of (a
+	 * turn's copy stream created again), or one another copy stream is
+	 * sure of (a guess, recut_fill) */
 	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split) {
 		fk = s->pipe == 0 ? p->fill_k : nl_other_fill_k(p, &s->key);
+		if (!fk && s->pipe != 0 && q && q->copy_k && n % q->copy_k == 0)
+			fk = q->copy_k;
 		if (!fk && s->pipe != 0 && !s->guess_refuted) {
 			fk = known_k(p, n);
 			borrowed = true;
@@ -560,7 +566,8 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		}
 	} else if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
 		if (n == k) {
-			s->seg_k_n++;
+			if (++s->seg_k_n >= NL_SEG_SURE && q && s->role == NL_ROLE_COPY)
+				q->copy_k = k;
 		} else {
 			s->seg_k = n;
 			s->seg_k_n = 1;

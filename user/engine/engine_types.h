@@ -437,6 +437,10 @@ struct nl_pipe {
 	 * blocking data-dist stream's first join takes it); starting at none
 	 * made 3 of seeds 1-200,000 disagree */
 	int64_t null_carry;
+	/* the batch size (copy ops) its copy streams were last sure of by
+	 * their own segments (0: none): a copy stream of it created again for
+	 * a later turn cuts its fill by it, not by another pipeline's */
+	uint32_t copy_k;
 	/* the last time compute's step began again in a window of this
 	 * pipeline while its next batch (again_tok), not yet ordered, could
 	 * not be taken by it (more than one pipeline), and whether a wait gave
