@@ -368,48 +368,50 @@ static bool restarted_since(const struct nl_proc *p, uint64_t ts)
 	return false;
 }
 
-/* Token t of a fill cut by k from batch first on, cur its next segment's
- * batch, the fill cut again by own: the batch now holding the copy that
- * held t's last (cur: the first of the segment's). */
-static int64_t recut_token(int64_t t, int64_t first, int64_t cur, uint32_t k, uint32_t own,
-			   uint32_t fill)
+/* A fill cut by k from batch first on, cur its next segment's batch, the
+ * fill (fill work ops) cut again by own (recut_fill). */
+struct recut {
+	int64_t first, cur;
+	uint32_t k, own, fill;
+};
+
+/* Token *t given again: the batch now holding the copy that held its
+ * batch's last (cur: the first of the segment's). */
+static void recut_token(const struct recut *r, int64_t *t)
 {
-	if (t <= first || t > cur)
-		return t;
-	if (t == cur)
-		return first + (int64_t)(fill / own);
-	return first + (int64_t)(((uint64_t)(t - first + 1) * k - 1) / own);
+	if (*t <= r->first || *t > r->cur)
+		return;
+	if (*t == r->cur)
+		*t = r->first + (int64_t)(r->fill / r->own);
+	else
+		*t = r->first + (int64_t)(((uint64_t)(*t - r->first + 1) * r->k - 1) / r->own);
 }
 
-/* Every token the process keeps of a fill cut again (recut_fill): the
- * events recorded on its stream, and what streams, pipelines and the
- * null stream's joins carry. */
-static void retoken_fill(struct nl_proc *p, int64_t first, int64_t cur, uint32_t k, uint32_t own,
-			 uint32_t fill)
+/* Every token the process keeps of a fill cut again: the events recorded,
+ * and what streams, pipelines and the null stream's joins carry. */
+static void retoken_fill(struct nl_proc *p, const struct recut *r)
 {
-#define RT(x) ((x) = recut_token((x), first, cur, k, own, fill))
 	for (uint32_t i = 0; i < p->ecap; i++)
 		if (p->ev[i].used && p->ev[i].recorded)
-			RT(p->ev[i].token);
+			recut_token(r, &p->ev[i].token);
 	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *x = &p->s[i];
 
 		if (!x->used || x->role == NL_ROLE_COPY)
 			continue;
-		RT(x->token);
-		RT(x->carry);
-		RT(x->implicit_tok);
-		RT(x->handed_tok);
-		RT(x->hold_tok);
-		RT(x->hold_next);
+		recut_token(r, &x->token);
+		recut_token(r, &x->carry);
+		recut_token(r, &x->implicit_tok);
+		recut_token(r, &x->handed_tok);
+		recut_token(r, &x->hold_tok);
+		recut_token(r, &x->hold_next);
 	}
 	for (int i = 0; i < p->npipes; i++) {
-		RT(p->pipes[i].again_tok);
-		RT(p->pipes[i].null_carry);
-		RT(p->pipes[i].tick_max);
+		recut_token(r, &p->pipes[i].again_tok);
+		recut_token(r, &p->pipes[i].null_carry);
+		recut_token(r, &p->pipes[i].tick_max);
 	}
-	RT(p->restart_took);
-#undef RT
+	recut_token(r, &p->restart_took);
 }
 
 /* Copy stream `slot`'s fill was cut by the batch size another copy stream
@@ -472,7 +474,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	    nl_ring_worked_between(&p->s[p->compute_slot], t0, t1, NULL))
 		return false;
 	m->guess_refuted = true;
-	retoken_fill(p, first, cur, k, own, fill);
+	retoken_fill(p, &(struct recut){ first, cur, k, own, fill });
 	for (int64_t t = first + 1; t <= cur; t++)
 		nl_batch_of(p, t)->used = false;
 	q->next_token = first + 1;
