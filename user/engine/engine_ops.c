@@ -611,7 +611,13 @@ bool nl_cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int64_
 		return false;
 	for (uint32_t i = nl_ring_start(m); i < m->nring; i++)
 		n += m->ring[i % NL_RING].work && m->ring[i % NL_RING].token == tok;
-	k = known_k(p, n);
+	/* its own size first: a stream sure of it, the segment of that size,
+	 * was taken twice by a redundant wait, not cut by another's */
+	k = nl_sure_seg_k(m);
+	if (k && (n % k || n <= k))
+		return false;
+	if (!k)
+		k = known_k(p, n);
 	if (!k || !cut_segment(e, p, slot, tok, k, n))
 		return false;
 	nl_close_segment(p, m);
