@@ -1199,7 +1199,7 @@ static struct nl_batch *past_lone(struct nl_proc *p, int pipe, const struct nl_s
  * again at `begun`, right after a wait on a record of x's copy stream that
  * carried x, made inside the window, past the wait on that stream that
  * began it: compute took x twice, and the copy stream did nothing between
- * (nl_cut_taken_again). x's copy segment held the next batch's copies too:
+ * (cut_taken_again). x's copy segment held the next batch's copies too:
  * the batches of an evaluation pipeline copied two at a time, each taken
  * by a wait_stream of its own. Before, the second batch was never audited,
  * merged into the first's copies (random program 48803). */
@@ -1220,17 +1220,7 @@ static bool taken_again(struct nl_engine *e, struct nl_proc *p, int slot, const 
 	}
 	if (k == nl_ring_start(s) || !r)
 		return false;
-	if (nl_api_info[r->api].kind != NL_K_STREAM_WAIT || r->ev_slot != m || r->token != x->token ||
-	    r->ts <= w->first_ts)
-		return false;
-	for (k--; k > nl_ring_start(s); k--) {
-		const struct nl_ring_op *o = &s->ring[(k - 1) % NL_RING];
-
-		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == m &&
-		    o->token == x->token && o->ev_clock < r->ev_clock && o->ts <= w->first_ts)
-			return nl_cut_taken_again(e, p, m, x->token);
-	}
-	return false;
+	return nl_took_again(e, p, slot, k - 1, m, x->token, w->first_ts);
 }
 
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)

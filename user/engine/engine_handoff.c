@@ -489,6 +489,31 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
 		take_token(p, s, next);
 }
 
+/* Sparse stream s begins its batch's stage again (sparse_again) right
+ * after a wait that took that batch a second time from its copy stream, a
+ * record of it made with no copy since the first take: the segment held
+ * the next batch's copies too (an evaluation turn's fill of two batches at
+ * depth 2, each taken by a wait_stream of its own). It is cut
+ * (nl_took_again), and the stage begun is the next batch's. Before, that
+ * batch was merged into the first's copies, never audited. */
+bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s)
+{
+	const struct nl_batch *b = nl_batch_of(p, s->token);
+	const struct nl_ring_op *r;
+
+	if (!b || !s->nring || !b->st[NL_STAGE_SPARSE].work)
+		return false;
+	r = &s->ring[(s->nring - 1) % NL_RING];
+	if (r->ev_slot < 0 || p->s[r->ev_slot].role != NL_ROLE_COPY || p->s[r->ev_slot].pipe != s->pipe ||
+	    !nl_took_again(e, p, (int)(s - p->s), s->nring - 1, r->ev_slot, s->token,
+			   b->st[NL_STAGE_SPARSE].first_ts))
+		return false;
+	/* the calls say now which one the work after the wait is */
+	s->orphan = false;
+	take_next_stage(p, s, true);
+	return true;
+}
+
 /* A data-dist stream's work after one of its records, with no wait since:
  * when the next batch's copy is already ordered before it (the wait that
  * brought the stream its batch covered the next one's copy too) and no

@@ -602,10 +602,30 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
  * sure of (known_k), as a record would cut it; the stream is then sure of
  * that size. False when no size divides it, or its ops are not all
  * remembered. */
-bool nl_cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok)
+/* The waits of stream `by` that took batch tok from copy stream `slot`:
+ * one per record of it waited on (its clock), as far as its ring
+ * remembers. */
+static uint32_t takes_of(const struct nl_proc *p, int by, int slot, int64_t tok)
+{
+	const struct nl_stream *s = &p->s[by];
+	uint32_t t = 0, last = 0;
+
+	for (uint32_t i = nl_ring_start(s); i < s->nring; i++) {
+		const struct nl_ring_op *o = &s->ring[i % NL_RING];
+
+		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == slot &&
+		    o->token == tok && (!t || o->ev_clock != last)) {
+			t++;
+			last = o->ev_clock;
+		}
+	}
+	return t;
+}
+
+static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int by, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
-	uint32_t n = 0, k;
+	uint32_t n = 0, k, t;
 
 	if (e->o.no_copy_split || m->role != NL_ROLE_COPY || m->seg_open || m->token != tok)
 		return false;
@@ -616,14 +636,42 @@ bool nl_cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int64_
 	k = nl_sure_seg_k(m);
 	if (k && (n % k || n <= k))
 		return false;
+	t = k ? 0 : takes_of(p, by, slot, tok);
 	if (!k)
 		k = known_k(p, n);
+	/* no size known divides it: one batch per take */
+	if (!k && t >= 2 && n % t == 0)
+		k = n / t;
 	if (!k || !cut_segment(e, p, slot, tok, k, n))
 		return false;
 	nl_close_segment(p, m);
 	m->seg_k = k;
 	m->seg_k_n = NL_SEG_SURE;
 	return true;
+}
+
+/* Stream `by`'s op at ring index at is a wait on a record of copy stream m
+ * carrying batch tok, made after first (its stage of tok began), and an
+ * earlier wait on m took tok at or before first: `by` took tok twice, m
+ * copying nothing between, and begins its stage again right after. The
+ * segment is cut (cut_taken_again). */
+bool nl_took_again(struct nl_engine *e, struct nl_proc *p, int by, uint32_t at, int m, int64_t tok,
+		   uint64_t first)
+{
+	const struct nl_stream *s = &p->s[by];
+	const struct nl_ring_op *r = &s->ring[at % NL_RING];
+
+	if (nl_api_info[r->api].kind != NL_K_STREAM_WAIT || r->ev_slot != m || r->token != tok ||
+	    r->ts <= first)
+		return false;
+	for (uint32_t k = at; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *o = &s->ring[(k - 1) % NL_RING];
+
+		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == m && o->token == tok &&
+		    o->ev_clock < r->ev_clock && o->ts <= first)
+			return cut_taken_again(e, p, m, by, tok);
+	}
+	return false;
 }
 
 /* Copy stream `slot`'s open segment, cut by k as a record would cut it
@@ -1625,7 +1673,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	struct nl_stream *s = &p->s[slot];
 	struct nl_thread *th = nl_thread_get(p, c->tid);
 	bool coll = (c->kind == NL_K_COLL || c->kind == NL_K_P2P) && c->coll_depth == 0;
-	bool goes_on = false, adopted;
+	bool goes_on = false, adopted, took;
 	int64_t older = NL_NO_TOKEN, tok;
 	uint32_t clock;
 
@@ -1656,7 +1704,9 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			producer_again(e, p, slot, s->was_role, s->was_pipe, s->was_seg_k);
 		note_unplaced(p, s, c);
 	}
-	if (s->role == NL_ROLE_SPARSE && sparse_again(p, s, c))
+	/* the next batch's stage begun, its segment cut from the one taken twice */
+	took = s->role == NL_ROLE_SPARSE && sparse_again(p, s, c) && nl_sparse_took_again(e, p, s);
+	if (s->role == NL_ROLE_SPARSE && !took && sparse_again(p, s, c))
 		cut_before_sparse(e, p, s->pipe);
 	if (s->role == NL_ROLE_COPY)
 		copy_segment(e, p, s, th, c);
@@ -1666,7 +1716,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_take_over(p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(e, p, s);
-	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy &&
+	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy && !took &&
 		 (older = nl_second_part_of(p, s, c)) != NL_NO_TOKEN)
 		; /* an older batch's second part: s holds its batch still */
 	else if (s->role == NL_ROLE_SPARSE && (s->fed_by_copy || !s->wait_clock))
