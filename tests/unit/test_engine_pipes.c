@@ -30,6 +30,15 @@ static void forward_on(struct tb *t, uint64_t C)
 	tb_kernel(t, C, K_TRITON);
 }
 
+/* A training step at depth 1: `copies` copies on M, compute's take, forward */
+static void copy_step(struct tb *t, uint64_t M, uint64_t C, int copies)
+{
+	for (int c = 0; c < copies; c++)
+		tb_copy(t, M, 1, 4096);
+	tb_wait_stream(t, C, M);
+	forward_on(t, C);
+}
+
 /* ...on the null stream */
 static void forward_null(struct tb *t)
 {
@@ -1743,9 +1752,7 @@ static struct tb *eval_more_copies(int copies, bool sparse, int drop)
 	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
 
 	for (int i = 0; i < 10; i++) {
-		tb_copy(t, M, 1, 4096);
-		tb_wait_stream(t, C, M);
-		forward_on(t, C);
+		copy_step(t, M, C, 1);
 		if (i != 5)
 			continue;
 		m = tb_stream_create(t, 1);
@@ -1876,6 +1883,62 @@ static void eval_turn_keeps_its_size(void **state)
 		expect(t, 0, 8, -1, 0);
 		expect(t, 1, 6, -1, 0);
 		assert_int_equal(t->n, 14);
+		assert_true(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
+/* Training at depth 1, `tcopies` copies a batch, and an evaluation turn
+ * on streams created for it: two batches of `ecopies` copies each, both
+ * copied before the turn's first record, each taken by a wait of its own
+ * (the second on a record with nothing new), straight to compute or
+ * through a data-dist stream. Training goes on for two steps, the turn's
+ * streams destroyed before, or left until the process exits. Each take is a
+ * batch: where no size known divides the fill, or one divides it into
+ * one batch, the second take cuts it (cut_taken_again, by compute or by
+ * the data-dist stream, nl_sparse_took_again); where training's size cut
+ * it into more batches than were taken, the turn's end cuts it again by
+ * the takes (recut_taken). Before, the turn's second batch was merged
+ * into its first's copies, or the batches past the takes were accused
+ * copy->sparse (random programs 809, 29399 and 297462). */
+static void eval_fill_taken_twice(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 36; v++) {
+		int tcopies = 1 + v % 3, ecopies = 1 + v / 3 % 3;
+		bool sparse = v / 9 % 2, at_exit = v / 18;
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d = 0;
+		int train = 6;
+
+		for (int i = 0; i < train; i++) {
+			copy_step(t, M, C, tcopies);
+			if (i != 3)
+				continue;
+			m = tb_stream_create(t, 1);
+			if (sparse)
+				d = tb_stream_create(t, 1);
+			for (int c = 0; c < 2 * ecopies; c++)
+				tb_copy(t, m, 1, 1024);
+			for (int k = 0; k < 2; k++) {
+				if (sparse) {
+					tb_wait_stream(t, d, m);
+					tb_kernel(t, d, K_INPUT_DIST);
+				}
+				tb_wait_stream(t, C, sparse ? d : m);
+				forward_on(t, C);
+			}
+			if (at_exit)
+				continue;
+			tb_device_sync(t);
+			if (sparse)
+				stream_destroy(t, d);
+			stream_destroy(t, m);
+		}
+		tb_end(t);
+		expect(t, 0, train, -1, 0);
+		expect(t, 1, 2, -1, 0);
+		assert_int_equal(t->n, train + 2);
 		assert_true(t->sum.evidence_valid);
 		tb_free(t);
 	}
@@ -2954,6 +3017,7 @@ int main(void)
 		cmocka_unit_test(eval_batches_more_copies),
 		cmocka_unit_test(eval_one_batch_more_copies),
 		cmocka_unit_test(eval_turn_keeps_its_size),
+		cmocka_unit_test(eval_fill_taken_twice),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),

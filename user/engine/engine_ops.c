@@ -369,17 +369,18 @@ static bool restarted_since(const struct nl_proc *p, uint64_t ts)
 }
 
 /* A fill cut by k from batch first on, cur its next segment's batch, the
- * fill (fill work ops) cut again by own (recut_fill). */
+ * fill (fill work ops) cut again by own (recut_fill); the batches before
+ * first + kept keep their numbers (recut_taken). */
 struct recut {
 	int64_t first, cur;
-	uint32_t k, own, fill;
+	uint32_t k, own, fill, kept;
 };
 
 /* Token *t given again: the batch now holding the copy that held its
  * batch's last (cur: the first of the segment's). */
 static void recut_token(const struct recut *r, int64_t *t)
 {
-	if (*t <= r->first || *t > r->cur)
+	if (*t <= r->first || *t > r->cur || *t < r->first + (int64_t)r->kept)
 		return;
 	if (*t == r->cur)
 		*t = r->first + (int64_t)(r->fill / r->own);
@@ -474,7 +475,8 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	    nl_ring_worked_between(&p->s[p->compute_slot], t0, t1, NULL))
 		return false;
 	m->guess_refuted = true;
-	retoken_fill(p, &(struct recut){ first, cur, k, own, fill });
+	/* ended: cur is the fill's last batch, given again as the others */
+	retoken_fill(p, &(struct recut){ first, cur + ended, k, own, fill, 0 });
 	for (int64_t t = first + 1; t <= cur; t++)
 		nl_batch_of(p, t)->used = false;
 	q->next_token = first + 1;
@@ -509,6 +511,159 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	return true;
 }
 
+/* Batch b's copy stage on copy stream `slot`, booked again from the ops
+ * of its token the stream remembers (recut_taken gave it other copies).
+ * What ordered the copies it held orders these too: every one of them
+ * came before the record each consumer took the batch by. */
+static void restage_copy(struct nl_proc *p, struct nl_batch *b, int slot)
+{
+	const struct nl_stream *m = &p->s[slot];
+	struct nl_stage_acc *acc = &b->st[NL_STAGE_COPY];
+	struct nl_batch_stream *bs = NULL;
+
+	for (int i = 0; i < b->nbs && !bs; i++)
+		if (b->bs[i].slot == slot && b->bs[i].stage == NL_STAGE_COPY)
+			bs = &b->bs[i];
+	if (!bs)
+		return;
+	acc->ops = acc->work = 0;
+	bs->ops = 0;
+	bs->first_op.valid = false;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		const struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->token != b->token)
+			continue;
+		if (!acc->ops || r->ts < acc->first_ts)
+			acc->first_ts = r->ts;
+		if (!acc->ops || r->ts > acc->last_ts)
+			acc->last_ts = r->ts;
+		acc->ops++;
+		acc->work += r->work;
+		bs->ops++;
+		bs->last_clock = r->clock;
+		bs->last_ts = r->ts;
+		if (!bs->first_op.valid)
+			bs->first_op = nl_ring_seen_op(slot, r);
+		if (r->work) {
+			bs->last_work = nl_ring_seen_op(slot, r);
+			if (bs->has_up)
+				bs->last_up = bs->last_work;
+		}
+	}
+	b->first_ts = acc->first_ts;
+	for (int i = 0; i < NL_NSTAGES; i++)
+		if (b->st[i].ops && b->st[i].first_ts < b->first_ts)
+			b->first_ts = b->st[i].first_ts;
+}
+
+/* The most records of copy stream `slot` made after clock `after` that
+ * one consumer of its pipeline (a sparse stream of it, compute) took by
+ * its waits, as far as its ring remembers. Per consumer: compute and the
+ * data-dist stream each taking one batch by a record of its own are one
+ * batch taken twice, not two. */
+static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
+{
+	const struct nl_stream *m = &p->s[slot];
+	uint32_t most = 0;
+
+	for (uint32_t x = 0; x < p->w; x++) {
+		const struct nl_stream *s = &p->s[x];
+		uint32_t t = 0, seen = 0;
+
+		if (!s->used || (int)x == slot ||
+		    ((int)x != p->compute_slot && (s->role != NL_ROLE_SPARSE || s->pipe != m->pipe)))
+			continue;
+		for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+			const struct nl_ring_op *o = &s->ring[k % NL_RING];
+
+			/* records come in clock order: one wait on each counts */
+			if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == slot &&
+			    o->ev_clock > after && o->ev_clock > seen) {
+				t++;
+				seen = o->ev_clock;
+			}
+		}
+		if (t > most)
+			most = t;
+	}
+	return most;
+}
+
+/* Copy stream `slot` is destroyed, or its process exits, its fill cut by a
+ * size another copy stream was sure of (guess_k) into more batches than
+ * its consumers took: each took one batch by a record of its own made
+ * after the fill's last copy (an evaluation turn at depth 2, its two
+ * batches copied before the first record, each taken by a wait_stream of
+ * its own, the turn over). The fill is cut again by its size over the
+ * takes, and those batches keep their numbers and what their consumers
+ * did; the batches cut after them, which nothing took, are let go. Not
+ * where a take may be a batch's second (the takes do not divide the fill,
+ * or are as many as the batches cut). Before, every batch past the takes
+ * was accused copy->sparse, or the turn's batches merged where no size
+ * divided the fill. */
+static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *m = &p->s[slot];
+	struct nl_pipe *q = nl_pipe_of_stream(p, m);
+	int64_t first = m->guess_tok, cur = m->token, to = first;
+	uint32_t k = m->guess_k, fill = m->guess_n, idx = 0, last = 0, pieces, t, own;
+
+	if (!q || !k || m->seg_open || e->o.no_copy_split)
+		return false;
+	pieces = fill / k;
+	if (cur != first + (int64_t)pieces - 1)
+		return false;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		const struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->work && r->token >= first && r->token <= cur) {
+			idx++;
+			last = r->clock;
+		}
+	}
+	if (idx != fill) /* the fill's copies are not all remembered */
+		return false;
+	t = records_taken(p, slot, last);
+	if (t < 2 || t >= pieces || fill % t)
+		return false;
+	own = fill / t;
+	for (int64_t j = first; j <= cur; j++) {
+		const struct nl_batch *b = nl_batch_of(p, j);
+
+		if (j < first + (int64_t)t ? !b || !(b->fwd_waited || b->reached_sparse)
+					   : !copies_only(p, slot, j))
+			return false;
+	}
+	idx = 0;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->token < first || r->token > cur)
+			continue;
+		if (r->work)
+			to = first + (int64_t)(idx++ / own);
+		r->token = to;
+	}
+	retoken_fill(p, &(struct recut){ first, cur + 1, k, own, fill, t });
+	for (int64_t j = first; j <= cur; j++) {
+		struct nl_batch *b = nl_batch_of(p, j);
+
+		if (j >= first + (int64_t)t)
+			b->used = false;
+		else if (!b->closed) /* one audited already keeps what it showed */
+			restage_copy(p, b, slot);
+	}
+	q->next_token = first + t;
+	m->token = first + t - 1;
+	m->guess_n = 0;
+	m->guess_refuted = true;
+	m->seg_k = own;
+	m->seg_k_n = NL_SEG_SURE;
+	q->copy_k = own;
+	return true;
+}
+
 /* Copy stream `slot` is destroyed, or its process exits: a fill cut by a
  * size another copy stream was sure of, with no segment after it to
  * confirm it, is refuted where a wait took its first batch and nothing
@@ -516,7 +671,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
  * of one batch. */
 void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
 {
-	if (p->s[slot].guess_n && p->s[slot].role == NL_ROLE_COPY)
+	if (p->s[slot].guess_n && p->s[slot].role == NL_ROLE_COPY && !recut_taken(e, p, slot))
 		recut_fill(e, p, slot, true);
 }
 
@@ -1614,6 +1769,9 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 			segment_end(e, p, (int)(s - p->s));
 		nl_close_segment(p, s);
 	}
+	/* its fill's takes are all made: the next segment begins */
+	if (!s->seg_open && s->guess_n && s->role == NL_ROLE_COPY)
+		recut_taken(e, p, slot);
 	if (!s->seg_open)
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
