@@ -631,7 +631,8 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	for (int64_t j = first; j <= cur; j++) {
 		const struct nl_batch *b = nl_batch_of(p, j);
 
-		if (j < first + (int64_t)t ? !b || !(b->fwd_waited || b->reached_sparse)
+		/* taken (or audited already, and let go) */
+		if (j < first + (int64_t)t ? b && !(b->fwd_waited || b->reached_sparse)
 					   : !copies_only(p, slot, j))
 			return false;
 	}
@@ -651,7 +652,7 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 
 		if (j >= first + (int64_t)t)
 			b->used = false;
-		else if (!b->closed) /* one audited already keeps what it showed */
+		else if (b && !b->closed) /* one audited already keeps what it showed */
 			restage_copy(p, b, slot);
 	}
 	q->next_token = first + t;
