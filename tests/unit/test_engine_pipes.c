@@ -1888,6 +1888,28 @@ static void eval_turn_keeps_its_size(void **state)
 	}
 }
 
+/* An evaluation turn's copy stream made (and a data-dist stream, *d, with
+ * `sparse`), and its fill of `n` copies copied on it */
+static uint64_t turn_fill(struct tb *t, bool sparse, uint64_t *d, int n)
+{
+	uint64_t m = tb_stream_create(t, 1);
+
+	*d = sparse ? tb_stream_create(t, 1) : 0;
+	for (int c = 0; c < n; c++)
+		tb_copy(t, m, 1, 1024);
+	return m;
+}
+
+/* Compute takes the turn's next batch from m, through d first where it has one */
+static void turn_take(struct tb *t, uint64_t C, uint64_t m, uint64_t d)
+{
+	if (d) {
+		tb_wait_stream(t, d, m);
+		tb_kernel(t, d, K_INPUT_DIST);
+	}
+	tb_wait_stream(t, C, d ? d : m);
+}
+
 /* Training at depth 1, `tcopies` copies a batch, and an evaluation turn
  * on streams created for it: two batches of `ecopies` copies each, both
  * copied before the turn's first record, each taken by a wait of its own
@@ -1908,24 +1930,16 @@ static void eval_fill_taken_twice(void **state)
 		int tcopies = 1 + v % 3, ecopies = 1 + v / 3 % 3;
 		bool sparse = v / 9 % 2, at_exit = v / 18;
 		struct tb *t = tb_new(NULL);
-		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d = 0;
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
 		int train = 6;
 
 		for (int i = 0; i < train; i++) {
 			copy_step(t, M, C, tcopies);
 			if (i != 3)
 				continue;
-			m = tb_stream_create(t, 1);
-			if (sparse)
-				d = tb_stream_create(t, 1);
-			for (int c = 0; c < 2 * ecopies; c++)
-				tb_copy(t, m, 1, 1024);
+			m = turn_fill(t, sparse, &d, 2 * ecopies);
 			for (int k = 0; k < 2; k++) {
-				if (sparse) {
-					tb_wait_stream(t, d, m);
-					tb_kernel(t, d, K_INPUT_DIST);
-				}
-				tb_wait_stream(t, C, sparse ? d : m);
+				turn_take(t, C, m, d);
 				forward_on(t, C);
 			}
 			if (at_exit)
@@ -1939,6 +1953,62 @@ static void eval_fill_taken_twice(void **state)
 		expect(t, 0, train, -1, 0);
 		expect(t, 1, 2, -1, 0);
 		assert_int_equal(t->n, train + 2);
+		assert_true(t->sum.evidence_valid);
+		tb_free(t);
+	}
+}
+
+/* Training at depth 1, `tcopies` copies a batch, for 24 steps, and after
+ * its 21st (past what role learning holds back) an evaluation turn at
+ * depth 2 on streams created for it, `ecopies` copies a batch: its
+ * first two batches copied before its first record, each next batch
+ * copied while the forward of the one two before it runs, the last taken
+ * by a record with nothing new; straight to compute or through a
+ * data-dist stream.
+ * Where no size another copy stream is sure of cuts the fill into more
+ * than one batch (training three copies, the turn two; training two, the
+ * turn one), the fill is left one batch as a guess, and the turn's next
+ * segment refutes it: the fill is cut by that segment's size (recut_fill,
+ * its first batch's copies past the new size moved on). Before, the fill
+ * stayed one batch, its second merged into the first's copies (random
+ * program 185725). */
+static void eval_fill_split_by_next(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 18; v++) {
+		int tcopies = 1 + v % 3, ecopies = 1 + v / 3 % 3;
+		bool sparse = v / 9;
+		struct tb *t = tb_new(NULL);
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
+
+		for (int i = 0; i < 24; i++) {
+			copy_step(t, M, C, tcopies);
+			if (i != 20)
+				continue;
+			m = turn_fill(t, sparse, &d, 2 * ecopies);
+			for (int k = 0; k < 4; k++) {
+				turn_take(t, C, m, d);
+				/* the batch after next copied while this one's forward runs */
+				tb_kernel(t, C, K_LOOKUP);
+				for (int c = 0; k < 2 && c < ecopies; c++)
+					tb_copy(t, m, 1, 1024);
+				tb_kernel(t, C, K_GEMM);
+				tb_kernel(t, C, K_TRITON);
+			}
+			tb_device_sync(t);
+			if (sparse)
+				stream_destroy(t, d);
+			stream_destroy(t, m);
+		}
+		tb_end(t);
+		/* role learning may take the turn's stream first */
+		uint32_t tr = 0;
+
+		for (int i = 0; i < t->n; i++)
+			tr |= t->got[i].pipeline == 1 && t->got[i].batch == 23;
+		expect(t, tr, 24, -1, 0);
+		expect(t, 1 - tr, 4, -1, 0);
+		assert_int_equal(t->n, 28);
 		assert_true(t->sum.evidence_valid);
 		tb_free(t);
 	}
@@ -3018,6 +3088,7 @@ int main(void)
 		cmocka_unit_test(eval_one_batch_more_copies),
 		cmocka_unit_test(eval_turn_keeps_its_size),
 		cmocka_unit_test(eval_fill_taken_twice),
+		cmocka_unit_test(eval_fill_split_by_next),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),

@@ -442,13 +442,16 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	struct nl_pipe *q = nl_pipe_of_stream(p, m);
 	int64_t first = m->guess_tok, cur = m->token, last = NL_NO_TOKEN;
 	uint32_t k = m->guess_k, fill = m->guess_n, n = ended ? fill : m->seg_work, idx = 0, own;
-	uint32_t start = nl_ring_start(m);
-	uint64_t t0 = 0, t1 = 0;
-	const struct nl_batch *b0 = nl_batch_of(p, first);
+	uint32_t start = nl_ring_start(m), cut = 0;
+	uint64_t t0 = 0, t1 = 0, moved = 0;
+	struct nl_batch *b0 = nl_batch_of(p, first);
+	bool split;
 
 	m->guess_n = 0;
 	own = fill % n == 0 ? n : n % fill == 0 ? fill : 0;
-	if (!q || own <= k || e->o.no_copy_split || m->seg_open == ended ||
+	/* a fill left one batch is cut by a smaller size too */
+	split = k == fill && own && own < k && !ended && b0 && !b0->closed;
+	if (!q || (own <= k && !split) || e->o.no_copy_split || m->seg_open == ended ||
 	    cur != first + (int64_t)(fill / k) - ended)
 		return false;
 	if (ended && (!b0 || !(b0->fwd_waited || b0->reached_sparse) ||
@@ -481,17 +484,27 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 		nl_batch_of(p, t)->used = false;
 	q->next_token = first + 1;
 	m->token = first;
+	/* split: the fill's own ops past the first batch's move on too */
+	if (split)
+		idx = 0;
 	for (uint32_t i = start; i < m->nring; i++) {
 		struct nl_ring_op *r = &m->ring[i % NL_RING];
 		int64_t to;
 
-		if (r->token <= first || r->token > cur)
+		if (r->token < first || r->token > cur || (r->token == first && !split))
 			continue;
 		/* a work op by its place in the fill; any other with the one before */
 		if (!r->work && last != NL_NO_TOKEN)
 			to = last;
 		else
 			to = first + (int64_t)((r->work ? idx : idx - 1) / own);
+		if (to == first && r->token == first) { /* stays in the first batch */
+			cut = r->clock;
+			idx += r->work;
+			last = first;
+			continue;
+		}
+		moved += r->token == first;
 		if (to != m->token) {
 			nl_close_segment(p, m);
 			nl_mint(e, p, m, r->ts);
@@ -501,6 +514,8 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 		idx += r->work;
 		last = m->token;
 	}
+	if (moved)
+		nl_batch_cut(p, b0, slot, cut, moved);
 	if (ended)
 		nl_close_segment(p, m);
 	m->seg_work = ended ? 0 : n - own * ((n - 1) / own);
@@ -723,6 +738,13 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 			s->guess_n = n;
 		}
 	} else if (!k || n % k || n == k || s->seg_k_n < NL_SEG_SURE || e->o.no_copy_split || !b) {
+		/* no size cuts the fill: one batch, a guess its next segment
+		 * may refute (recut_fill) */
+		if (borrowed) {
+			s->guess_tok = s->token;
+			s->guess_k = n;
+			s->guess_n = n;
+		}
 		if (n == k) {
 			if (++s->seg_k_n >= NL_SEG_SURE && q && s->role == NL_ROLE_COPY)
 				q->copy_k = k;
