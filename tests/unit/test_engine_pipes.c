@@ -2014,6 +2014,46 @@ static void eval_fill_split_by_next(void **state)
 	}
 }
 
+/* As eval_fill_split_by_next (training three copies a batch, the turn two),
+ * without a data-dist stream, compute's take of the turn's second batch
+ * dropped with its record: redundant, the fill's record ordered that
+ * batch's copies already, and its forward begins again in the first's
+ * window. The fill is not cut by the next segment then: the restart stayed
+ * on the first batch, and the second, cut off, would be left never taken,
+ * a healthy batch accused copy->forward (random program 46308). Which
+ * batch the restart was the calls do not say: no batch is accused, and
+ * the second is merged into the first's copies, two audits for the turn's
+ * three batches (a disagreement the random testing still counts). */
+static void eval_fill_restart_not_split(void **state)
+{
+	(void)state;
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
+
+	for (int i = 0; i < 24; i++) {
+		copy_step(t, M, C, 3);
+		if (i != 20)
+			continue;
+		m = turn_fill(t, false, &d, 4);
+		for (int k = 0; k < 3; k++) {
+			if (k != 1)
+				turn_take(t, C, m, d);
+			tb_kernel(t, C, K_LOOKUP);
+			for (int c = 0; k == 0 && c < 2; c++)
+				tb_copy(t, m, 1, 1024);
+			tb_kernel(t, C, K_GEMM);
+			tb_kernel(t, C, K_TRITON);
+		}
+		tb_device_sync(t);
+		stream_destroy(t, m);
+	}
+	tb_end(t);
+	for (int i = 0; i < t->n; i++)
+		assert_int_not_equal(t->got[i].verdict, NL_VERDICT_UNTRUSTED);
+	assert_int_equal(t->n, 24 + 2); /* the turn's second batch merged */
+	tb_free(t);
+}
+
 /* A loader thread copies every batch: training's, two ahead of compute
  * (ten steps), and, after training's sixth step, an evaluation turn's of
  * four batches on a copy stream of its own, two before each pair of
@@ -3089,6 +3129,7 @@ int main(void)
 		cmocka_unit_test(eval_turn_keeps_its_size),
 		cmocka_unit_test(eval_fill_taken_twice),
 		cmocka_unit_test(eval_fill_split_by_next),
+		cmocka_unit_test(eval_fill_restart_not_split),
 		cmocka_unit_test(restart_after_eval_turn),
 		cmocka_unit_test(eval_fill_cut),
 		cmocka_unit_test(fill_cut_by_learned_size),

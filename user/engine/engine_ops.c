@@ -449,8 +449,12 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 
 	m->guess_n = 0;
 	own = fill % n == 0 ? n : n % fill == 0 ? fill : 0;
-	/* a fill left one batch is cut by a smaller size too */
-	split = k == fill && own && own < k && !ended && b0 && !b0->closed;
+	/* a fill left one batch is cut by a smaller size too, not where
+	 * compute began its step again in that batch's window: the restart
+	 * may be the second batch's forward, its take dropped, and would stay
+	 * on the first, the second left never taken */
+	split = k == fill && own && own < k && !ended && b0 && !b0->closed &&
+		!b0->st[NL_STAGE_FORWARD].again_ts;
 	if (!q || (own <= k && !split) || e->o.no_copy_split || m->seg_open == ended ||
 	    cur != first + (int64_t)(fill / k) - ended)
 		return false;
