@@ -435,7 +435,15 @@ static void retoken_fill(struct nl_proc *p, const struct recut *r)
  * batch's). Before, every batch of such a pipeline was cut in
  * n / guess_k, half of them never taken, and healthy ones accused
  * copy->sparse (random programs whose evaluation batches hold another
- * number of copies than training's, docs/engine.md). */
+ * number of copies than training's, docs/engine.md). A fill left one
+ * batch (guess_k == guess_n: no size cut it) is refuted the same way by a
+ * smaller size of its own (`split`): its first batch keeps its first
+ * copies and what its consumers did, and its later copies move on. Not
+ * once that batch was audited, nor where compute began its step again in
+ * its window: the restart may be the second batch's forward, its take
+ * dropped with its record, and would stay on the first, the second never
+ * taken (random program 46308). Before, the turn's second batch was merged
+ * into its first's copies (random program 185725). */
 static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool ended)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -449,10 +457,6 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 
 	m->guess_n = 0;
 	own = fill % n == 0 ? n : n % fill == 0 ? fill : 0;
-	/* a fill left one batch is cut by a smaller size too, not where
-	 * compute began its step again in that batch's window: the restart
-	 * may be the second batch's forward, its take dropped, and would stay
-	 * on the first, the second left never taken */
 	split = k == fill && own && own < k && !ended && b0 && !b0->closed &&
 		!b0->st[NL_STAGE_FORWARD].again_ts;
 	if (!q || (own <= k && !split) || e->o.no_copy_split || m->seg_open == ended ||
@@ -576,11 +580,29 @@ static void restage_copy(struct nl_proc *p, struct nl_batch *b, int slot)
 			b->first_ts = b->st[i].first_ts;
 }
 
+/* The records of copy stream `slot` made after clock `after` that stream
+ * s's waits took, carrying batch tok (any, NL_ANY_TOKEN), as far as its
+ * ring remembers: one wait on each counts (records come in clock order). */
+static uint32_t records_waited(const struct nl_stream *s, int slot, int64_t tok, uint32_t after)
+{
+	uint32_t t = 0, seen = after;
+
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		const struct nl_ring_op *o = &s->ring[k % NL_RING];
+
+		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == slot &&
+		    (tok == NL_ANY_TOKEN || o->token == tok) && o->ev_clock > seen) {
+			t++;
+			seen = o->ev_clock;
+		}
+	}
+	return t;
+}
+
 /* The most records of copy stream `slot` made after clock `after` that
- * one consumer of its pipeline (a sparse stream of it, compute) took by
- * its waits, as far as its ring remembers. Per consumer: compute and the
- * data-dist stream each taking one batch by a record of its own are one
- * batch taken twice, not two. */
+ * one consumer of its pipeline (a sparse stream of it, compute) took.
+ * Per consumer: compute and the data-dist stream each taking one batch by
+ * a record of its own are one batch taken twice, not two. */
 static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
 {
 	const struct nl_stream *m = &p->s[slot];
@@ -588,21 +610,12 @@ static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
 
 	for (uint32_t x = 0; x < p->w; x++) {
 		const struct nl_stream *s = &p->s[x];
-		uint32_t t = 0, seen = 0;
+		uint32_t t;
 
 		if (!s->used || (int)x == slot ||
 		    ((int)x != p->compute_slot && (s->role != NL_ROLE_SPARSE || s->pipe != m->pipe)))
 			continue;
-		for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
-			const struct nl_ring_op *o = &s->ring[k % NL_RING];
-
-			/* records come in clock order: one wait on each counts */
-			if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == slot &&
-			    o->ev_clock > after && o->ev_clock > seen) {
-				t++;
-				seen = o->ev_clock;
-			}
-		}
+		t = records_waited(s, slot, NL_ANY_TOKEN, after);
 		if (t > most)
 			most = t;
 	}
@@ -776,34 +789,15 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 	}
 }
 
-/* Copy stream `slot`'s closed segment of batch tok, which compute took
- * and began its step on, then took again by a wait on a record of the
- * stream made with no copy since, and began its step again: more than one
- * batch's copies, their records dropped or made before the first take (a
- * fill of two batches). Cut by the size a copy stream of the process is
- * sure of (known_k), as a record would cut it; the stream is then sure of
- * that size. False when no size divides it, or its ops are not all
- * remembered. */
-/* The waits of stream `by` that took batch tok from copy stream `slot`:
- * one per record of it waited on (its clock), as far as its ring
- * remembers. */
-static uint32_t takes_of(const struct nl_proc *p, int by, int slot, int64_t tok)
-{
-	const struct nl_stream *s = &p->s[by];
-	uint32_t t = 0, last = 0;
-
-	for (uint32_t i = nl_ring_start(s); i < s->nring; i++) {
-		const struct nl_ring_op *o = &s->ring[i % NL_RING];
-
-		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == slot &&
-		    o->token == tok && (!t || o->ev_clock != last)) {
-			t++;
-			last = o->ev_clock;
-		}
-	}
-	return t;
-}
-
+/* Copy stream `slot`'s closed segment of batch tok, which stream `by`
+ * (compute, or the data-dist stream) took and began its stage on, then
+ * took again by a wait on a record of the stream made with no copy since,
+ * and began its stage again: more than one batch's copies, their records
+ * dropped or made before the first take (a fill of two batches). Cut by
+ * the size a copy stream of the process is sure of (known_k), as a record
+ * would cut it, or, where none divides it, one batch per take of it; the
+ * stream is then sure of that size. False when nothing divides it, or its
+ * ops are not all remembered. */
 static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int by, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -818,7 +812,7 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 	k = nl_sure_seg_k(m);
 	if (k && (n % k || n <= k))
 		return false;
-	t = k ? 0 : takes_of(p, by, slot, tok);
+	t = k ? 0 : records_waited(&p->s[by], slot, tok, 0);
 	if (!k)
 		k = known_k(p, n);
 	/* no size known divides it: one batch per take */
