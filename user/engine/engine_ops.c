@@ -415,6 +415,14 @@ static void retoken_fill(struct nl_proc *p, const struct recut *r)
 	recut_token(r, &p->restart_took);
 }
 
+static void restage_copy(struct nl_proc *p, struct nl_batch *b, int slot);
+
+/* Batch b (NULL: audited already and let go) reached a consumer by a wait */
+static bool taken(const struct nl_batch *b)
+{
+	return !b || b->fwd_waited || b->reached_sparse;
+}
+
 /* Copy stream `slot`'s fill was cut by the batch size another copy stream
  * was sure of (guess_k), and its next segment, ending now, holds n work
  * ops. n == guess_k confirms the guess. A size of its own refutes it: n,
@@ -443,7 +451,13 @@ static void retoken_fill(struct nl_proc *p, const struct recut *r)
  * its window: the restart may be the second batch's forward, its take
  * dropped with its record, and would stay on the first, the second never
  * taken (random program 46308). Before, the turn's second batch was merged
- * into its first's copies (random program 185725). */
+ * into its first's copies (random program 185725). The batches cut from
+ * the fill that its consumers took one by one, in order (a data-dist
+ * stream's work before its first wait, then its wait), no more than the
+ * new cut gives, keep their numbers and what the consumers did; their
+ * copy stages are booked again (restage_copy). Before, the guess stood,
+ * every later batch of the turn was audited as another, and the last
+ * ones skipped (random program 51670). */
 static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool ended)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -453,6 +467,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	uint32_t start = nl_ring_start(m), cut = 0;
 	uint64_t t0 = 0, t1 = 0, moved = 0;
 	struct nl_batch *b0 = nl_batch_of(p, first);
+	uint32_t kept = 1;
 	bool split;
 
 	m->guess_n = 0;
@@ -465,7 +480,14 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	if (ended && (!b0 || !(b0->fwd_waited || b0->reached_sparse) ||
 		      restarted_since(p, b0->st[NL_STAGE_COPY].first_ts)))
 		return false;
-	for (int64_t t = first + 1; t <= cur; t++)
+	/* the batches cut from the fill its consumers took one by one, in
+	 * order: the new batches as many, they keep their numbers */
+	while (!ended && !split && first + kept < cur && !copies_only(p, slot, first + kept) &&
+	       taken(nl_batch_of(p, first + kept)))
+		kept++;
+	if (kept > fill / own)
+		return false;
+	for (int64_t t = first + kept; t <= cur; t++)
 		if (!copies_only(p, slot, t))
 			return false;
 	for (uint32_t i = start; i < m->nring; i++) {
@@ -487,11 +509,11 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 		return false;
 	m->guess_refuted = true;
 	/* ended: cur is the fill's last batch, given again as the others */
-	retoken_fill(p, &(struct recut){ first, cur + ended, k, own, fill, 0 });
-	for (int64_t t = first + 1; t <= cur; t++)
+	retoken_fill(p, &(struct recut){ first, cur + ended, k, own, fill, kept > 1 ? kept : 0 });
+	for (int64_t t = first + kept; t <= cur; t++)
 		nl_batch_of(p, t)->used = false;
-	q->next_token = first + 1;
-	m->token = first;
+	q->next_token = first + kept;
+	m->token = first + kept - 1;
 	/* split: the fill's own ops past the first batch's move on too */
 	if (split)
 		idx = 0;
@@ -512,6 +534,12 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 			last = first;
 			continue;
 		}
+		if (kept > 1 && to < first + kept) { /* a batch kept: booked again below */
+			r->token = to;
+			idx += r->work;
+			last = to;
+			continue;
+		}
 		moved += r->token == first;
 		if (to != m->token) {
 			nl_close_segment(p, m);
@@ -524,6 +552,12 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	}
 	if (moved)
 		nl_batch_cut(p, b0, slot, cut, moved);
+	for (int64_t t = first; kept > 1 && t < first + kept; t++) {
+		struct nl_batch *b = nl_batch_of(p, t);
+
+		if (b && !b->closed)
+			restage_copy(p, b, slot);
+	}
 	if (ended)
 		nl_close_segment(p, m);
 	m->seg_work = ended ? 0 : n - own * ((n - 1) / own);
@@ -663,9 +697,7 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	for (int64_t j = first; j <= cur; j++) {
 		const struct nl_batch *b = nl_batch_of(p, j);
 
-		/* taken (or audited already, and let go) */
-		if (j < first + (int64_t)t ? b && !(b->fwd_waited || b->reached_sparse)
-					   : !copies_only(p, slot, j))
+		if (j < first + (int64_t)t ? !taken(b) : !copies_only(p, slot, j))
 			return false;
 	}
 	idx = 0;
