@@ -25,7 +25,10 @@
  * "valid-despite-fault SEED" for each program with a batch untrusted in the
  * truth whose summary still says evidence_valid (--check would pass it), and
  * "healthy-unplaced SEED" for a healthy program whose summary says work was
- * not placed (a false alarm of --check).
+ * not placed (a false alarm of --check), and "healthy-invalid SEED" for a
+ * healthy program whose every batch was judged right and whose summary
+ * still says evidence_valid false, for any reason (a false alarm of --check
+ * no disagreement counts).
  * Exits 1 when a disagreement was found (with -k: one not in the known list).
  */
 #include <errno.h>
@@ -224,7 +227,7 @@ int main(int argc, char **argv)
 	double seconds = 0, t0;
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
-		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[3] = { 0 },
+		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[4] = { 0 },
 		 faulty[2] = { 0 };
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false, print_healthy = false, print_json = false;
@@ -407,6 +410,11 @@ int main(int argc, char **argv)
 				printf("healthy-unplaced %llu\n", (unsigned long long)seed);
 			if (print_healthy && sound && accused)
 				printf("healthy-accused %llu\n", (unsigned long long)seed);
+			/* every batch judged right, and still not valid: a false
+			 * alarm of --check the classes above do not count */
+			healthy[3] += sound && !r.ndiffs && r.summary && !r.evidence_valid;
+			if (print_healthy && sound && !r.ndiffs && r.summary && !r.evidence_valid)
+				printf("healthy-invalid %llu\n", (unsigned long long)seed);
 			/* the one line a user gates on: a faulty run must not be valid */
 			faulty[0] += !sound;
 			faulty[1] += !sound && r.evidence_valid;
@@ -494,9 +502,10 @@ int main(int argc, char **argv)
 	printf("programs with a disagreement: %llu; groups: %d; classes: %d\n",
 	       (unsigned long long)disagree, ngroups, nclasses);
 	printf("healthy programs (no batch untrusted in the truth): %llu decided, %llu with a "
-	       "batch accused, %llu whose summary names unplaced work\n",
+	       "batch accused, %llu whose summary names unplaced work, %llu judged right whose "
+	       "summary says not valid\n",
 	       (unsigned long long)healthy[0], (unsigned long long)healthy[1],
-	       (unsigned long long)healthy[2]);
+	       (unsigned long long)healthy[2], (unsigned long long)healthy[3]);
 	printf("faulty programs (a batch untrusted in the truth): %llu decided, %llu whose "
 	       "summary says evidence_valid\n",
 	       (unsigned long long)faulty[0], (unsigned long long)faulty[1]);
