@@ -494,7 +494,9 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		watch_consumers(p, s, c, &op, st, token);
 	b = nl_batch_of(p, token);
 	if (!b || b->closed) {
-		if (token >= 0)
+		/* stage work its batch's verdict never weighed; a record or a
+		 * wait on it changes nothing that verdict said */
+		if (token >= 0 && work)
 			p->late_ops++;
 		return;
 	}
