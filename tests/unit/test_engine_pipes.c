@@ -1727,9 +1727,29 @@ static void train_eval_one_fault(void **state)
 	}
 }
 
-/* Batch i copied on M[i % 2], with a data-dist stream or straight to
- * compute: one pipeline, every batch audited, a dropped wait on a batch of
- * the second copy stream named on that batch. */
+/* An evaluation turn's copy stream made (and a data-dist stream, *d, with
+ * `sparse`), and its fill of `n` copies copied on it */
+static uint64_t turn_fill(struct tb *t, bool sparse, uint64_t *d, int n)
+{
+	uint64_t m = tb_stream_create(t, 1);
+
+	*d = sparse ? tb_stream_create(t, 1) : 0;
+	for (int c = 0; c < n; c++)
+		tb_copy(t, m, 1, 1024);
+	return m;
+}
+
+/* Compute takes the turn's next batch from m, through d first where it has
+ * one; without `take`, compute's wait is dropped (tb_wait_stream_or_drop) */
+static void turn_take(struct tb *t, uint64_t C, uint64_t m, uint64_t d, bool take)
+{
+	if (d) {
+		tb_wait_stream(t, d, m);
+		tb_kernel(t, d, K_INPUT_DIST);
+	}
+	tb_wait_stream_or_drop(t, C, d ? d : m, take);
+}
+
 /* Training at depth 1, one copy a batch (six steps), an evaluation turn of
  * four batches of `copies` copies each on a copy stream of its own (with
  * `sparse`, distributed on a data-dist stream of its own first), then four
@@ -1755,16 +1775,11 @@ static struct tb *eval_more_copies(int copies, bool sparse, int drop)
 		copy_step(t, M, C, 1);
 		if (i != 5)
 			continue;
-		m = tb_stream_create(t, 1);
-		d = sparse ? tb_stream_create(t, 1) : 0;
+		m = turn_fill(t, sparse, &d, 0);
 		for (int k = 0; k < 4; k++) {
 			for (int c = 0; c < copies; c++)
 				tb_copy(t, m, 1, 1024);
-			if (sparse) {
-				tb_wait_stream(t, d, m);
-				tb_kernel(t, d, K_INPUT_DIST);
-			}
-			tb_wait_stream_or_drop(t, C, sparse ? d : m, k != drop);
+			turn_take(t, C, m, d, k != drop);
 			forward_on(t, C);
 		}
 	}
@@ -1811,19 +1826,15 @@ static void eval_one_batch_more_copies(void **state)
 	(void)state;
 	for (int at_exit = 0; at_exit < 2; at_exit++) {
 		struct tb *t = tb_new(NULL);
-		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m;
+		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
 		int train = at_exit ? 6 : 10;
 
 		for (int i = 0; i < train; i++) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, C, M);
-			forward_on(t, C);
+			copy_step(t, M, C, 1);
 			if (i != 5)
 				continue;
-			m = tb_stream_create(t, 1);
-			tb_copy(t, m, 1, 1024);
-			tb_copy(t, m, 1, 1024);
-			tb_wait_stream(t, C, m);
+			m = turn_fill(t, false, &d, 2);
+			turn_take(t, C, m, d, true);
 			forward_on(t, C);
 			if (!at_exit)
 				stream_destroy(t, m);
@@ -1854,24 +1865,16 @@ static void eval_turn_keeps_its_size(void **state)
 		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d = 0;
 
 		for (int i = 0; i < 8; i++) {
-			tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, C, M);
-			forward_on(t, C);
+			copy_step(t, M, C, 1);
 			if (i != 3 && i != 5)
 				continue;
-			m = tb_stream_create(t, 1);
-			if (sparse)
-				d = tb_stream_create(t, 1);
+			m = turn_fill(t, sparse, &d, 0);
 			for (int k = 0; k < (i == 3 ? 4 : 2); k++) {
 				for (int c = 0; c < (i == 3 ? 1 : k == 0 ? 2 : 0); c++) {
 					tb_copy(t, m, 1, 1024);
 					tb_copy(t, m, 1, 1024);
 				}
-				if (sparse) {
-					tb_wait_stream(t, d, m);
-					tb_kernel(t, d, K_INPUT_DIST);
-				}
-				tb_wait_stream(t, C, sparse ? d : m);
+				turn_take(t, C, m, d, true);
 				forward_on(t, C);
 			}
 			tb_device_sync(t);
@@ -1886,28 +1889,6 @@ static void eval_turn_keeps_its_size(void **state)
 		assert_true(t->sum.evidence_valid);
 		tb_free(t);
 	}
-}
-
-/* An evaluation turn's copy stream made (and a data-dist stream, *d, with
- * `sparse`), and its fill of `n` copies copied on it */
-static uint64_t turn_fill(struct tb *t, bool sparse, uint64_t *d, int n)
-{
-	uint64_t m = tb_stream_create(t, 1);
-
-	*d = sparse ? tb_stream_create(t, 1) : 0;
-	for (int c = 0; c < n; c++)
-		tb_copy(t, m, 1, 1024);
-	return m;
-}
-
-/* Compute takes the turn's next batch from m, through d first where it has one */
-static void turn_take(struct tb *t, uint64_t C, uint64_t m, uint64_t d)
-{
-	if (d) {
-		tb_wait_stream(t, d, m);
-		tb_kernel(t, d, K_INPUT_DIST);
-	}
-	tb_wait_stream(t, C, d ? d : m);
 }
 
 /* Training at depth 1, `tcopies` copies a batch, and an evaluation turn
@@ -1939,7 +1920,7 @@ static void eval_fill_taken_twice(void **state)
 				continue;
 			m = turn_fill(t, sparse, &d, 2 * ecopies);
 			for (int k = 0; k < 2; k++) {
-				turn_take(t, C, m, d);
+				turn_take(t, C, m, d, true);
 				forward_on(t, C);
 			}
 			if (at_exit)
@@ -1987,7 +1968,7 @@ static void eval_fill_split_by_next(void **state)
 				continue;
 			m = turn_fill(t, sparse, &d, 2 * ecopies);
 			for (int k = 0; k < 4; k++) {
-				turn_take(t, C, m, d);
+				turn_take(t, C, m, d, true);
 				/* the batch after next copied while this one's forward runs */
 				tb_kernel(t, C, K_LOOKUP);
 				for (int c = 0; k < 2 && c < ecopies; c++)
@@ -2037,7 +2018,7 @@ static void eval_fill_restart_not_split(void **state)
 		m = turn_fill(t, false, &d, 4);
 		for (int k = 0; k < 3; k++) {
 			if (k != 1)
-				turn_take(t, C, m, d);
+				turn_take(t, C, m, d, true);
 			tb_kernel(t, C, K_LOOKUP);
 			for (int c = 0; k == 0 && c < 2; c++)
 				tb_copy(t, m, 1, 1024);
@@ -2111,6 +2092,9 @@ static void loader_eval_take_dropped(void **state)
 	}
 }
 
+/* Batch i copied on M[i % 2], with a data-dist stream or straight to
+ * compute: one pipeline, every batch audited, a dropped wait on a batch of
+ * the second copy stream named on that batch. */
 /* also_compute: compute waits on the copy stream too, after its take */
 static struct tb *two_copy_also(bool sparse, int drop_batch, int drop_edge, bool reuse,
 				bool also_compute)

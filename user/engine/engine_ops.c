@@ -477,7 +477,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	if (!q || (own <= k && !split) || e->o.no_copy_split || m->seg_open == ended ||
 	    cur != first + (int64_t)(fill / k) - ended)
 		return false;
-	if (ended && (!b0 || !(b0->fwd_waited || b0->reached_sparse) ||
+	if (ended && (!b0 || !taken(b0) ||
 		      restarted_since(p, b0->st[NL_STAGE_COPY].first_ts)))
 		return false;
 	/* the batches cut from the fill its consumers took one by one, in
