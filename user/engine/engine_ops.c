@@ -150,6 +150,21 @@ static bool handed_worked(struct nl_proc *p, const struct nl_stream *s, int64_t 
 	return b && nl_worked_stream(b, (int)(s - p->s));
 }
 
+/* A stream without a role joins the null stream, which carries batch tok,
+ * whose forward began: tok is no longer any producer's to begin. The
+ * stream keeps no batch, so that its work is placed when it finds its role
+ * (the batch of its pipeline it was for, or none). A turn's data-dist
+ * stream created again on a blocking handle took the batch its pipeline's
+ * last step took, and its first sparse stage, unordered after the newer
+ * batch's copy, was charged to that batch: the newer one was skipped
+ * target_exited and its copy->sparse missed (random program 42723). */
+static bool begun_for_other(struct nl_proc *p, const struct nl_stream *s, int64_t tok)
+{
+	const struct nl_batch *b = nl_batch_of(p, tok);
+
+	return s->role == NL_ROLE_OTHER && b && b->fwd_started;
+}
+
 static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 			  const struct nl_call *c)
 {
@@ -240,7 +255,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		 * (random program 290615) */
 		if ((rec || stage_second_part(p, s, c)) && tok > s->token) {
 			s->implicit_tok = tok;
-		} else if (tok > s->token && !handed_worked(p, s, tok)) {
+		} else if (tok > s->token && !handed_worked(p, s, tok) && !begun_for_other(p, s, tok)) {
 			int64_t was = s->token;
 			const struct nl_batch *g;
 
