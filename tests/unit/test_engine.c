@@ -866,6 +866,36 @@ static void pretrace_stream_sparse(void **state)
 	}
 }
 
+/* The same without compute's work in between, batch 2's window long: it is
+ * judged after the null stream's ring (its last 64 ops) no longer reaches back
+ * to its copy. Whether a null-stream op came between the copy and the
+ * sparse work is known from the ops themselves, not from that ring: before,
+ * the batch was skipped pretrace_stream where the calls decide (random
+ * program 15304). */
+static void pretrace_stream_judged_late(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t m = 0x7e0000000100ull, d = 0x7e0000000300ull;
+
+	(void)state;
+	nl_engine_attach(t->e, t->pid, t->now, true);
+	tb_record(t, tb_event_create(t), m);
+	for (int i = 0; i < 10; i++) {
+		tb_copy(t, m, 1, 1024);
+		tb_copy(t, m, 1, 1024);
+		tb_wait_stream_or_drop(t, d, m, i != 2);
+		tb_kernel(t, d, K_INPUT_DIST);
+		tb_wait_stream(t, 0, d);
+		tb_kernel(t, 0, K_LOOKUP);
+		tb_kernel(t, 0, K_GEMM);
+		for (int k = 0; i == 2 && k < 200; k++)
+			tb_kernel(t, 0, K_GEMM);
+	}
+	end_job(t);
+	trusted_but(t, 10, 2, NL_VERDICT_UNTRUSTED, EDGE(COPY_SPARSE), 0);
+	tb_free(t);
+}
+
 /* The same at depth 2, the data-dist stream running batch i after batch
  * i+1's copy closed, its wait on batch 3's copy dropped: batch 3's sparse
  * work comes after compute took batch 2 through the null stream, which a
@@ -1108,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(unknown_handle),
 		cmocka_unit_test(pretrace_stream),
 		cmocka_unit_test(pretrace_stream_sparse),
+		cmocka_unit_test(pretrace_stream_judged_late),
 		cmocka_unit_test(pretrace_stream_older_op),
 		cmocka_unit_test(caps_batches),
 		cmocka_unit_test(caps_events),

@@ -474,13 +474,31 @@ static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
 	q->step_n = 1;
 }
 
+/* The null stream's ops before op `clock` of stream `slot`, as its ring
+ * holds it: an op accounted again later (a cut segment's, a collective's
+ * record) keeps what it was enqueued after. */
+static uint32_t ring_nseq(const struct nl_proc *p, int slot, uint32_t clock)
+{
+	const struct nl_stream *s = &p->s[slot];
+
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+		if (r->clock == clock)
+			return r->nseq;
+		if (r->clock < clock)
+			break;
+	}
+	return nl_null_seq(p, slot, clock);
+}
+
 void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c,
 		uint32_t clock, int64_t token, bool work, bool is_coll)
 {
 	struct nl_stream *s = &p->s[slot];
 	int st = nl_stage_of_role(s->role);
 	struct nl_seen_op op = {
-		true, slot, clock, c->api, c->tid, c->ts_ns, nl_call_sig(c)
+		true, slot, clock, c->api, c->tid, c->ts_ns, nl_call_sig(c), ring_nseq(p, slot, clock)
 	};
 	struct nl_stage_acc *acc;
 	struct nl_batch_stream *bs;

@@ -28,8 +28,8 @@ struct nl_event *nl_event_get(struct nl_engine *e, struct nl_proc *p, uint64_t h
 /* hipEventDestroy: the handle is free; a later create starts afresh. */
 void nl_event_forget(struct nl_proc *p, struct nl_event *ev);
 struct nl_thread *nl_thread_get(struct nl_proc *p, uint32_t tid);
-void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, int64_t token,
-		  bool work);
+void nl_ring_push(const struct nl_proc *p, struct nl_stream *s, uint32_t clock,
+		  const struct nl_call *c, int64_t token, bool work);
 /* The time of the stream's last remembered work op (0: none remembered). */
 uint64_t nl_ring_last_work_ts(const struct nl_stream *s);
 /* The first op of token `token` on the stream with clock > after (NULL: not remembered). */

@@ -1092,7 +1092,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	 * stream stands */
 	if (!s->nring || nl_api_info[s->ring[(s->nring - 1) % NL_RING].api].kind != NL_K_EVENT_RECORD)
 		s->rec_fed = false;
-	nl_ring_push(s, clock, c, s->token, false);
+	nl_ring_push(p, s, clock, c, s->token, false);
 	nl_account(e, p, slot, c, clock, s->token, false, false);
 	if (s->role == NL_ROLE_COPY) {
 		nl_pipe_of_stream(p, s)->seen_copy_record = true;
@@ -1480,8 +1480,7 @@ static void sparse_unordered(struct nl_batch *b, int slot, const struct nl_ring_
 		b->cs.valid = true;
 		b->cs.bs = i;
 		b->cs.seen = 0;
-		b->cs.consumer = (struct nl_seen_op){ .valid = true, .slot = slot, .clock = w->clock,
-						      .api = w->api, .tid = w->tid, .ts = w->ts };
+		b->cs.consumer = nl_ring_seen_op(slot, w);
 		return;
 	}
 }
@@ -1783,7 +1782,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	clock = ++s->vc[slot];
 	s->wait_clock = clock;
 	s->gate = clock;
-	nl_ring_push(s, clock, c, s->token, false);
+	nl_ring_push(p, s, clock, c, s->token, false);
 	if (ev && ev->recorded && ev->slot >= 0) {
 		struct nl_ring_op *r = &s->ring[(s->nring - 1) % NL_RING];
 
@@ -1969,12 +1968,12 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	if (s->orphan) {
 		p->late_ops++;
-		nl_ring_push(s, clock, c, NL_NO_TOKEN, true);
+		nl_ring_push(p, s, clock, c, NL_NO_TOKEN, true);
 		nl_account(e, p, slot, c, clock, NL_NO_TOKEN, true, coll);
 		return;
 	}
 	tok = older != NL_NO_TOKEN ? older : s->token;
-	nl_ring_push(s, clock, c, tok, true);
+	nl_ring_push(p, s, clock, c, tok, true);
 	if (s->role == NL_ROLE_SPARSE) {
 		s->ring[(s->nring - 1) % NL_RING].again = sparse_again(p, s, c);
 		s->ring[(s->nring - 1) % NL_RING].goes_on = goes_on || older != NL_NO_TOKEN;

@@ -282,12 +282,13 @@ int nl_stream_slot(struct nl_engine *e, struct nl_proc *p, const struct nl_skey 
 
 /* ---- recent ops ------------------------------------------------------------ */
 
-void nl_ring_push(struct nl_stream *s, uint32_t clock, const struct nl_call *c, int64_t token,
-		  bool work)
+void nl_ring_push(const struct nl_proc *p, struct nl_stream *s, uint32_t clock,
+		  const struct nl_call *c, int64_t token, bool work)
 {
 	struct nl_ring_op *r = &s->ring[s->nring % NL_RING];
 
 	r->clock = clock;
+	r->nseq = nl_null_seq(p, (int)(s - p->s), clock);
 	r->api = c->api;
 	r->tid = c->tid;
 	r->token = token;

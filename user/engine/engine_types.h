@@ -75,10 +75,12 @@ struct nl_seen_op {
 	uint32_t tid;
 	uint64_t ts;
 	uint64_t sig;  /* what it ran: api with kernel or copy kind */
+	uint32_t nseq; /* the null stream's ops enqueued before it */
 };
 
 struct nl_ring_op {
 	uint32_t clock;
+	uint32_t nseq; /* the null stream's ops enqueued before it */
 	uint16_t api;
 	uint32_t tid;
 	int64_t token;
@@ -608,6 +610,17 @@ static inline bool nl_call_is_h2d(const struct nl_call *c)
 	       (c->kindarg == 1 || c->kindarg == 4);
 }
 
+/* The null stream's ops enqueued before op `clock` of stream `slot` (its
+ * own clock already counts that op): a blocking stream's op and an op
+ * before it are joined by the null stream exactly when it grew between
+ * them, however far back its ring reaches. */
+static inline uint32_t nl_null_seq(const struct nl_proc *p, int slot, uint32_t clock)
+{
+	if (p->null_slot < 0)
+		return 0;
+	return slot == p->null_slot ? clock - 1 : p->s[p->null_slot].vc[p->null_slot];
+}
+
 /* The oldest position of a stream's recent-op ring still held. */
 static inline uint32_t nl_ring_start(const struct nl_stream *s)
 {
@@ -631,7 +644,7 @@ static inline bool nl_ring_worked_between(const struct nl_stream *s, uint64_t t0
 /* A ring entry as an op reference on stream slot. */
 static inline struct nl_seen_op nl_ring_seen_op(int slot, const struct nl_ring_op *r)
 {
-	return (struct nl_seen_op){ true, slot, r->clock, r->api, r->tid, r->ts, 0 };
+	return (struct nl_seen_op){ true, slot, r->clock, r->api, r->tid, r->ts, 0, r->nseq };
 }
 
 /* ---- vector clocks -------------------------------------------------------- */

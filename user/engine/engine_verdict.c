@@ -43,65 +43,46 @@ static bool orders_null(const struct nl_proc *p, int slot)
 	return p->s[slot].blocking || unseen(p, slot);
 }
 
-/* The enqueue time of the null stream's first op after ts: UINT64_MAX
- * without one, 0 when its ring no longer reaches back to ts. */
-static uint64_t null_op_after(const struct nl_proc *p, uint64_t ts)
-{
-	const struct nl_stream *n = &p->s[p->null_slot];
-	uint32_t start = nl_ring_start(n);
-	uint64_t first = UINT64_MAX;
-
-	for (uint32_t i = n->nring; i > start; i--) {
-		const struct nl_ring_op *r = &n->ring[(i - 1) % NL_RING];
-
-		if (r->ts <= ts)
-			return first;
-		first = r->ts;
-	}
-	return start > 0 ? 0 : first;
-}
-
-/* Whether stream slot enqueued work in (after, before); when its ring no
- * longer reaches back, as if it had not (the verdict is then skipped). */
-static bool work_between(const struct nl_proc *p, int slot, uint64_t after, uint64_t before)
+/* Whether stream slot enqueued work after op prod and before the null
+ * stream's next op; when its ring no longer reaches back, as if it had not
+ * (the verdict is then skipped). */
+static bool worked_before_null(const struct nl_proc *p, int slot, const struct nl_seen_op *prod)
 {
 	const struct nl_stream *s = &p->s[slot];
-	uint32_t start = nl_ring_start(s);
 
-	for (uint32_t i = s->nring; i > start; i--) {
+	for (uint32_t i = s->nring; i > nl_ring_start(s); i--) {
 		const struct nl_ring_op *r = &s->ring[(i - 1) % NL_RING];
 
-		if (r->ts <= after)
+		if (r->ts <= prod->ts)
 			return false;
-		if (r->work && r->ts < before)
+		if (r->work && r->nseq == prod->nseq)
 			return true;
 	}
 	return false;
 }
 
-/* Whether an op of stream c enqueued at q (UINT64_MAX: every later op of c
- * that could read the batch) would be ordered after producer op prod, had
- * every stream whose creation was not seen been created blocking: a
- * null-stream op waits for a blocking stream's earlier work, and an op on
- * a blocking stream for the null stream's. */
+/* Whether op cons of stream c (NULL: every later op of c that could read
+ * the batch) would be ordered after producer op prod, had every stream
+ * whose creation was not seen been created blocking: a null-stream op
+ * waits for a blocking stream's earlier work, and an op on a blocking
+ * stream for the null stream's. Counted by the null stream's ops before
+ * each (nseq), not looked up in its ring: a batch judged long after its
+ * ops (compute's ring no longer reaching back) was skipped
+ * pretrace_stream where the calls decide (random program 15304). */
 static bool blocking_orders(const struct nl_proc *p, const struct nl_seen_op *prod, int c,
-			    uint64_t q)
+			    const struct nl_seen_op *cons)
 {
 	int ps = prod->slot;
-	uint64_t n;
 
 	if (ps == p->null_slot)
-		return unseen(p, c) && prod->ts < q;
+		return unseen(p, c) && (!cons || prod->ts < cons->ts);
 	if (c == p->null_slot)
-		return unseen(p, ps) && prod->ts < q;
+		return unseen(p, ps) && (!cons || prod->ts < cons->ts);
 	if (!orders_null(p, ps) || !orders_null(p, c) || (!unseen(p, ps) && !unseen(p, c)))
 		return false;
-	n = null_op_after(p, prod->ts);
-	if (!n)
-		return true; /* the null stream's ops then are not remembered */
-	if (q != UINT64_MAX)
-		return n < q;
-	return !work_between(p, c, prod->ts, n);
+	if (cons)
+		return cons->nseq > prod->nseq;
+	return !worked_before_null(p, c, prod);
 }
 
 /* Whether the unordered pair would be ordered had the streams whose
@@ -118,16 +99,16 @@ static bool blocking_would_order(const struct nl_proc *p, const struct nl_batch_
 	if (!prod || !prod->valid || prod->slot < 0)
 		return true; /* nothing to go by */
 	if (cons && cons->valid && cons->slot >= 0)
-		return blocking_orders(p, prod, cons->slot, cons->ts);
+		return blocking_orders(p, prod, cons->slot, cons);
 	if (edge != NL_EDGE_COPY_SPARSE)
 		return p->compute_slot >= 0 &&
-		       blocking_orders(p, prod, p->compute_slot, UINT64_MAX);
+		       blocking_orders(p, prod, p->compute_slot, NULL);
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *s = &p->s[i];
 
 		if (!s->used || s->role != NL_ROLE_SPARSE || s->pipe != (int)a->pipeline)
 			continue;
-		if (!blocking_orders(p, prod, (int)i, UINT64_MAX))
+		if (!blocking_orders(p, prod, (int)i, NULL))
 			return false;
 		any = true;
 	}
