@@ -1223,6 +1223,27 @@ static bool taken_again(struct nl_engine *e, struct nl_proc *p, int slot, const 
 	return nl_took_again(e, p, slot, k - 1, m, x->token, w->first_ts);
 }
 
+/* Batch b, of the first pipeline (training, whose batch size learning
+ * saw), is the only batch of the process compute could begin: every other
+ * pipeline has none it has not begun (an evaluation turn over). Its
+ * pipeline's restart is then judged as with one pipeline: before, a take
+ * dropped after an evaluation turn was missed, the batch taken by the next
+ * wait and the last one skipped target_exited (random program 46986). Not
+ * in a later pipeline: its fill is cut by a guess, and a restart taken
+ * there after a merged segment accused a healthy batch (random program
+ * 46308). */
+static bool only_pending(struct nl_proc *p, const struct nl_batch *b)
+{
+	int pipe = nl_tok_pipe(b->token);
+
+	if (pipe != 0)
+		return false;
+	for (int i = 0; i < p->npipes; i++)
+		if (i != pipe && p->pipes[i].used && first_unforwarded(p, &p->pipes[i]))
+			return false;
+	return true;
+}
+
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -1327,10 +1348,13 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	    (q->has_sparse && !sparse_begun(b)))
 		return;
 	if (!ordered) {
+		bool multi = p->npipes > 1 && !only_pending(p, b);
+
 		/* with more than one pipeline the restart is not taken here:
 		 * kept for the exit, where a wait that gave b its forward since
-		 * shows it was another pipeline's batch's (restarted_elsewhere) */
-		if (w->first_named[1] && p->npipes > 1) {
+		 * shows it was another pipeline's batch's (restarted_elsewhere);
+		 * but see only_pending */
+		if (w->first_named[1] && multi) {
 			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
 
 			xq->again_before_ts = xq->again_ts && xq->again_tok == b->token &&
@@ -1345,7 +1369,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * where the step's launches of that kernel are known only from
 		 * windows with launches counted (a lower bound: one counted
 		 * may have been of the kernel) */
-		if (!w->first_named[1] || p->npipes > 1 || q->tight_run < NL_STEP_SURE ||
+		if (!w->first_named[1] || multi || q->tight_run < NL_STEP_SURE ||
 		    (q->first_min && (!q->first_min_whole || w->first_hits + 1 <= q->first_min_whole)) ||
 		    nl_outside_work(p, s, nl_tok_pipe(b->token), w->first_ts) || !same_copy_stream(x, b))
 			return;
