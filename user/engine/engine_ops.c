@@ -1290,17 +1290,52 @@ static const struct nl_ring_op *early_work(const struct nl_proc *p, const struct
 	return fw;
 }
 
+/* The oldest batch of data-dist stream d's pipeline copied before d's
+ * work op fw, whose sparse stage and forward did not begin (NULL: none). */
+static struct nl_batch *copied_before(struct nl_proc *p, const struct nl_stream *d,
+				      const struct nl_ring_op *fw)
+{
+	struct nl_batch *b, *due = NULL;
+
+	NL_FOR_BATCHES(p, b) {
+		if (nl_tok_pipe(b->token) == d->pipe && !b->closed && !b->fwd_started &&
+		    !b->st[NL_STAGE_SPARSE].work && b->st[NL_STAGE_COPY].work &&
+		    b->st[NL_STAGE_COPY].first_ts < fw->ts && (!due || b->token < due->token))
+			due = b;
+	}
+	return due;
+}
+
+/* The clock of d's last work op up to clock `upto` (0: none). */
+static uint32_t last_early_work(const struct nl_stream *d, uint32_t upto)
+{
+	uint32_t last = 0;
+
+	for (uint32_t k = 0; k < d->nring && d->ring[k].clock <= upto; k++)
+		if (d->ring[k].work)
+			last = d->ring[k].clock;
+	return last;
+}
+
 /* Stream d, just made the data-dist stream of its pipeline by its edges
  * (discover, discover_implicit), did work before, up to its clock `upto`:
  * the sparse stage of the oldest batch of the pipeline whose copy its
- * clock at its first work op ordered (none: it stays placed nowhere, and
- * the batch is judged never reached). That clock judges all of it: if
+ * clock at its first work op ordered. That clock judges all of it: if
  * the first op is not ordered after the copy, the batch is not, and if it
- * is, so is every later op. Before, the work went to no batch, and
- * compute's take of its record to none either: the batch's forward stayed
- * on the other pipeline's, and a healthy batch whose dropped data-dist
- * wait the null stream made redundant was accused copy->sparse (random
- * programs 340138, 240466, 301201, 222818). */
+ * is, so is every later op. With no such batch, the oldest copied before
+ * that work (copied_before): its stage, begun without its edge, as the
+ * hand-off rule has it, copy->sparse. Where compute took a record of d
+ * made after that work, that batch's forward ran then, in a window
+ * charged to another batch (d had no role yet): it is not judged never
+ * to have reached compute (taken_early). Before, the work went to no
+ * batch, and compute's take of its record to none either: the batch's
+ * forward stayed on the other pipeline's, and a healthy batch whose
+ * dropped data-dist wait the null stream made redundant was accused
+ * copy->sparse (random programs 340138, 240466, 301201, 222818). Where no
+ * batch's copy was ordered, the batch was judged never reached and the
+ * sparse stages after it were charged a batch early: an evaluation turn
+ * whose first D.wait_stream(M) was dropped had its fault missed or a later
+ * batch accused (random programs 342074, 101619). */
 static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto)
 {
 	struct nl_stream *d = &p->s[slot];
@@ -1318,6 +1353,9 @@ static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, ui
 		    (!due || b->token < due->token))
 			due = b;
 	}
+	if (!due && (due = copied_before(p, d, fw)) != NULL && p->compute_slot >= 0 &&
+	    p->s[p->compute_slot].vc[slot] >= last_early_work(d, upto))
+		due->taken_early = true;
 	if (due) {
 		d->token = due->token;
 		for (uint32_t k = 0; k < d->nring && d->ring[k].clock <= upto; k++) {

@@ -295,6 +295,7 @@ struct nl_batch {
 	/* compute, working on it, waited on a sparse stream's record of it again */
 	bool sparse_retake;
 	bool fwd_adopted;      /* compute took it without an edge (nl_take_first_compute) */
+	bool taken_early;      /* compute took its sparse stage before the stream was found (book_early_work) */
 	bool fwd_waited;       /* compute's wait took it (not a restart of the step) */
 	bool restart_seen;     /* its forward window began another batch's (a watch's repeat) */
 	/* when the batch before it began its forward, compute was ordered

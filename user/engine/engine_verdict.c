@@ -218,7 +218,8 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 
 		add_unordered(p, a, by_flags, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
-	if ((!has_sparse || b->reached_sparse) && !b->fwd_started && !implicitly_ordered(p, b)) {
+	if ((!has_sparse || b->reached_sparse) && !b->fwd_started && !implicitly_ordered(p, b) &&
+	    !b->taken_early) {
 		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
 
 		add_unordered(p, a, by_flags,
