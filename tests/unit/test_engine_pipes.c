@@ -1903,37 +1903,51 @@ static void eval_turn_keeps_its_size(void **state)
  * it into more batches than were taken, the turn's end cuts it again by
  * the takes (recut_taken). Before, the turn's second batch was merged
  * into its first's copies, or the batches past the takes were accused
- * copy->sparse (random programs 809, 29399 and 297462). */
+ * copy->sparse (random programs 809, 29399 and 297462). Also three
+ * batches of two copies, training one copy a batch: training's size cuts
+ * the fill into six, the three takes into three, and the batches the
+ * fill was cut into are not audited before that (in_fill_guess). Before,
+ * compute's next takes audited the turn's first two batches with one copy
+ * each, and the copies of its second went to none (random program
+ * 303465). */
+static struct tb *fill_taken(int tcopies, int ecopies, int batches, bool sparse, bool at_exit)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
+
+	for (int i = 0; i < 4; i++)
+		copy_step(t, M, C, tcopies);
+	m = turn_fill(t, sparse, &d, batches * ecopies);
+	for (int k = 0; k < batches; k++) {
+		turn_take(t, C, m, d, true);
+		forward_on(t, C);
+	}
+	if (!at_exit) {
+		tb_device_sync(t);
+		if (sparse)
+			stream_destroy(t, d);
+		stream_destroy(t, m);
+	}
+	copy_step(t, M, C, tcopies);
+	copy_step(t, M, C, tcopies);
+	tb_end(t);
+	return t;
+}
+
 static void eval_fill_taken_twice(void **state)
 {
 	(void)state;
-	for (int v = 0; v < 36; v++) {
-		int tcopies = 1 + v % 3, ecopies = 1 + v / 3 % 3;
-		bool sparse = v / 9 % 2, at_exit = v / 18;
-		struct tb *t = tb_new(NULL);
-		uint64_t M = tb_stream_create(t, 1), C = tb_stream_create(t, 1), m, d;
-		int train = 6;
+	for (int v = 0; v < 40; v++) {
+		bool thrice = v >= 36;
+		int n = thrice ? 3 : 2, ecopies = thrice ? 2 : 1 + v / 3 % 3;
+		struct tb *t = thrice ? fill_taken(1, ecopies, n, v % 2, v / 38) :
+					fill_taken(1 + v % 3, ecopies, n, v / 9 % 2, v / 18);
 
-		for (int i = 0; i < train; i++) {
-			copy_step(t, M, C, tcopies);
-			if (i != 3)
-				continue;
-			m = turn_fill(t, sparse, &d, 2 * ecopies);
-			for (int k = 0; k < 2; k++) {
-				turn_take(t, C, m, d, true);
-				forward_on(t, C);
-			}
-			if (at_exit)
-				continue;
-			tb_device_sync(t);
-			if (sparse)
-				stream_destroy(t, d);
-			stream_destroy(t, m);
-		}
-		tb_end(t);
-		expect(t, 0, train, -1, 0);
-		expect(t, 1, 2, -1, 0);
-		assert_int_equal(t->n, train + 2);
+		expect(t, 0, 6, -1, 0);
+		expect(t, 1, n, -1, 0);
+		for (int k = 0; k < n; k++) /* all its copies (and records) */
+			assert_true(batch_in(t, 1, (uint64_t)k)->stage[NL_STAGE_COPY].ops >= (uint64_t)ecopies);
+		assert_int_equal(t->n, 6 + n);
 		assert_true(t->sum.evidence_valid);
 		tb_free(t);
 	}

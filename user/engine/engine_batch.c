@@ -254,6 +254,27 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 	nl_emit_ready(e, p);
 }
 
+/* Batch b was cut from a copy stream's fill by a guess (a size another
+ * copy stream was sure of, or the fill as one batch) that its takes or its
+ * next segment may still refute (recut_fill, recut_taken): it is not
+ * audited before that, closed or not. Before, compute's next take closed
+ * and audited the fill's first batches, and a recut that came later could
+ * no longer give them their copies: an evaluation turn whose batches hold
+ * more copies than training's, copied before its first record, had a
+ * healthy batch merged (random program 303465). */
+static bool in_fill_guess(const struct nl_proc *p, const struct nl_batch *b)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == nl_tok_pipe(b->token) && m->guess_n &&
+		    m->guess_k && b->token >= m->guess_tok &&
+		    b->token < m->guess_tok + (int64_t)(m->guess_n / m->guess_k))
+			return true;
+	}
+	return false;
+}
+
 void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
 {
 	for (int i = 0; i < p->npipes; i++) {
@@ -263,6 +284,8 @@ void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
 			struct nl_batch *b = nl_batch_of(p, q->oldest);
 
 			if (b && (!b->closed || (q->ticks < b->linger_until && !all_done(b))))
+				break;
+			if (b && in_fill_guess(p, b))
 				break;
 			emit_oldest(e, p, q);
 		}

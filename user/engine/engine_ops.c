@@ -570,7 +570,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	for (int64_t t = first; kept > 1 && t < first + kept; t++) {
 		struct nl_batch *b = nl_batch_of(p, t);
 
-		if (b && !b->closed)
+		if (b) /* closed or not: not audited before (in_fill_guess) */
 			restage_copy(p, b, slot);
 	}
 	if (ended)
@@ -731,7 +731,7 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 
 		if (j >= first + (int64_t)t)
 			b->used = false;
-		else if (b && !b->closed) /* one audited already keeps what it showed */
+		else if (b) /* closed or not: not audited before (in_fill_guess) */
 			restage_copy(p, b, slot);
 	}
 	q->next_token = first + t;
