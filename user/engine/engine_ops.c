@@ -1290,17 +1290,20 @@ static const struct nl_ring_op *early_work(const struct nl_proc *p, const struct
 	return fw;
 }
 
-/* The oldest batch of data-dist stream d's pipeline copied before d's
- * work op fw, whose sparse stage and forward did not begin (NULL: none). */
-static struct nl_batch *copied_before(struct nl_proc *p, const struct nl_stream *d,
-				      const struct nl_ring_op *fw)
+/* The oldest batch of data-dist stream d's pipeline whose sparse stage and
+ * forward did not begin: one whose copy d's clock orders (fw NULL), or one
+ * copied before d's work op fw (NULL: none). */
+static struct nl_batch *oldest_unstaged(struct nl_proc *p, const struct nl_stream *d,
+					const struct nl_ring_op *fw)
 {
 	struct nl_batch *b, *due = NULL;
 
 	NL_FOR_BATCHES(p, b) {
 		if (nl_tok_pipe(b->token) == d->pipe && !b->closed && !b->fwd_started &&
-		    !b->st[NL_STAGE_SPARSE].work && b->st[NL_STAGE_COPY].work &&
-		    b->st[NL_STAGE_COPY].first_ts < fw->ts && (!due || b->token < due->token))
+		    !b->st[NL_STAGE_SPARSE].work &&
+		    (fw ? b->st[NL_STAGE_COPY].work && b->st[NL_STAGE_COPY].first_ts < fw->ts :
+			  nl_copy_covered(b, d)) &&
+		    (!due || b->token < due->token))
 			due = b;
 	}
 	return due;
@@ -1323,7 +1326,7 @@ static uint32_t last_early_work(const struct nl_stream *d, uint32_t upto)
  * clock at its first work op ordered. That clock judges all of it: if
  * the first op is not ordered after the copy, the batch is not, and if it
  * is, so is every later op. With no such batch, the oldest copied before
- * that work (copied_before): its stage, begun without its edge, as the
+ * that work (oldest_unstaged): its stage, begun without its edge, as the
  * hand-off rule has it, copy->sparse. Where compute took a record of d
  * made after that work, that batch's forward ran then, in a window
  * charged to another batch (d had no role yet): it is not judged never
@@ -1339,7 +1342,7 @@ static uint32_t last_early_work(const struct nl_stream *d, uint32_t upto)
 static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto)
 {
 	struct nl_stream *d = &p->s[slot];
-	struct nl_batch *b, *due = NULL;
+	struct nl_batch *due;
 	uint32_t *keep = p->tmp_vc;
 	const struct nl_ring_op *fw = early_work(p, d, upto);
 
@@ -1347,20 +1350,17 @@ static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, ui
 		return;
 	memcpy(keep, d->vc, p->w * sizeof(uint32_t));
 	memcpy(d->vc, nl_stream_first_vc(p, slot), p->w * sizeof(uint32_t));
-	NL_FOR_BATCHES(p, b) {
-		if (nl_tok_pipe(b->token) == d->pipe && !b->closed && !b->fwd_started &&
-		    !b->st[NL_STAGE_SPARSE].work && nl_copy_covered(b, d) &&
-		    (!due || b->token < due->token))
-			due = b;
-	}
-	if (!due && (due = copied_before(p, d, fw)) != NULL && p->compute_slot >= 0 &&
+	due = oldest_unstaged(p, d, NULL);
+	if (!due && (due = oldest_unstaged(p, d, fw)) != NULL && p->compute_slot >= 0 &&
 	    p->s[p->compute_slot].vc[slot] >= last_early_work(d, upto))
 		due->taken_early = true;
 	if (due) {
 		d->token = due->token;
 		for (uint32_t k = 0; k < d->nring && d->ring[k].clock <= upto; k++) {
-			/* its batch came by what its clock took before its first
-			 * work: as by a wait right before it (unfed_segment) */
+			/* its batch begins there, as after a wait right before
+			 * it (unfed_segment): one its clock took before its
+			 * first work, or one copied before that work began it
+			 * without its edge */
 			if (&d->ring[k] == fw)
 				d->ring[k].joined = true;
 			nl_account_ring(e, p, slot, &d->ring[k], due->token);
