@@ -148,21 +148,17 @@ static bool meets(const uint64_t *a, const uint64_t *b)
 	return false;
 }
 
-/* a is a better copy-stream candidate than b: it copies more purely, or
- * as purely and waits on fewer streams. Not more copies alone: on a tie the
- * stream seen first stays, the first pipeline the process ran (training),
- * and a later one (an evaluation turn) is found by its edges. Before, the
- * stream that had copied more won the tie: an evaluation turn's, learned
- * as the first pipeline, lent its sizes to training's and its own fills,
- * and batches of clean programs were accused copy->sparse (random programs
- * 297462, 429605). */
+/* a is a better copy-stream candidate than b */
 static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
 {
 	uint64_t fa = a->h2d * (b->work ? b->work : 1), fb = b->h2d * (a->work ? a->work : 1);
+	int ia = popcount_edges(a->in), ib = popcount_edges(b->in);
 
 	if (fa != fb)
 		return fa > fb;
-	return popcount_edges(a->in) < popcount_edges(b->in);
+	if (ia != ib)
+		return ia < ib;
+	return a->h2d > b->h2d;
 }
 
 /* Launches per take: a deep pipeline's data-dist stream ran the sparse
