@@ -1353,13 +1353,34 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		/* with more than one pipeline the restart is not taken here:
 		 * kept for the exit, where a wait that gave b its forward since
 		 * shows it was another pipeline's batch's (restarted_elsewhere);
-		 * but see only_pending */
+		 * but see only_pending. One restart is one batch's: the step
+		 * begun again in the same window after one kept so for b, a
+		 * whole step since (as many launches of its first kernel as a
+		 * step makes, first_min: not a backward that launches forward's
+		 * first kernel), is another batch's, the one of another
+		 * pipeline ordered already (other_due). Before, it was kept for
+		 * b too; that batch's take, compute's wait after, was judged
+		 * the one before it (an evaluation turn's last take dropped,
+		 * training's next one redundant and dropped), and training's
+		 * last batch was skipped target_exited (random program 374). */
 		if (w->first_named[1] && multi) {
 			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
+			bool kept = xq->again_ts > w->first_ts && xq->again_tok == b->token &&
+				    !xq->again_not_its;
+			/* within the step the kept restart began: not a step of its own */
+			bool within = kept && q->first_min &&
+				      w->first_hits + 1 - xq->again_hits < q->first_min;
+			struct nl_batch *o = kept && !within ? other_due(p, s, nl_tok_pipe(s->token)) : NULL;
 
+			if (o) {
+				restart_take(p, slot, o, w, pair, c);
+				return;
+			}
 			xq->again_before_ts = xq->again_ts && xq->again_tok == b->token &&
 					      !xq->again_not_its ? xq->again_ts : 0;
 			xq->again_ts = c->ts_ns;
+			if (!within)
+				xq->again_hits = w->first_hits + 1;
 			xq->again_tok = b->token;
 			xq->again_not_its = false;
 		}

@@ -454,6 +454,9 @@ struct nl_pipe {
 	/* ...and when the step had begun again so for the same batch before
 	 * (0: not): one of the two restarts was another batch's */
 	uint64_t again_before_ts;
+	/* the window's launches of the step's first kernel up to and with
+	 * the restart at again_ts */
+	uint32_t again_hits;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
