@@ -1244,6 +1244,39 @@ static bool only_pending(struct nl_proc *p, const struct nl_batch *b)
 	return true;
 }
 
+/* A stream of no role yet copied since compute's window `w` began, after
+ * every copy of pipeline `pipe`: a loop moving to a pipeline not found yet
+ * (an evaluation turn's first copies, its copy stream known only once
+ * compute waits on it). Compute's step begun again now is that batch's
+ * forward, its take dropped, not `pipe`'s next batch's: the restart is not
+ * taken (the new pipeline's batch, found later, is judged never to have
+ * reached compute). Before, `pipe`'s next batch took it, the take that
+ * brought it was judged the batch after's, and a healthy batch was
+ * accused copy->forward (random program 105809). */
+static bool unplaced_copied_since(const struct nl_proc *p, int pipe, const struct nl_stage_acc *w)
+{
+	uint64_t mine = 0;
+
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].pipe == pipe &&
+		    nl_ring_last_work_ts(&p->s[i]) > mine)
+			mine = nl_ring_last_work_ts(&p->s[i]);
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x->role != NL_ROLE_OTHER || (int)i == p->compute_slot)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (r->work && nl_api_info[r->api].kind == NL_K_COPY && r->ts > mine &&
+			    r->ts > w->first_ts)
+				return true;
+		}
+	}
+	return false;
+}
+
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -1399,6 +1432,8 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * its stage (the hand-off rule) */
 		nl_hand_over_all(p, b->token);
 	}
+	if (unplaced_copied_since(p, nl_tok_pipe(b->token), w))
+		return;
 	restart_take(p, slot, b, w, pair, c);
 }
 
