@@ -307,10 +307,15 @@ static uint32_t step_first_min(const struct nl_pipe *q)
 }
 
 /* Compute's windows begin with named kernels (launches named, not counted
- * in runs), and the window of the batch it holds shows at most one step
- * begun again: its first kernel launched no more than twice as often as
- * the fewest launches of it any whole window had (first_min: a step whose
- * backward begins with forward's first kernel launches it twice). Before,
+ * in runs), and the window of the batch it holds shows at most n steps
+ * begun again: its first kernel launched no more than n + 1 times as often
+ * as the fewest launches of it any whole window had (first_min: a step
+ * whose backward begins with forward's first kernel launches it twice).
+ * n is the number of due batches a wait passed over (nl_cadence): each
+ * such restart was one of theirs. Before, only one: an evaluation turn
+ * whose first two takes were dropped began both forwards in training's
+ * window, the wait after took the batch after the third, and that one,
+ * healthy, was accused copy->forward (random program 52858). Before,
  * one launch more than that: one restart of such a step counted as two,
  * and a wait that covered the batch after the restarted one took the
  * newest batch it covered, the healthy one between accused (random
@@ -323,15 +328,15 @@ static uint32_t step_first_min(const struct nl_pipe *q)
  * a window of the batches' own pipeline keeps the launches of a restart
  * another batch took (restart_take), and counting it accused a healthy
  * batch (random program 129902). */
-static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s, uint64_t since,
-				int pipe)
+static bool restarts_at_most(struct nl_proc *p, const struct nl_stream *s, uint64_t since,
+			     int pipe, uint32_t n)
 {
 	const struct nl_batch *own = nl_batch_of(p, s->token);
 	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
 	const struct nl_batch *x;
 
 	if (!(q && q->step_n && !q->run_n &&
-	      own->st[NL_STAGE_FORWARD].first_hits <= 2 * step_first_min(q)))
+	      own->st[NL_STAGE_FORWARD].first_hits <= (n + 1) * step_first_min(q)))
 		return false;
 	NL_FOR_BATCHES(p, x) {
 		const struct nl_pipe *xq = nl_pipe_of_token(p, x->token);
@@ -340,11 +345,12 @@ static bool one_restart_at_most(struct nl_proc *p, const struct nl_stream *s, ui
 		if (x == own || !xq || !f->work || f->last_ts <= since)
 			continue;
 		if (nl_tok_pipe(x->token) != pipe &&
-		    f->first_hits > 2 * step_first_min(xq) && f->prev_hit_ts > since)
+		    f->first_hits > (n + 1) * step_first_min(xq) && f->prev_hit_ts > since)
 			return false;
 	}
 	return true;
 }
+
 
 /* Stream s did work after ts, or its ring does not reach back to ts. */
 static bool worked_since(const struct nl_stream *s, uint64_t ts)
@@ -435,6 +441,7 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
 	bool passed = false;         /* a due batch passed over, ordered before */
+	uint32_t npassed = 0;        /* how many */
 	bool repeated = false;       /* ...one whose forward restarted without it */
 	uint64_t passed_ts = 0;      /* the first passed over's last producer op */
 	struct nl_pipe *q = nl_pipe_of_token(p, tok);
@@ -507,18 +514,20 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		/* an older due batch was passed over for compute's work since
 		 * its producers: that work holds its forward begun without its
 		 * edge, if any, and this batch's could not begin before it,
-		 * unless the window began the step again twice. With launches
+		 * unless the window began the step again more often than
+		 * batches were passed over (restarts_at_most). With launches
 		 * counted in runs no kernel shows how often it did: one run may
 		 * hide two steps begun without their edges (two takes dropped in
 		 * a row), and the second is then missed; without the take, a
 		 * single dropped take had its healthy neighbour accused too. */
-		if ((passed && (one_restart_at_most(p, s, passed_ts, nl_tok_pipe(t)) ||
+		if ((passed && (restarts_at_most(p, s, passed_ts, nl_tok_pipe(t), npassed) ||
 				p->unnamed_launch || first_window_unheld(p, s))) ||
-		    (repeated && p->npipes == 1 && one_restart_at_most(p, s, UINT64_MAX, nl_tok_pipe(t))))
+		    (repeated && p->npipes == 1 && restarts_at_most(p, s, UINT64_MAX, nl_tok_pipe(t), 1)))
 			return t;
 		if (!passed)
 			passed_ts = nl_producers_last(b);
 		passed = true;
+		npassed++;
 		if (doubt == NL_NO_TOKEN && from >= 0 && copy_slot(b) == from)
 			doubt = t;
 	}
