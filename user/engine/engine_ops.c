@@ -438,6 +438,56 @@ static bool taken(const struct nl_batch *b)
 	return !b || b->fwd_waited || b->reached_sparse;
 }
 
+/* A fill left one batch, split (recut_fill): a sparse stream of its
+ * pipeline that worked on that batch before its first wait on the copy
+ * stream, then waited on the fill's record, took the batches one by one:
+ * its work after that wait is the second batch's, and so are the events
+ * it recorded since. Before, they stayed on the first: every later
+ * sparse stage of the turn was charged a batch early, and the turn's
+ * last batch was skipped target_exited (random program 83639). */
+static void split_taken_on(struct nl_engine *e, struct nl_proc *p, int slot, int64_t first)
+{
+	struct nl_batch *b0 = nl_batch_of(p, first);
+
+	if (!b0 || !nl_batch_of(p, first + 1))
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *x = &p->s[i];
+		uint32_t wait = 0;
+		uint64_t moved = 0;
+		bool early = false;
+
+		if (!x->used || x->role != NL_ROLE_SPARSE || x->pipe != p->s[slot].pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring && !wait; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot)
+				wait = early && r->token == first ? r->clock : UINT32_MAX;
+			else if (r->work && r->token == first)
+				early = true;
+		}
+		if (!wait || wait == UINT32_MAX)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+			struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (r->clock > wait && r->token == first) {
+				nl_account_ring(e, p, (int)i, r, first + 1);
+				moved++;
+			}
+		}
+		if (!moved)
+			continue;
+		nl_batch_cut(p, b0, (int)i, wait, moved);
+		nl_retoken_events(p, (int)i, wait, UINT32_MAX, first, first + 1, false);
+		if (x->token == first)
+			x->token = first + 1;
+		if (x->handed_tok == first)
+			x->handed_tok = first + 1;
+	}
+}
+
 /* Copy stream `slot`'s fill was cut by the batch size another copy stream
  * was sure of (guess_k), and its next segment, ending now, holds n work
  * ops. n == guess_k confirms the guess. A size of its own refutes it: n,
@@ -567,6 +617,8 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	}
 	if (moved)
 		nl_batch_cut(p, b0, slot, cut, moved);
+	if (split)
+		split_taken_on(e, p, slot, first);
 	for (int64_t t = first; kept > 1 && t < first + kept; t++) {
 		struct nl_batch *b = nl_batch_of(p, t);
 
