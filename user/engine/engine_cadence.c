@@ -437,6 +437,32 @@ static int64_t after_forward(const struct nl_pipe *q)
  * was covered before: a wait on one copy stream brings nothing of a batch
  * copied on another (batch i on M[i % 2], launches counted in runs).
  * stale: the wait brings nothing new (a record compute waited on). */
+/* Compute, in a window of another pipeline than batch b's, began its
+ * step again there after b's producers with nothing of that pipeline left
+ * to begin (lone_again_ts, kept for the exit), not right after a wait of
+ * its own (that step is the wait's): the restart was b's forward, begun
+ * without its edge. A wait that covers b now is no take of it, whatever
+ * lag the takes had: b is passed over. Before, the learned lag gave it b,
+ * its fault was missed and the pipeline's last batch, the wait's own,
+ * was skipped target_exited (random program 82061: training's take
+ * dropped with its record after an evaluation turn, in the drain, where
+ * the last take has no newer copy to be made after). */
+static bool lone_restart_of(struct nl_proc *p, const struct nl_stream *s,
+			    const struct nl_batch *b)
+{
+	const struct nl_batch *own = nl_batch_of(p, s->token);
+	const struct nl_pipe *oq = own ? nl_pipe_of_token(p, own->token) : NULL;
+
+	if (!(oq && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) && oq->lone_again_ts &&
+	      oq->lone_again_ts > nl_producers_last(b) &&
+	      oq->lone_again_ts > own->st[NL_STAGE_FORWARD].first_ts))
+		return false;
+	for (uint32_t k = nl_ring_start(s) + 1; k < s->nring; k++)
+		if (s->ring[k % NL_RING].ts == oq->lone_again_ts)
+			return nl_api_info[s->ring[(k - 1) % NL_RING].api].kind != NL_K_STREAM_WAIT;
+	return false;
+}
+
 int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stale)
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
@@ -487,6 +513,8 @@ int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stal
 		    !b->copy_closed || (q->has_sparse && !sparse_begun(b) && !merged_stage(p, b)))
 			continue;
 		ordered = producers_before(b, s) != 0;
+		if (by_lag && ordered && t == first && lone_restart_of(p, s, b))
+			by_lag = false;
 		if (batch_covered(p, b, s, mine) || (by_lag && ordered) || covered_but_collective(b, s))
 			return doubt != NL_NO_TOKEN && from >= 0 && copy_slot(b) != from ? doubt : t;
 		if (!ordered) {
