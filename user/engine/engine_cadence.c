@@ -1143,6 +1143,19 @@ static bool implicit_copy(const struct nl_proc *p, const struct nl_stream *s,
 	return (int)(s - p->s) == p->null_slot && c >= 0 && p->s[c].blocking;
 }
 
+/* The last copy of pipeline `pipe`'s copy streams, as their rings remember
+ * (0: none). */
+static uint64_t last_copy_ts(const struct nl_proc *p, int pipe)
+{
+	uint64_t last = 0;
+
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].pipe == pipe &&
+		    nl_ring_last_work_ts(&p->s[i]) > last)
+			last = nl_ring_last_work_ts(&p->s[i]);
+	return last;
+}
+
 /* ...or due but for its copy segment, still open. Made by the restart's
  * own thread, whose work ends that thread's segment (a copy it makes next
  * begins a new one, copy_segment); or by a loader thread, since the
@@ -1177,14 +1190,11 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 					    const struct nl_stage_acc *w)
 {
 	struct nl_batch *found = NULL;
-	uint64_t mine = 0;
+	uint64_t mine;
 
 	if (p->npipes < 2)
 		return NULL;
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].pipe == pipe &&
-		    nl_ring_last_work_ts(&p->s[i]) > mine)
-			mine = nl_ring_last_work_ts(&p->s[i]);
+	mine = last_copy_ts(p, pipe);
 	if (!mine)
 		return NULL;
 	for (int i = 0; i < p->npipes; i++) {
@@ -1292,12 +1302,8 @@ static bool only_pending(struct nl_proc *p, const struct nl_batch *b)
  * accused copy->forward (random program 105809). */
 static bool unplaced_copied_since(const struct nl_proc *p, int pipe, const struct nl_stage_acc *w)
 {
-	uint64_t mine = 0;
+	uint64_t mine = last_copy_ts(p, pipe);
 
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].pipe == pipe &&
-		    nl_ring_last_work_ts(&p->s[i]) > mine)
-			mine = nl_ring_last_work_ts(&p->s[i]);
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
 
