@@ -351,7 +351,6 @@ static bool restarts_at_most(struct nl_proc *p, const struct nl_stream *s, uint6
 	return true;
 }
 
-
 /* Stream s did work after ts, or its ring does not reach back to ts. */
 static bool worked_since(const struct nl_stream *s, uint64_t ts)
 {
@@ -418,25 +417,6 @@ static int64_t after_forward(const struct nl_pipe *q)
 	return q->fwd_max + 1 > q->oldest ? q->fwd_max + 1 : q->oldest;
 }
 
-/* Tick cadence: a wait of compute that brings batch tok but also covers an
- * older batch of its pipeline that no forward began yet (a legal wait made
- * after a newer batch's producer work: a fill phase whose data-dist record
- * covers two batches) takes that older batch first; the next wait moves on.
- * Not a batch whose forward already restarted without it (the dropped-edge
- * signature of "end of a run"), nor one whose sparse stage it never
- * reached and that has no sparse work (the data-dist stream's first work,
- * given the oldest batch without its edge, is some): those were passed
- * over. A batch cut from a merged copy segment
- * is taken like any other: the wait that covers it is its own, and its
- * forward begun before the cut (a whole wait_stream dropped) shows as a
- * restart of compute's window that its watch, armed at the cut, did not
- * see (unwatched_restart).
- * A wait on the copy stream (`from`) of the oldest due batch that covers
- * it takes it, though compute's last window might hold its forward begun
- * without its edge, rather than a newer batch of another copy stream that
- * was covered before: a wait on one copy stream brings nothing of a batch
- * copied on another (batch i on M[i % 2], launches counted in runs).
- * stale: the wait brings nothing new (a record compute waited on). */
 /* Compute, in a window of another pipeline than batch b's, began its
  * step again there after b's producers with nothing of that pipeline left
  * to begin (lone_again_ts, kept for the exit), not right after a wait of
@@ -463,6 +443,25 @@ static bool lone_restart_of(struct nl_proc *p, const struct nl_stream *s,
 	return false;
 }
 
+/* Tick cadence: a wait of compute that brings batch tok but also covers an
+ * older batch of its pipeline that no forward began yet (a legal wait made
+ * after a newer batch's producer work: a fill phase whose data-dist record
+ * covers two batches) takes that older batch first; the next wait moves on.
+ * Not a batch whose forward already restarted without it (the dropped-edge
+ * signature of "end of a run"), nor one whose sparse stage it never
+ * reached and that has no sparse work (the data-dist stream's first work,
+ * given the oldest batch without its edge, is some): those were passed
+ * over. A batch cut from a merged copy segment
+ * is taken like any other: the wait that covers it is its own, and its
+ * forward begun before the cut (a whole wait_stream dropped) shows as a
+ * restart of compute's window that its watch, armed at the cut, did not
+ * see (unwatched_restart).
+ * A wait on the copy stream (`from`) of the oldest due batch that covers
+ * it takes it, though compute's last window might hold its forward begun
+ * without its edge, rather than a newer batch of another copy stream that
+ * was covered before: a wait on one copy stream brings nothing of a batch
+ * copied on another (batch i on M[i % 2], launches counted in runs).
+ * stale: the wait brings nothing new (a record compute waited on). */
 int64_t nl_cadence(struct nl_proc *p, int slot, int64_t tok, int from, bool stale)
 {
 	int64_t doubt = NL_NO_TOKEN; /* the oldest due batch `from` carries */
@@ -1441,8 +1440,9 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * last batch was skipped target_exited (random program 374). */
 		if (w->first_named[1] && multi) {
 			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
-			bool kept = xq->again_ts > w->first_ts && xq->again_tok == b->token &&
-				    !xq->again_not_its;
+			/* a restart kept for b before, not shown another's since */
+			bool same = xq->again_tok == b->token && !xq->again_not_its;
+			bool kept = same && xq->again_ts > w->first_ts;
 			/* within the step the kept restart began: not a step of its own */
 			bool within = kept && q->first_min &&
 				      w->first_hits + 1 - xq->again_hits < q->first_min;
@@ -1452,8 +1452,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				restart_take(p, slot, o, w, pair, c);
 				return;
 			}
-			xq->again_before_ts = xq->again_ts && xq->again_tok == b->token &&
-					      !xq->again_not_its ? xq->again_ts : 0;
+			xq->again_before_ts = same ? xq->again_ts : 0;
 			xq->again_ts = c->ts_ns;
 			if (!within)
 				xq->again_hits = w->first_hits + 1;
