@@ -165,6 +165,41 @@ static bool begun_for_other(struct nl_proc *p, const struct nl_stream *s, int64_
 	return s->role == NL_ROLE_OTHER && b && b->fwd_started;
 }
 
+/* Compute, holding a batch of tok's pipeline, has waited on a record of
+ * that pipeline's producer stream before: its batches come by waits (the
+ * hand-off), and the null stream's implicit joins mostly only order it. A
+ * join brings whatever the producers enqueued since, often the batch
+ * after next's input_dist while the step goes on; taken as a batch, it
+ * moved compute in the middle of a step (at backward's first kernel), and
+ * the batch's own wait, after, took nothing. Before, the forward of a
+ * batch was cut at its backward and the sparse stage the window's end then
+ * saw accused a healthy batch sparse->forward (random program 358879), or
+ * two steps merged and the last batch was skipped target_exited (random
+ * program 153024). The join still moves compute, a take dropped, where
+ * launch c begins the step again: the window's first kernel, launched
+ * more often than any window from one wait to the next had it
+ * (first_min); or, none such closed yet, the join brings the very next
+ * batch, nothing newer (not the cadence's guess from a batch further on). */
+static bool takes_by_wait(struct nl_proc *p, const struct nl_stream *s, int64_t tok,
+			  const struct nl_call *c)
+{
+	const struct nl_pipe *q;
+	const struct nl_batch *h;
+	const struct nl_stage_acc *w;
+
+	if (s->token == NL_NO_TOKEN || tok == NL_NO_TOKEN || nl_tok_pipe(tok) != nl_tok_pipe(s->token))
+		return false;
+	q = &p->pipes[nl_tok_pipe(tok)];
+	h = nl_batch_of(p, s->token);
+	if (!q->took_by_wait || !h)
+		return false;
+	w = &h->st[NL_STAGE_FORWARD];
+	if (c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) || !w->first_named[0] ||
+	    nl_call_sig(c) != w->first_sig[0])
+		return true;
+	return q->first_min ? w->first_hits + 1 <= q->first_min : tok != s->token + 1;
+}
+
 static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 			  const struct nl_call *c)
 {
@@ -205,7 +240,8 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		if (s->implicit_tok > tok && c->kind != NL_K_STREAM_WAIT) /* else the wait decides */
 			tok = s->implicit_tok;
 		s->implicit_tok = NL_NO_TOKEN;
-		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok)) {
+		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok) &&
+		    !(slot == p->compute_slot && takes_by_wait(p, s, tok, c))) {
 			if (slot != p->compute_slot || implicit_may_begin(p, tok, c))
 				nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
 			else
@@ -1632,6 +1668,29 @@ static void joined_after_work(struct nl_proc *p, int slot)
 	}
 }
 
+/* Compute waited on a record of producer stream `from` (its pipeline's
+ * data-dist stream, or its copy stream where it has no sparse stage): the
+ * pipeline's batches come to compute by waits from now on (takes_by_wait).
+ * On the null stream with blocking producers, the step signature learned
+ * before is forgotten: those windows were cut by implicit joins, begun in
+ * the middle of a step, and a step that seemed to vary would never show a
+ * take dropped later. */
+static void took_by_wait(struct nl_proc *p, int slot, const struct nl_stream *from)
+{
+	struct nl_pipe *q;
+
+	if (from->pipe < 0 || from->pipe >= p->npipes)
+		return;
+	q = &p->pipes[from->pipe];
+	if (from->role != NL_ROLE_SPARSE && !(from->role == NL_ROLE_COPY && !q->has_sparse))
+		return;
+	if (!q->took_by_wait && slot == p->null_slot && p->nblocking) {
+		q->step_n = q->run_n = 0;
+		q->step_varied = q->run_varied = q->step_tid_varied = false;
+	}
+	q->took_by_wait = true;
+}
+
 /* Compute waits on a record of stream x, created since without a role on
  * the handle of one of pipeline P's streams (was_pipe), where P has a
  * sparse stage and no stream with a role left: x is P's data-dist stream
@@ -1739,6 +1798,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				 * data-dist stream from its copy stream too */
 				if (!copy_before && from->role == NL_ROLE_COPY && s->role == NL_ROLE_SPARSE)
 					s->fed_by_copy = true;
+				if (slot == p->compute_slot)
+					took_by_wait(p, slot, from);
 			}
 			if (from && from->role == NL_ROLE_OTHER) {
 				p->s[ev->slot].feeds = true;

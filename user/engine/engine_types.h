@@ -430,6 +430,9 @@ struct nl_pipe {
 	 * began after (nl_note_window) */
 	uint32_t tight_run;
 	bool loose;
+	/* compute waited on a record of its producer stream: its batches come
+	 * by waits (hand-offs), not by the null stream's implicit joins */
+	bool took_by_wait;
 	/* the last time compute's step began again in a window of this
 	 * pipeline while nothing of it was left to begin (no newer batch
 	 * copied): another pipeline's forward, begun without its take */
