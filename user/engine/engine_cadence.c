@@ -1474,8 +1474,18 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * its stage (the hand-off rule) */
 		nl_hand_over_all(p, b->token);
 	}
-	if (unplaced_copied_since(p, nl_tok_pipe(b->token), w))
+	if (unplaced_copied_since(p, nl_tok_pipe(b->token), w)) {
+		/* that pipeline's forward begun without its take: kept as
+		 * another pipeline's restart for when its copy stream is
+		 * found (a fill it cuts, lone_restarts_since) and for the exit
+		 * (restarted_elsewhere); where the step launches its first
+		 * kernel once (one that launches it twice shows a restart
+		 * late, after the next copy: 47 programs newly disagreed,
+		 * most accusing a healthy batch sparse->forward) */
+		if (w->first_named[1] && q->first_min <= 1)
+			p->pipes[nl_tok_pipe(b->token)].lone_again_ts = c->ts_ns;
 		return;
+	}
 	restart_take(p, slot, b, w, pair, c);
 }
 

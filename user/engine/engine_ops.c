@@ -843,6 +843,25 @@ void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
 		recut_fill(e, p, slot, true);
 }
 
+/* Compute's step began again, with nothing of the pipeline it held left
+ * to begin, or right after a copy on a stream of no role (lone_again_ts,
+ * nl_step_begins), in another pipeline than `pipe` and after `since`: a
+ * forward of `pipe`, begun before its copy stream was found, its take
+ * dropped. At most one such restart per other pipeline is known (the
+ * last). The fill of `pipe`'s copy stream, cut by no size, held that
+ * batch too. Before, an evaluation turn's two batches copied back to
+ * back, the first one's take dropped, were one batch taken by the second
+ * one's wait: its copy->forward missed, the run judged evidence_valid
+ * (random program 10595). */
+static uint32_t lone_restarts_since(const struct nl_proc *p, int pipe, uint64_t since)
+{
+	uint32_t t = 0;
+
+	for (int i = 0; i < p->npipes; i++)
+		t += i != pipe && p->pipes[i].used && p->pipes[i].lone_again_ts > since;
+	return t;
+}
+
 /* A record ends the copy stream's segment. Segments of a steady size K
  * teach it; one of exactly n * K work ops (n > 1) is n batches whose
  * copies one record covers (a whole wait_stream dropped with its record, a
@@ -875,6 +894,15 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 			fk = known_k(p, n);
 			borrowed = true;
 		}
+	}
+	/* or as many batches as compute began steps of it, its takes
+	 * dropped, while its copies went on (lone_restarts_since) and one
+	 * more, the batch a wait takes */
+	if (!fk && borrowed) {
+		uint32_t t = lone_restarts_since(p, s->pipe, b->st[NL_STAGE_COPY].first_ts);
+
+		if (t && n > t && n % (t + 1) == 0)
+			fk = n / (t + 1);
 	}
 	/* after it, in the window learning saw, the size all its segments share */
 	if (!fk && s->pipe == 0 && s->role == NL_ROLE_COPY && b)
