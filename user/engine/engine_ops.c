@@ -180,7 +180,7 @@ static bool begun_for_other(struct nl_proc *p, const struct nl_stream *s, int64_
  * more often than any window from one wait to the next had it
  * (first_min); or, none such closed yet, the join brings the very next
  * batch, nothing newer (not the cadence's guess from a batch further on). */
-static bool takes_by_wait(struct nl_proc *p, const struct nl_stream *s, int64_t tok,
+static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64_t tok,
 			  const struct nl_call *c)
 {
 	const struct nl_pipe *q;
@@ -241,7 +241,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 			tok = s->implicit_tok;
 		s->implicit_tok = NL_NO_TOKEN;
 		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok) &&
-		    !(slot == p->compute_slot && takes_by_wait(p, s, tok, c))) {
+		    !(slot == p->compute_slot && join_only_orders(p, s, tok, c))) {
 			if (slot != p->compute_slot || implicit_may_begin(p, tok, c))
 				nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
 			else
@@ -1698,12 +1698,12 @@ static void joined_after_work(struct nl_proc *p, int slot)
 
 /* Compute waited on a record of producer stream `from` (its pipeline's
  * data-dist stream, or its copy stream where it has no sparse stage): the
- * pipeline's batches come to compute by waits from now on (takes_by_wait).
+ * pipeline's batches come to compute by waits from now on (join_only_orders).
  * On the null stream with blocking producers, the step signature learned
  * before is forgotten: those windows were cut by implicit joins, begun in
  * the middle of a step, and a step that seemed to vary would never show a
  * take dropped later. */
-static void took_by_wait(struct nl_proc *p, int slot, const struct nl_stream *from)
+static void note_took_by_wait(struct nl_proc *p, int slot, const struct nl_stream *from)
 {
 	struct nl_pipe *q;
 
@@ -1827,7 +1827,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				if (!copy_before && from->role == NL_ROLE_COPY && s->role == NL_ROLE_SPARSE)
 					s->fed_by_copy = true;
 				if (slot == p->compute_slot)
-					took_by_wait(p, slot, from);
+					note_took_by_wait(p, slot, from);
 			}
 			if (from && from->role == NL_ROLE_OTHER) {
 				p->s[ev->slot].feeds = true;
