@@ -1148,10 +1148,15 @@ static uint64_t last_copy_ts(const struct nl_proc *p, int pipe)
 {
 	uint64_t last = 0;
 
-	for (uint32_t i = 0; i < p->w; i++)
-		if (p->s[i].used && p->s[i].role == NL_ROLE_COPY && p->s[i].pipe == pipe &&
-		    nl_ring_last_work_ts(&p->s[i]) > last)
-			last = nl_ring_last_work_ts(&p->s[i]);
+	for (uint32_t i = 0; i < p->w; i++) {
+		uint64_t ts;
+
+		if (!p->s[i].used || p->s[i].role != NL_ROLE_COPY || p->s[i].pipe != pipe)
+			continue;
+		ts = nl_ring_last_work_ts(&p->s[i]);
+		if (ts > last)
+			last = ts;
+	}
 	return last;
 }
 

@@ -181,7 +181,7 @@ static bool begun_for_other(struct nl_proc *p, const struct nl_stream *s, int64_
  * (first_min); or, none such closed yet, the join brings the very next
  * batch, nothing newer (not the cadence's guess from a batch further on). */
 static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64_t tok,
-			  const struct nl_call *c)
+			     const struct nl_call *c)
 {
 	const struct nl_pipe *q;
 	const struct nl_batch *h;

@@ -435,7 +435,9 @@ struct nl_pipe {
 	bool took_by_wait;
 	/* the last time compute's step began again in a window of this
 	 * pipeline while nothing of it was left to begin (no newer batch
-	 * copied): another pipeline's forward, begun without its take */
+	 * copied), or right after a copy on a stream of no role yet
+	 * (unplaced_copied_since): another pipeline's forward, begun without
+	 * its take */
 	uint64_t lone_again_ts;
 	/* the newest batch of this pipeline the null stream's implicit joins
 	 * brought (its `carry`, per pipeline) */
