@@ -376,19 +376,20 @@ static bool cut_segment(struct nl_engine *e, struct nl_proc *p, int slot, int64_
 	return true;
 }
 
-/* The smallest batch size a copy stream of the process is sure of (its
- * steady segments, or the fill learning saw) that divides n into more
- * than one batch; 0 when none does. */
-static uint32_t known_k(const struct nl_proc *p, uint32_t n)
+/* The smallest batch size a copy stream of pipeline `pipe` (any: -1) is
+ * sure of (its steady segments, or, in the first pipeline, the fill
+ * learning saw) that divides n into more than one batch; 0 when none does. */
+static uint32_t known_k(const struct nl_proc *p, uint32_t n, int pipe)
 {
-	uint32_t fk = p->fill_k ? p->fill_k : p->window_k;
+	uint32_t fk = pipe <= 0 ? (p->fill_k ? p->fill_k : p->window_k) : 0;
 	uint32_t best = fk && n % fk == 0 && n > fk ? fk : 0;
 
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *c = &p->s[i];
 
-		if (c->used && c->role == NL_ROLE_COPY && c->seg_k && c->seg_k_n >= NL_SEG_SURE &&
-		    n % c->seg_k == 0 && n > c->seg_k && (!best || c->seg_k < best))
+		if (c->used && c->role == NL_ROLE_COPY && (pipe < 0 || c->pipe == pipe) && c->seg_k &&
+		    c->seg_k_n >= NL_SEG_SURE && n % c->seg_k == 0 && n > c->seg_k &&
+		    (!best || c->seg_k < best))
 			best = c->seg_k;
 	}
 	return best;
@@ -760,8 +761,9 @@ static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
 }
 
 /* Copy stream `slot` is destroyed, or its process exits, its fill cut by a
- * size another copy stream was sure of (guess_k) into more batches than
- * its consumers took: each took one batch by a record of its own made
+ * size another copy stream was sure of (guess_k: segment_end, or
+ * cut_taken_again once a consumer took the fill twice) into more batches
+ * than its consumers took: each took one batch by a record of its own made
  * after the fill's last copy (an evaluation turn at depth 2, its two
  * batches copied before the first record, each taken by a wait_stream of
  * its own, the turn over). The fill is cut again by its size over the
@@ -800,7 +802,9 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	for (int64_t j = first; j <= cur; j++) {
 		const struct nl_batch *b = nl_batch_of(p, j);
 
-		if (j < first + (int64_t)t ? !taken(b) : !copies_only(p, slot, j))
+		/* a take, or compute's step begun again right after a take
+		 * of the fill's record made a second time (taken_again) */
+		if (j < first + (int64_t)t ? !taken(b) && !b->fwd_started : !copies_only(p, slot, j))
 			return false;
 	}
 	idx = 0;
@@ -891,7 +895,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		if (!fk && s->pipe != 0 && q && q->copy_k && n % q->copy_k == 0)
 			fk = q->copy_k;
 		if (!fk && s->pipe != 0 && !s->guess_refuted) {
-			fk = known_k(p, n);
+			fk = known_k(p, n, -1);
 			borrowed = true;
 		}
 	}
@@ -957,14 +961,20 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
  * took again by a wait on a record of the stream made with no copy since,
  * and began its stage again: more than one batch's copies, their records
  * dropped or made before the first take (a fill of two batches). Cut by
- * the size a copy stream of the process is sure of (known_k), as a record
- * would cut it, or, where none divides it, one batch per take of it; the
- * stream is then sure of that size. False when nothing divides it, or its
- * ops are not all remembered. */
+ * the size a copy stream of its pipeline is sure of (known_k), as a record
+ * would cut it, else by one another pipeline's is sure of, a guess (an
+ * evaluation turn's batches may hold more copies than training's) that
+ * the takes refute once the turn is over (recut_taken), or, where no size
+ * divides it, one batch per take of it; the stream is then sure of that
+ * size. Before, the guess stood: an evaluation turn of two batches of
+ * three copies each, training copying one, was cut in six, and the four
+ * nothing took were accused copy->sparse (random program 297462). False
+ * when nothing divides it, or its ops are not all remembered. */
 static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int by, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
 	uint32_t n = 0, k, t;
+	bool borrowed = false;
 
 	if (e->o.no_copy_split || m->role != NL_ROLE_COPY || m->seg_open || m->token != tok)
 		return false;
@@ -976,14 +986,25 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 	if (k && (n % k || n <= k))
 		return false;
 	t = k ? 0 : records_waited(&p->s[by], slot, tok, 0);
+	/* a size its pipeline's copy streams are sure of, or one another
+	 * pipeline's is: a guess its takes may still refute (recut_taken) */
 	if (!k)
-		k = known_k(p, n);
+		k = known_k(p, n, m->pipe);
+	if (!k) {
+		k = known_k(p, n, -1);
+		borrowed = k != 0;
+	}
 	/* no size known divides it: one batch per take */
 	if (!k && t >= 2 && n % t == 0)
 		k = n / t;
 	if (!k || !cut_segment(e, p, slot, tok, k, n))
 		return false;
 	nl_close_segment(p, m);
+	if (borrowed) {
+		m->guess_tok = tok;
+		m->guess_k = k;
+		m->guess_n = n;
+	}
 	m->seg_k = k;
 	m->seg_k_n = NL_SEG_SURE;
 	return true;
@@ -1076,7 +1097,7 @@ static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 		bool sure = m->seg_k && m->seg_k_n >= NL_SEG_SURE;
-		uint32_t k = sure ? m->seg_k : known_k(p, m->seg_work);
+		uint32_t k = sure ? m->seg_k : known_k(p, m->seg_work, -1);
 
 		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && m->seg_open &&
 		    m->copy_waited && k && m->seg_work % k == 0)
