@@ -888,11 +888,15 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	/* a fill phase: a segment before any hand-off, of the size learning
 	 * saw (the first pipeline, or this stream's own in what it held
 	 * back), the one its pipeline's copy streams were last sure of (a
-	 * turn's copy stream created again), or one another copy stream is
-	 * sure of (a guess, recut_fill) */
+	 * turn's copy stream created again, in the first pipeline too: an
+	 * evaluation pipeline learned first, whose turn's fill learning did
+	 * not see cut. Before, its second turn's two batches were one, the
+	 * second one's restart charged to training: random program
+	 * 190457709), or one another copy stream is sure of (a guess,
+	 * recut_fill) */
 	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split) {
 		fk = s->pipe == 0 ? p->fill_k : nl_other_fill_k(p, &s->key);
-		if (!fk && s->pipe != 0 && q && q->copy_k && n % q->copy_k == 0)
+		if (!fk && q && q->copy_k && n % q->copy_k == 0)
 			fk = q->copy_k;
 		if (!fk && s->pipe != 0 && !s->guess_refuted) {
 			fk = known_k(p, n, -1);
