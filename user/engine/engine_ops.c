@@ -2061,6 +2061,54 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
 	       acc->first_named[0] && acc->first_sig[0] == nl_call_sig(c);
 }
 
+/* Sparse stream s, whose batch T compute took from it (handed), launches
+ * the kernel T's stage began with again, and no batch newer than T
+ * exists: T's copies were a fill left one batch, a guess (no size cut
+ * it), copied before one record that s waited on. The stage begun again
+ * is a second batch's, whose wait on that record was dropped as
+ * redundant: the fill is cut in two halves (a guess still, which the
+ * stream's next segment or its takes may refute: recut_fill,
+ * recut_taken), and the hand-off rule gives the second one the work
+ * (nl_take_over). Before, the work stayed T's, a late op accused
+ * sparse->forward on a healthy batch, and the second batch was merged
+ * into T's copies (random programs 193608, 220668: an evaluation turn at
+ * depth 2 whose batches hold another number of copies than training's). */
+static void split_fill_again(struct nl_engine *e, struct nl_proc *p, const struct nl_stream *s,
+			     const struct nl_call *c)
+{
+	int64_t tok = s->token;
+	const struct nl_pipe *q = nl_pipe_of_token(p, tok);
+
+	if (!s->handed || s->handed_tok != tok || !q || q->next_token != tok + 1 ||
+	    !sparse_again(p, s, c) || e->o.no_copy_split)
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *m = &p->s[i];
+		uint32_t n = m->guess_n;
+
+		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != s->pipe || m->token != tok ||
+		    m->seg_open || !n || m->guess_k != n || m->guess_tok != tok || n % 2)
+			continue;
+		if (cut_segment(e, p, (int)i, tok, n / 2, n)) {
+			nl_close_segment(p, m);
+			m->guess_k = n / 2;
+			m->seg_k = n / 2;
+			m->seg_k_n = 1;
+		}
+		return;
+	}
+}
+
+/* Sparse stream s's work after compute took its batch: the hand-off rule
+ * (nl_take_over), once a fill that was one batch is split where the work
+ * shows a second one (split_fill_again). */
+static void take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+		      const struct nl_call *c)
+{
+	split_fill_again(e, p, s, c);
+	nl_take_over(p, s);
+}
+
 /* TorchRec's step a: compute waited on the data-dist stream's record
  * before that stream's dist_init, and did no work on the batch yet (or
  * took an older batch than the record carried, the lag learned). The
@@ -2142,7 +2190,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (s->role == NL_ROLE_SPARSE && s->handed && stage_goes_on(p, s, c))
 		goes_on = true;
 	else if (s->role == NL_ROLE_SPARSE && s->handed)
-		nl_take_over(p, s);
+		take_over(e, p, s, c);
 	else if (s->role == NL_ROLE_SPARSE && s->token == NL_NO_TOKEN)
 		nl_take_first(e, p, s);
 	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy && !took &&
