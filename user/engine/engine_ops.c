@@ -1087,24 +1087,37 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
  * kernel the stage of the batch it holds began with): the open segment of
  * each copy stream of its pipeline, after its hand-off, holding a whole
  * multiple (more than one) of the batch size that stream is sure of (or,
- * not sure of its own, one another copy stream is: known_k), is cut as a
- * record would cut it. The later ops are the next batches' copies, their
+ * not sure of its own, one its pipeline's copy streams are sure of, its
+ * own last segment's size where that divides it, or one another
+ * pipeline's copy stream is sure of: known_k), is cut as a record would
+ * cut it. The later ops are the next batches' copies, their
  * records dropped (a fill of two batches copied back to back, the first's
  * D.wait_stream(M) dropped with its record): the stage begun takes the
  * first of them, not all. Before, the batches stayed one segment and the
  * second was never audited (merged into the first's copies: random
  * program 46454). Not at other work, nor a segment of another size: a
  * stalled copy's batch, one op longer, was cut in two, and every later
- * batch audited one late (the workload's stalled copy producer). */
+ * batch audited one late (the workload's stalled copy producer). Nor by
+ * another pipeline's size where the stream's own last segment had the
+ * open one's size: an evaluation turn's batch of three copies, training
+ * one, was cut in three, and the batches after it accused copy->sparse
+ * (random program 542). */
 static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 		bool sure = m->seg_k && m->seg_k_n >= NL_SEG_SURE;
-		uint32_t k = sure ? m->seg_k : known_k(p, m->seg_work, -1);
+		uint32_t n = m->seg_work, k = sure ? m->seg_k : known_k(p, n, m->pipe);
+
+		/* its own last segment's size, where it divides the open one
+		 * (the same size: one batch), before another pipeline's */
+		if (!k && m->seg_k && n % m->seg_k == 0)
+			k = m->seg_k < n ? m->seg_k : 0;
+		else if (!k)
+			k = known_k(p, n, -1);
 
 		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && m->seg_open &&
-		    m->copy_waited && k && m->seg_work % k == 0)
+		    m->copy_waited && k && n % k == 0)
 			cut_open_segment(e, p, (int)i, k);
 	}
 }
