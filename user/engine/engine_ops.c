@@ -760,6 +760,23 @@ static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
 	return most;
 }
 
+/* The work ops of copy stream m's batches first..upto its ring remembers;
+ * *end: the clock of the last. */
+static uint32_t fill_ops(const struct nl_stream *m, int64_t first, int64_t upto, uint32_t *end)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		const struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->work && r->token >= first && r->token <= upto) {
+			n++;
+			*end = r->clock;
+		}
+	}
+	return n;
+}
+
 /* Copy stream `slot` is destroyed, or its process exits, its fill cut by a
  * size another copy stream was sure of (guess_k: segment_end, or
  * cut_taken_again once a consumer took the fill twice) into more batches
@@ -785,15 +802,7 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	pieces = fill / k;
 	if (cur != first + (int64_t)pieces - 1)
 		return false;
-	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
-		const struct nl_ring_op *r = &m->ring[i % NL_RING];
-
-		if (r->work && r->token >= first && r->token <= cur) {
-			idx++;
-			last = r->clock;
-		}
-	}
-	if (idx != fill) /* the fill's copies are not all remembered */
+	if (fill_ops(m, first, cur, &last) != fill) /* not all remembered */
 		return false;
 	t = records_taken(p, slot, last);
 	if (t < 2 || t >= pieces || fill % t)
@@ -960,6 +969,68 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 	}
 }
 
+/* A consumer took batch tok, the newest of those cut from copy stream
+ * `slot`'s fill by another pipeline's size (a guess: cut_taken_again),
+ * once more, the stream copying nothing since: the fill holds one batch
+ * more than the guess cut. It is cut again into that many, where they
+ * divide it: the copies go to the batches such a cut gives (their copy
+ * stages booked again, restage_copy), the last one new, and the records
+ * made since the fill's last copy carry it. Before, an evaluation turn of
+ * three batches of two copies, training three, was two batches, the third
+ * merged into the second (random program 190849, no fault at all). */
+static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok)
+{
+	struct nl_stream *m = &p->s[slot];
+	int64_t first = m->guess_tok, last = NL_NO_TOKEN, fresh = NL_NO_TOKEN;
+	uint32_t fill = m->guess_n, k = m->guess_k, pieces, own, idx = 0, end = 0;
+
+	if (!fill || !k || k >= fill || m->seg_open || m->token != tok)
+		return false;
+	pieces = fill / k;
+	if (tok != first + (int64_t)pieces - 1 || fill % (pieces + 1))
+		return false;
+	own = fill / (pieces + 1);
+	if (fill_ops(m, first, tok, &end) != fill) /* not all remembered */
+		return false;
+	for (int64_t j = first; j <= tok; j++) {
+		const struct nl_batch *b = nl_batch_of(p, j);
+
+		if (!b || !taken(b))
+			return false;
+	}
+	idx = 0;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		struct nl_ring_op *r = &m->ring[i % NL_RING];
+		int64_t to;
+
+		if (r->token < first || r->token > tok)
+			continue;
+		/* a work op by its place in the fill; any other with the one before */
+		to = r->work || last == NL_NO_TOKEN ? first + (int64_t)(idx / own) : last;
+		idx += r->work;
+		last = to;
+		if (to <= tok) {
+			r->token = to;
+			continue;
+		}
+		if (fresh == NL_NO_TOKEN) {
+			nl_mint(e, p, m, r->ts);
+			fresh = m->token;
+		}
+		nl_account_ring(e, p, slot, r, fresh);
+	}
+	if (fresh == NL_NO_TOKEN)
+		return false;
+	nl_close_segment(p, m);
+	nl_retoken_events(p, slot, end, UINT32_MAX, tok, fresh, false);
+	for (int64_t j = first; j <= tok; j++)
+		restage_copy(p, nl_batch_of(p, j), slot);
+	m->guess_k = own;
+	m->seg_k = own;
+	m->seg_k_n = NL_SEG_SURE;
+	return true;
+}
+
 /* Copy stream `slot`'s closed segment of batch tok, which stream `by`
  * (compute, or the data-dist stream) took and began its stage on, then
  * took again by a wait on a record of the stream made with no copy since,
@@ -982,6 +1053,8 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 
 	if (e->o.no_copy_split || m->role != NL_ROLE_COPY || m->seg_open || m->token != tok)
 		return false;
+	if (took_past_guess(e, p, slot, tok))
+		return true;
 	for (uint32_t i = nl_ring_start(m); i < m->nring; i++)
 		n += m->ring[i % NL_RING].work && m->ring[i % NL_RING].token == tok;
 	/* its own size first: a stream sure of it, the segment of that size,
