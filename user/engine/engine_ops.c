@@ -898,11 +898,10 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	 * saw (the first pipeline, or this stream's own in what it held
 	 * back), the one its pipeline's copy streams were last sure of (a
 	 * turn's copy stream created again, in the first pipeline too: an
-	 * evaluation pipeline learned first, whose turn's fill learning did
-	 * not see cut. Before, its second turn's two batches were one, the
-	 * second one's restart charged to training: random program
-	 * 190457709), or one another copy stream is sure of (a guess,
-	 * recut_fill) */
+	 * evaluation pipeline learned first, whose later turns learning never
+	 * saw. Before, its second turn's two batches were one, the second
+	 * one's restart charged to training: random program 190457709), or
+	 * one another copy stream is sure of (a guess, recut_fill) */
 	if (!s->copy_waited && s->role == NL_ROLE_COPY && b && !e->o.no_copy_split) {
 		fk = s->pipe == 0 ? p->fill_k : nl_other_fill_k(p, &s->key);
 		if (!fk && q && q->copy_k && n % q->copy_k == 0)
@@ -998,7 +997,6 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
 		if (!b || !taken(b))
 			return false;
 	}
-	idx = 0;
 	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
 		struct nl_ring_op *r = &m->ring[i % NL_RING];
 		int64_t to;
