@@ -1017,8 +1017,7 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
 		}
 		nl_account_ring(e, p, slot, r, fresh);
 	}
-	if (fresh == NL_NO_TOKEN)
-		return false;
+	/* the fill's last `own` copies always go to the new batch (fresh) */
 	nl_close_segment(p, m);
 	nl_retoken_events(p, slot, end, UINT32_MAX, tok, fresh, false);
 	for (int64_t j = first; j <= tok; j++)
