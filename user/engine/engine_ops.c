@@ -1142,7 +1142,9 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 	const struct nl_stream *s = &p->s[slot];
 	uint32_t k = s->pipe == 0 ? p->window_k : 0;
 
-	if (s->seg_k && s->seg_k_n >= NL_SEG_SURE)
+	/* not a fill's guess still open (recut_fill): its next segment
+	 * judges it, not cut by it first */
+	if (s->seg_k && s->seg_k_n >= NL_SEG_SURE && !s->guess_n)
 		k = s->seg_k;
 	if (s->seg_open && s->copy_waited && s->role == NL_ROLE_COPY)
 		cut_open_segment(e, p, slot, k);
