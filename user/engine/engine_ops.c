@@ -559,7 +559,9 @@ static void split_taken_on(struct nl_engine *e, struct nl_proc *p, int slot, int
  * new cut gives, keep their numbers and what the consumers did; their
  * copy stages are booked again (restage_copy). Before, the guess stood,
  * every later batch of the turn was audited as another, and the last
- * ones skipped (random program 51670). */
+ * ones skipped (random program 51670). The guess is dropped where it is
+ * refuted; where it stands, the caller decides (segment_end drops it,
+ * refute_guess keeps it for the segment's record). */
 static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool ended)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -572,7 +574,6 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	uint32_t kept = 1;
 	bool split;
 
-	m->guess_n = 0;
 	own = fill % n == 0 ? n : n % fill == 0 ? fill : 0;
 	split = k == fill && own && own < k && !ended && b0 && !b0->closed &&
 		!b0->st[NL_STAGE_FORWARD].again_ts;
@@ -609,6 +610,7 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	if (!ended && p->compute_slot >= 0 &&
 	    nl_ring_worked_between(&p->s[p->compute_slot], t0, t1, NULL))
 		return false;
+	m->guess_n = 0;
 	m->guess_refuted = true;
 	/* ended: cur is the fill's last batch, given again as the others */
 	retoken_fill(p, &(struct recut){ first, cur + ended, k, own, fill, kept > 1 ? kept : 0 });
@@ -854,6 +856,7 @@ void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	if (p->s[slot].guess_n && p->s[slot].role == NL_ROLE_COPY && !recut_taken(e, p, slot))
 		recut_fill(e, p, slot, true);
+	p->s[slot].guess_n = 0;
 }
 
 /* Compute's step began again, with nothing of the pipeline it held left
@@ -892,6 +895,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		return;
 	if (s->guess_n && recut_fill(e, p, slot, false))
 		return;
+	s->guess_n = 0; /* the guess stands */
 	k = s->seg_k;
 	b = nl_batch_of(p, s->token);
 	/* a fill phase: a segment before any hand-off, of the size learning
@@ -1142,8 +1146,8 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 	const struct nl_stream *s = &p->s[slot];
 	uint32_t k = s->pipe == 0 ? p->window_k : 0;
 
-	/* not a fill's guess still open (recut_fill): its next segment
-	 * judges it, not cut by it first */
+	/* not a fill's guess still open: the segment judges it at its
+	 * record, or where a sparse stage begins again (refute_guess) */
 	if (s->seg_k && s->seg_k_n >= NL_SEG_SURE && !s->guess_n)
 		k = s->seg_k;
 	if (s->seg_open && s->copy_waited && s->role == NL_ROLE_COPY)
@@ -1154,6 +1158,28 @@ static bool live_copy(const struct nl_proc *p, int pipe);
 static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uint8_t role, int8_t pipe,
 			   uint32_t seg_k);
 static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
+
+/* A sparse stage of pipeline `pipe` begins again while a copy stream of it
+ * copies a segment longer than the size another pipeline lent its fill
+ * (guess_k): that segment is judged now, as its record would judge it
+ * (recut_fill), before the stage takes a batch. An evaluation turn's
+ * batches of three copies, training one, its fill cut in three: the
+ * stage begun again took the fill's second piece, and the next batch's
+ * copies, open, were cut by the guess too. Every later batch of the turn
+ * was accused copy->sparse, and where a wait was dropped with its record,
+ * the restart that should name it took a piece of the fill instead
+ * (random programs 583391, 40485). Compute's step cuts no open segment
+ * by a guess either (cut_open). */
+static void refute_guess(struct nl_engine *e, struct nl_proc *p, int pipe)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *m = &p->s[i];
+
+		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && m->seg_open &&
+		    m->guess_n && m->guess_k && m->guess_k < m->seg_work)
+			recut_fill(e, p, (int)i, false);
+	}
+}
 
 /* A sparse stream's launch begins a batch's stage again (sparse_again: the
  * kernel the stage of the batch it holds began with): the open segment of
@@ -1173,23 +1199,27 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
  * another pipeline's size where the stream's own last segment had the
  * open one's size: an evaluation turn's batch of three copies, training
  * one, was cut in three, and the batches after it accused copy->sparse
- * (random program 542). */
+ * (random program 542). A fill's guess still open is judged first
+ * (refute_guess). */
 static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 {
+	refute_guess(e, p, pipe);
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
 		bool sure = m->seg_k && m->seg_k_n >= NL_SEG_SURE;
-		uint32_t n = m->seg_work, k = sure ? m->seg_k : known_k(p, n, m->pipe);
+		uint32_t n = m->seg_work, k;
 
+		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != pipe || !m->seg_open ||
+		    !m->copy_waited)
+			continue;
+		k = sure ? m->seg_k : known_k(p, n, m->pipe);
 		/* its own last segment's size, where it divides the open one
 		 * (the same size: one batch), before another pipeline's */
 		if (!k && m->seg_k && n % m->seg_k == 0)
 			k = m->seg_k < n ? m->seg_k : 0;
 		else if (!k)
 			k = known_k(p, n, -1);
-
-		if (m->used && m->role == NL_ROLE_COPY && m->pipe == pipe && m->seg_open &&
-		    m->copy_waited && k && n % k == 0)
+		if (k && n % k == 0)
 			cut_open_segment(e, p, (int)i, k);
 	}
 }
