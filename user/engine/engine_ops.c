@@ -2269,6 +2269,15 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	int64_t older = NL_NO_TOKEN, tok;
 	uint32_t clock;
 
+	/* a handed data-dist stream's launch begins its next segment (the
+	 * hand-off rule): a fill guess its copy streams' open segments
+	 * refute is judged first, before the null stream's join
+	 * (op_prepare) moves it to a piece of the fill. Before, with compute
+	 * the null stream and the data-dist stream blocking, that launch
+	 * took the piece, and a healthy evaluation turn's later batches were
+	 * accused copy->sparse (random program 39889) */
+	if (s->role == NL_ROLE_SPARSE && s->handed && c->kind == NL_K_LAUNCH)
+		refute_guess(e, p, s->pipe);
 	if (!op_prepare(e, p, slot, c))
 		return;
 	if (s->role == NL_ROLE_OTHER && !s->first_vc) {
