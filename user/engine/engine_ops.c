@@ -1168,8 +1168,9 @@ static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const str
  * copies, open, were cut by the guess too. Every later batch of the turn
  * was accused copy->sparse, and where a wait was dropped with its record,
  * the restart that should name it took a piece of the fill instead
- * (random programs 583391, 40485). Compute's step cuts no open segment
- * by a guess either (cut_open). */
+ * (random programs 583391, 40485). So at a handed data-dist stream's
+ * next launch (op_work). Compute's step cuts no open segment by a guess
+ * either (cut_open). */
 static void refute_guess(struct nl_engine *e, struct nl_proc *p, int pipe)
 {
 	for (uint32_t i = 0; i < p->w; i++) {
@@ -2276,7 +2277,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	 * the null stream and the data-dist stream blocking, that launch
 	 * took the piece, and a healthy evaluation turn's later batches were
 	 * accused copy->sparse (random program 39889) */
-	if (s->role == NL_ROLE_SPARSE && s->handed && c->kind == NL_K_LAUNCH)
+	if (s->role == NL_ROLE_SPARSE && s->handed && c->kind == NL_K_LAUNCH && !s->capturing)
 		refute_guess(e, p, s->pipe);
 	if (!op_prepare(e, p, slot, c))
 		return;
