@@ -338,6 +338,24 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s)
 	}
 }
 
+/* The work ops of copy stream m's batches first..upto its ring remembers;
+ * *end (where given): the clock of the last. */
+static uint32_t fill_ops(const struct nl_stream *m, int64_t first, int64_t upto, uint32_t *end)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		const struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->work && r->token >= first && r->token <= upto) {
+			n++;
+			if (end)
+				*end = r->clock;
+		}
+	}
+	return n;
+}
+
 /* Cut copy stream `slot`'s work ops of token tok, all still in its ring,
  * into batches of k: the ops past each k-th handed to a new batch. False
  * when part of them is no longer remembered. */
@@ -345,14 +363,12 @@ static bool cut_segment(struct nl_engine *e, struct nl_proc *p, int slot, int64_
 			uint32_t n)
 {
 	struct nl_stream *s = &p->s[slot];
-	uint32_t idx = 0, cut = 0, start = nl_ring_start(s), held = 0;
+	uint32_t idx = 0, cut = 0, start = nl_ring_start(s);
 	struct nl_batch *b = nl_batch_of(p, tok);
 	int64_t cur = tok;
 	uint64_t moved = 0;
 
-	for (uint32_t i = start; i < s->nring; i++)
-		held += s->ring[i % NL_RING].work && s->ring[i % NL_RING].token == tok;
-	if (held != n || !b)
+	if (fill_ops(s, tok, tok, NULL) != n || !b)
 		return false;
 	for (uint32_t i = start; i < s->nring; i++) {
 		struct nl_ring_op *r = &s->ring[i % NL_RING];
@@ -762,23 +778,6 @@ static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
 	return most;
 }
 
-/* The work ops of copy stream m's batches first..upto its ring remembers;
- * *end: the clock of the last. */
-static uint32_t fill_ops(const struct nl_stream *m, int64_t first, int64_t upto, uint32_t *end)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
-		const struct nl_ring_op *r = &m->ring[i % NL_RING];
-
-		if (r->work && r->token >= first && r->token <= upto) {
-			n++;
-			*end = r->clock;
-		}
-	}
-	return n;
-}
-
 /* Copy stream `slot` is destroyed, or its process exits, its fill cut by a
  * size another copy stream was sure of (guess_k: segment_end, or
  * cut_taken_again once a consumer took the fill twice) into more batches
@@ -1049,15 +1048,14 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
 static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int by, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
-	uint32_t n = 0, k, t;
+	uint32_t n, k, t;
 	bool borrowed = false;
 
 	if (e->o.no_copy_split || m->role != NL_ROLE_COPY || m->seg_open || m->token != tok)
 		return false;
 	if (took_past_guess(e, p, slot, tok))
 		return true;
-	for (uint32_t i = nl_ring_start(m); i < m->nring; i++)
-		n += m->ring[i % NL_RING].work && m->ring[i % NL_RING].token == tok;
+	n = fill_ops(m, tok, tok, NULL);
 	/* its own size first: a stream sure of it, the segment of that size,
 	 * was taken twice by a redundant wait, not cut by another's */
 	k = nl_sure_seg_k(m);
@@ -1148,7 +1146,7 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 
 	/* not a fill's guess still open: the segment judges it at its
 	 * record, or where a sparse stage begins again (refute_guess) */
-	if (s->seg_k && s->seg_k_n >= NL_SEG_SURE && !s->guess_n)
+	if (nl_sure_seg_k(s) && !s->guess_n)
 		k = s->seg_k;
 	if (s->seg_open && s->copy_waited && s->role == NL_ROLE_COPY)
 		cut_open_segment(e, p, slot, k);
@@ -1207,13 +1205,14 @@ static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 	refute_guess(e, p, pipe);
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *m = &p->s[i];
-		bool sure = m->seg_k && m->seg_k_n >= NL_SEG_SURE;
 		uint32_t n = m->seg_work, k;
 
 		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != pipe || !m->seg_open ||
 		    !m->copy_waited)
 			continue;
-		k = sure ? m->seg_k : known_k(p, n, m->pipe);
+		k = nl_sure_seg_k(m);
+		if (!k)
+			k = known_k(p, n, m->pipe);
 		/* its own last segment's size, where it divides the open one
 		 * (the same size: one batch), before another pipeline's */
 		if (!k && m->seg_k && n % m->seg_k == 0)
