@@ -506,7 +506,7 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 
 	while (changed) {
 		changed = false;
-		for (int step = 0; step < 32; step++) {
+		for (int step = 0; step < 33; step++) {
 			struct rp_spec t = *s;
 
 			switch (step) {
@@ -525,7 +525,7 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 			case 2: t.noise_pool = false; break;
 			case 3: t.noise_watchdog = false; break;
 			case 4: t.noise_item = false; break;
-			case 5: t.loader = false; break;
+			case 5: t.loader = t.midcopy = false; break;
 			case 6: t.autograd = false; break;
 			case 7: t.early = false; break;
 			case 8: t.buf_wait = false; break;
@@ -580,6 +580,7 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 				t.lead0 -= step == 29 ? 1 : t.lead0;
 				drops_follow(&t, s, -1);
 				break;
+			case 32: t.midcopy = false; break;
 			case 31: /* pipeline 1's batches the first's size */
 				if (!t.ncopies1)
 					continue;

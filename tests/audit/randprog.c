@@ -288,6 +288,13 @@ void rp_spec_random(struct rp_spec *s, uint64_t seed)
 	/* a stream of its own, so that the rest of every program stays as it was */
 	r = seed * 0x9e3779b97f4a7c15ull + 0x94d049bb133111ebull;
 	s->reuse = below(&r, 100) < 25;
+	r = seed * 0xbf58476d1ce4e5b9ull + 0x2545f4914f6cdd1dull;
+	/* only for a later batch than the stage's (its own copy inside its
+	 * stage would be a fault by construction: checked again per pipeline
+	 * at each tick), and not where the copies wait for compute's buffers
+	 * (moved, that wait would cover less) */
+	s->midcopy = s->loader && s->sparse && s->depth > s->lag && !s->buf_wait &&
+		     below(&r, 100) < 50;
 }
 
 void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
@@ -315,6 +322,8 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 		 s->blocking ? " blocking" : "", s->pretrace ? " pretrace" : "", drops);
 	if (s->reuse)
 		snprintf(buf + strlen(buf), len - strlen(buf), " reuse");
+	if (s->midcopy)
+		snprintf(buf + strlen(buf), len - strlen(buf), " midcopy");
 	if (s->shape == RP_S_ALTCOPY)
 		snprintf(buf + strlen(buf), len - strlen(buf), " shape=altcopy");
 	else if (s->shape >= RP_S_TWO)
@@ -370,6 +379,7 @@ struct gen {
 	int pool[4], done_ev;
 	int end_ev[RP_MAX_BATCHES];   /* the all-to-all's end event of batch T */
 	int pool_pending[8], npool_pending;
+	int copy_pending; /* batch T whose loader copies wait for the stage (midcopy); -1: none */
 	int err;
 };
 
@@ -723,6 +733,28 @@ static void all_to_all(struct gen *g, int batch)
 	set_arg(outer, a->slot_count, 1024);
 }
 
+static void item_copy(struct gen *g, int T);
+static void bind_batch(struct gen *g, int T);
+
+/* The loader's copies held for the stage (midcopy), made now; the batch
+ * bound before is bound again. */
+static void pending_copy(struct gen *g)
+{
+	int T = g->copy_pending, cp = g->cp, sM = g->sM, sD = g->sD, sN = g->sN;
+	const struct rp_spec *s = g->s;
+
+	if (T < 0)
+		return;
+	g->copy_pending = -1;
+	bind_batch(g, T);
+	item_copy(g, T);
+	g->cp = cp;
+	g->s = s;
+	g->sM = sM;
+	g->sD = sD;
+	g->sN = sN;
+}
+
 /* sparse(T), or its first part when split */
 static void item_sparse(struct gen *g, int T)
 {
@@ -733,8 +765,11 @@ static void item_sparse(struct gen *g, int T)
 		wait_stream(g, g->sD, g->sM, tm, RP_W_CS, T);
 	else
 		edge_wait(g, RP_W_CS, T, g->sD, tm);
-	for (int k = 1 + below(&g->r, 2); k > 0; k--)
+	for (int k = 1 + below(&g->r, 2), i = 0; k > 0; k--, i++) {
 		kernel(g, g->sD, tm, K_INPUT_DIST, NL_STAGE_SPARSE, T, true);
+		if (!i)
+			pending_copy(g);
+	}
 	if (s->coll) {
 		edge_now(g, RP_W_DN, T, g->sN, g->sD, tm);
 		all_to_all(g, T);
@@ -987,6 +1022,11 @@ static void tick(struct gen *g, int P, int i, int lo, int hi)
 		bind_batch(g, G[i]);
 		wait_stream(g, g->sC, g->sD, g->tid_main, RP_W_EARLY, G[i]);
 	}
+	/* midcopy: this tick's loader copies are made inside its stage */
+	g->copy_pending = s->midcopy && s->sparse && s->depth > s->lag && i + s->depth < hi &&
+			  i + s->lag >= lo && i + s->lag < hi ? G[i + s->depth] : -1;
+	bool held = g->copy_pending >= 0;
+
 	for (int k = 0; k < RP_NITEMS; k++) {
 		static void (*const item[RP_NITEMS])(struct gen *, int) = {
 			[RP_I_PARTB] = item_partb, [RP_I_TAKE] = item_take, [RP_I_FWD] = item_fwd,
@@ -1001,7 +1041,7 @@ static void tick(struct gen *g, int P, int i, int lo, int hi)
 			break;
 		case RP_I_COPY:
 			x = i + s->depth;
-			on = x < hi;
+			on = x < hi && !held;
 			break;
 		case RP_I_SPARSE:
 			x = i + s->lag;
@@ -1016,6 +1056,7 @@ static void tick(struct gen *g, int P, int i, int lo, int hi)
 			item[it](g, G[x]);
 		}
 	}
+	pending_copy(g); /* a stage that launched nothing: the copies after it */
 }
 
 /* ---- the truth ------------------------------------------------------------------ */

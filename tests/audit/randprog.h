@@ -94,6 +94,10 @@ struct rp_spec {
 	 * stay as they were: backward on compute begins with forward's first
 	 * kernel (a model whose step launches that kernel again) */
 	bool reuse;
+	/* the loader's copies of a tick land inside the data-dist stream's
+	 * stage of that tick, after its first launch (an asynchronous loader
+	 * runs whenever it likes); drawn from a stream of its own too */
+	bool midcopy;
 	uint8_t order[RP_NITEMS]; /* the items of a tick in issue order */
 	int ncopies;         /* copies per batch (constant, as a batch's tensors are) */
 	int ndrops;
