@@ -586,6 +586,60 @@ static void loader_copy_inside_stage(void **state)
 	}
 }
 
+/* The same loader inside TorchRec's sparse stage (input_dist on D, the
+ * all-to-all on N, dist_init on D after the all-to-all's end), the next
+ * batch's stage enqueued before compute's take, the loader's copy between
+ * the stage's two input_dist launches. The data-dist stream's wait for
+ * batch k > 0 is redundant: dropped, k's input_dist follows dist_init of
+ * k - 1 at once, after D's wait on the all-to-all's end. Before, the
+ * stage of k - 1 going on after the loader's copy of k + 1 passed k + 1
+ * over at its wait (k's stage followed it after a wait on N, not the
+ * copy stream), and that healthy batch was accused copy->sparse (random
+ * program 62516). */
+static void loader_copy_inside_collective_stage(void **state)
+{
+	enum { N = 6 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		for (int drop = -1; drop < N; drop++) {
+			struct tb *t = tb_new(NULL);
+			uint64_t m = tb_stream_create(t, 1), d = tb_stream_create(t, 1);
+			uint64_t n = tb_stream_create(t, 1), c = tb_stream_create(t, 1);
+			uint64_t done = tb_event_create(t);
+
+			t->counted = counted;
+			tb_loader_copies(t, m, 2);
+			for (int j = 0; j <= N; j++) {
+				if (j < N) { /* stage j, before compute's take of j - 1 */
+					tb_wait_stream_or_drop(t, d, m, j != drop);
+					tb_kernel(t, d, K_INPUT_DIST);
+					if (j + 2 < N)
+						tb_loader_copies(t, m, 1);
+					tb_kernel(t, d, K_INPUT_DIST);
+					tb_wait_stream(t, n, d);
+					tb_alltoall(t, n, done);
+					tb_wait(t, d, done);
+					tb_kernel(t, d, K_DIST_INIT);
+				}
+				if (j == 0)
+					continue;
+				tb_wait_stream(t, c, d);
+				tb_kernel(t, c, K_LOOKUP);
+				tb_kernel(t, c, K_GEMM);
+				tb_kernel(t, c, K_BWD_EMB);
+				tb_kernel(t, c, K_BWD_GEMM);
+			}
+			end_job(t);
+			if (drop == 0)
+				assert_one_fault(t, N, 0, EDGE(COPY_SPARSE), "D's first wait");
+			else
+				assert_one_fault(t, N, -1, 0, "redundant D wait");
+			tb_free(t);
+		}
+	}
+}
+
 /* ncclAllToAll's record arrives after RCCL's inner hipExtLaunchKernel (it
  * has a return probe); compute waits on the kernel's done event, recorded
  * after the kernel. The collective must count as ordered before it. */
@@ -1189,6 +1243,7 @@ int main(void)
 		cmocka_unit_test(null_stream_nonblocking),
 		cmocka_unit_test(null_stream_joins_keep_batch),
 		cmocka_unit_test(loader_copy_inside_stage),
+		cmocka_unit_test(loader_copy_inside_collective_stage),
 		cmocka_unit_test(null_stream_join_after_next_copy),
 		cmocka_unit_test(null_stream_record_keeps_batch),
 		cmocka_unit_test(null_stream_copy_join),

@@ -649,14 +649,15 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * batch 2 over, accused copy->sparse). Nor, likewise, the work of a
  * segment a wait began, gone on after ts (a loader thread's copy of a
  * later batch made while the stage ran), that a batch older than tok
- * followed on the stream, given a token of its own by the hand-off rule
- * (its wait dropped): before, a redundant wait dropped made the stage
- * going on pass the batch after over, and that healthy batch was accused
- * copy->sparse (loader_copy_inside_stage; 389 random programs with the
- * loader's copies inside the stage, 16 healthy ones accused where 265
- * were). Not a segment begun without a wait: where the stream's first
- * waits were all dropped, the tokens the hand-off rule gave may be one
- * behind, and the pass-over makes up for it. unfed_segment: the start of the
+ * followed on the stream, its wait dropped (the hand-off rule gave it its
+ * token, or its input_dist came right after dist_init of the batch
+ * before): before, a redundant wait dropped made the stage going on pass
+ * the batch after over, and that healthy batch was accused copy->sparse
+ * (loader_copy_inside_stage, loader_copy_inside_collective_stage; random
+ * programs 160729, 11143 and 62516, a loader's copies inside the stage).
+ * Not a segment begun without a wait: where the stream's first waits
+ * were all dropped, the tokens the hand-off rule gave may be one behind,
+ * and the pass-over makes up for it. unfed_segment: the start of the
  * first segment holding such work that began after `after` (0: none);
  * each such segment is one batch's stage. */
 static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
@@ -729,17 +730,19 @@ static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s
 				waited = false;
 			}
 			handed = false;
+			/* the first work of a batch older than tok, after the
+			 * batch before (given by the hand-off rule, or right
+			 * after a wait on the all-to-all's end): the work of a
+			 * segment a wait began before it was that batch's or
+			 * older */
+			if (unfed_waited && r->token != NL_NO_TOKEN && r->token < tok &&
+			    last != NL_NO_TOKEN && r->token > last &&
+			    nl_tok_pipe(r->token) == nl_tok_pipe(tok) && !worked_before(s, k, r->token))
+				unfed = 0;
 			if (!fed && r->token != NL_NO_TOKEN && r->token != last &&
 			    (last != NL_NO_TOKEN || (r->token == s->first_taken && r->ts > ts)) &&
-			    !worked_before(s, k, r->token)) {
+			    !worked_before(s, k, r->token))
 				fed = true;
-				/* a batch older than tok, given by the hand-off
-				 * rule: the work of a segment a wait began
-				 * before it was that batch's or older */
-				if (unfed_waited && r->token < tok && last != NL_NO_TOKEN &&
-				    r->token > last && nl_tok_pipe(r->token) == nl_tok_pipe(tok))
-					unfed = 0;
-			}
 			if (r->ts > ts && !fed && seg > after && !unfed) {
 				unfed = seg;
 				unfed_waited = waited;
