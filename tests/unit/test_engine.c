@@ -521,6 +521,17 @@ static void null_stream_join_after_next_copy(void **state)
 	}
 }
 
+/* Compute's step of the loader loops below: its take of the data-dist
+ * stream (wait_stream, dropped without `take`), forward and backward. */
+static void loader_step(struct tb *t, uint64_t c, uint64_t d, bool take)
+{
+	tb_wait_stream_or_drop(t, c, d, take);
+	tb_kernel(t, c, K_LOOKUP);
+	tb_kernel(t, c, K_GEMM);
+	tb_kernel(t, c, K_BWD_EMB);
+	tb_kernel(t, c, K_BWD_GEMM);
+}
+
 /* A loader thread copies two batches ahead (its first two copies before
  * the data-dist stream's first wait, which covers both), PyTorch's fresh
  * event per wait_stream, and the data-dist stream's stage launches its
@@ -559,11 +570,7 @@ static void loader_copy_inside_stage(void **state)
 					tb_loader_copies(t, m, 1);
 				tb_kernel(t, d, K_INPUT_DIST);
 				last[i] = tb_kernel(t, d, K_DIST_INIT);
-				tb_wait_stream_or_drop(t, c, d, i != dropc);
-				tb_kernel(t, c, K_LOOKUP);
-				tb_kernel(t, c, K_GEMM);
-				tb_kernel(t, c, K_BWD_EMB);
-				tb_kernel(t, c, K_BWD_GEMM);
+				loader_step(t, c, d, i != dropc);
 			}
 			end_job(t);
 			if (dropd == 0)
@@ -622,13 +629,8 @@ static void loader_copy_inside_collective_stage(void **state)
 					tb_wait(t, d, done);
 					tb_kernel(t, d, K_DIST_INIT);
 				}
-				if (j == 0)
-					continue;
-				tb_wait_stream(t, c, d);
-				tb_kernel(t, c, K_LOOKUP);
-				tb_kernel(t, c, K_GEMM);
-				tb_kernel(t, c, K_BWD_EMB);
-				tb_kernel(t, c, K_BWD_GEMM);
+				if (j > 0)
+					loader_step(t, c, d, true);
 			}
 			end_job(t);
 			if (drop == 0)

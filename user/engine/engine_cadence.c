@@ -665,9 +665,10 @@ static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s
 {
 	uint32_t k = nl_ring_start(s);
 	int64_t last = NL_NO_TOKEN;
-	bool fed = false, handed = false, rec = false, waited = false, unfed_waited = false;
-	uint64_t unfed = 0, seg = 0; /* the first unfed segment's start; the current one's */
+	bool fed = false, handed = false, rec = false;
 	/* the current segment began with a wait (or a join); so did the unfed one */
+	bool waited = false, unfed_waited = false;
+	uint64_t unfed = 0, seg = 0; /* the first unfed segment's start; the current one's */
 
 	for (; k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
