@@ -736,23 +736,18 @@ static void all_to_all(struct gen *g, int batch)
 static void item_copy(struct gen *g, int T);
 static void bind_batch(struct gen *g, int T);
 
-/* The loader's copies held for the stage (midcopy), made now; the batch
- * bound before is bound again. */
-static void pending_copy(struct gen *g)
+/* The loader's copies held for batch T's stage (midcopy), made now; T is
+ * bound again after them. */
+static void pending_copy(struct gen *g, int T)
 {
-	int T = g->copy_pending, cp = g->cp, sM = g->sM, sD = g->sD, sN = g->sN;
-	const struct rp_spec *s = g->s;
+	int C = g->copy_pending;
 
-	if (T < 0)
+	if (C < 0)
 		return;
 	g->copy_pending = -1;
+	bind_batch(g, C);
+	item_copy(g, C);
 	bind_batch(g, T);
-	item_copy(g, T);
-	g->cp = cp;
-	g->s = s;
-	g->sM = sM;
-	g->sD = sD;
-	g->sN = sN;
 }
 
 /* sparse(T), or its first part when split */
@@ -768,7 +763,7 @@ static void item_sparse(struct gen *g, int T)
 	for (int k = 1 + below(&g->r, 2), i = 0; k > 0; k--, i++) {
 		kernel(g, g->sD, tm, K_INPUT_DIST, NL_STAGE_SPARSE, T, true);
 		if (!i)
-			pending_copy(g);
+			pending_copy(g, T);
 	}
 	if (s->coll) {
 		edge_now(g, RP_W_DN, T, g->sN, g->sD, tm);
@@ -1022,7 +1017,8 @@ static void tick(struct gen *g, int P, int i, int lo, int hi)
 		bind_batch(g, G[i]);
 		wait_stream(g, g->sC, g->sD, g->tid_main, RP_W_EARLY, G[i]);
 	}
-	/* midcopy: this tick's loader copies are made inside its stage */
+	/* midcopy: this tick's loader copies are made inside its stage, which
+	 * launches at least once */
 	g->copy_pending = s->midcopy && s->sparse && s->depth > s->lag && i + s->depth < hi &&
 			  i + s->lag >= lo && i + s->lag < hi ? G[i + s->depth] : -1;
 	bool held = g->copy_pending >= 0;
@@ -1056,7 +1052,6 @@ static void tick(struct gen *g, int P, int i, int lo, int hi)
 			item[it](g, G[x]);
 		}
 	}
-	pending_copy(g); /* a stage that launched nothing: the copies after it */
 }
 
 /* ---- the truth ------------------------------------------------------------------ */
