@@ -2901,6 +2901,80 @@ static void merged_segment_split(void **state)
 		}
 }
 
+/* An evaluation turn at depth 2 whose batches hold one copy each (two in
+ * training), its main thread copying each batch right after compute's
+ * take, and batch i + 1's stage enqueued after forward(i), with a fresh
+ * event per wait_stream: copy(1) follows copy(0)'s record, then the
+ * data-dist stream's stage of batch 0 and compute's take of it, then
+ * copy(2), no compute work between. Dropping the data-dist stream's wait
+ * for batch k with its record leaves no record between copy(k) and
+ * copy(k + 1), and no size the turn is sure of cuts them; the thread's
+ * stage work on the data-dist stream between them ends the segment, as
+ * its compute work does: one batch's copies are one burst of its thread.
+ * Before, copy(1) and copy(2) were one batch, the data-dist stream's wait
+ * on copy(2)'s record brought the batch compute had taken already, every
+ * later stage was charged a batch early and a healthy batch was accused
+ * copy->sparse (random program 136428). */
+static void eval_stage_work_ends_copy_segment(void **state)
+{
+	enum { N = 5 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		/* not batch 0's: no edge would find the data-dist stream */
+		for (int drop = -1; drop < N; drop += drop < 0 ? 2 : 1) {
+			struct tb *t = tb_new(NULL);
+			struct pl tr = { .drop_batch = -1 };
+			uint64_t m, d, evm[N] = { 0 }, evd = 0;
+
+			t->counted = counted;
+			train_begin(t, &tr, 6, 10);
+			m = stream_create_handle(t, 0x7e0000001000ull);
+			d = stream_create_handle(t, 0x7e0000002000ull);
+			for (int j = 0; j <= N; j++) {
+				if (j >= 2) { /* step j - 2: take, copy(j), forward */
+					tb_wait(t, 0, evd);
+					tb_event_destroy(t, evd);
+				}
+				if (j < N) {
+					tb_copy(t, m, 1, 4096);
+					if (j != drop) {
+						evm[j] = tb_event_create(t);
+						tb_record(t, evm[j], m);
+					}
+				}
+				if (j >= 2)
+					forward_null(t);
+				if (j >= 1) { /* stage j - 1 */
+					if (j - 1 != drop) {
+						tb_wait(t, d, evm[j - 1]);
+						tb_event_destroy(t, evm[j - 1]);
+					}
+					tb_kernel(t, d, K_INPUT_DIST);
+					tb_kernel(t, d, K_DIST_INIT);
+					evd = tb_event_create(t);
+					tb_record(t, evd, d);
+				}
+				if (j >= 2)
+					tb_kernel(t, 0, K_BWD_GEMM);
+			}
+			tb_wait(t, 0, evd); /* the last step */
+			tb_event_destroy(t, evd);
+			forward_null(t);
+			tb_kernel(t, 0, K_BWD_GEMM);
+			tb_device_sync(t);
+			stream_destroy(t, m);
+			stream_destroy(t, d);
+			for (int i = 6; i < 10; i++)
+				train_step(t, &tr, 10 - i);
+			tb_end(t);
+			expect(t, 0, 10, -1, 0);
+			expect(t, 1, N, drop, EDGE(COPY_SPARSE));
+			tb_free(t);
+		}
+	}
+}
+
 /* Training without a sparse stage at depth 3 copies its next batches
  * before an evaluation turn that starts after its first step (its own
  * copy stream, created for it) and takes them after: compute's work in
@@ -3161,6 +3235,7 @@ int main(void)
 		cmocka_unit_test(found_in_replay_collective),
 		cmocka_unit_test(found_in_replay_first_handoff_dropped),
 		cmocka_unit_test(merged_segment_split),
+		cmocka_unit_test(eval_stage_work_ends_copy_segment),
 		cmocka_unit_test(prefetch_across_eval),
 		cmocka_unit_test(eval_first_restart_is_its_own),
 		cmocka_unit_test(restart_of_step_with_repeated_first_kernel),

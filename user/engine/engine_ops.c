@@ -877,6 +877,19 @@ static uint32_t lone_restarts_since(const struct nl_proc *p, int pipe, uint64_t 
 	return t;
 }
 
+/* A batch of pipeline q older than tok, not audited yet, whose forward
+ * has not begun: a restart of compute's step may be its forward. */
+static bool forward_due_before(struct nl_proc *p, const struct nl_pipe *q, int64_t tok)
+{
+	for (int64_t t = q->oldest; t < tok; t++) {
+		const struct nl_batch *x = nl_batch_of(p, t);
+
+		if (x && x->used && !x->closed && !x->fwd_started)
+			return true;
+	}
+	return false;
+}
+
 /* A record ends the copy stream's segment. Segments of a steady size K
  * teach it; one of exactly n * K work ops (n > 1) is n batches whose
  * copies one record covers (a whole wait_stream dropped with its record, a
@@ -916,8 +929,11 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 	/* or as many batches as compute began steps of it, its takes
 	 * dropped, while its copies went on (lone_restarts_since) and one
-	 * more, the batch a wait takes */
-	if (!fk && borrowed) {
+	 * more, the batch a wait takes. Not where an older batch of the
+	 * pipeline has yet to begin its forward: those restarts may be its
+	 * (a turn's fill, ended by the data-dist stream's work before the
+	 * next copy: random program 190804765) */
+	if (!fk && borrowed && !forward_due_before(p, q, b->token)) {
 		uint32_t t = lone_restarts_since(p, s->pipe, b->st[NL_STAGE_COPY].first_ts);
 
 		if (t && n > t && n % (t + 1) == 0)
@@ -1357,13 +1373,19 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	}
 }
 
-/* Whether thread tid put work on the compute stream between two times, as
- * far as its remembered ops tell (copy_segment's rule, after the fact). */
-static bool compute_work_between(const struct nl_proc *p, uint32_t tid, uint64_t t0, uint64_t t1)
+/* Whether thread tid put work on the compute stream, or on a data-dist
+ * stream, between two times, as far as its remembered ops tell
+ * (copy_segment's rule, after the fact). */
+static bool stage_work_between(const struct nl_proc *p, uint32_t tid, uint64_t t0, uint64_t t1)
 {
-	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
 
-	return c && nl_ring_worked_between(c, t0, t1, &tid);
+		if (x->used && ((int)i == p->compute_slot || x->role == NL_ROLE_SPARSE) &&
+		    nl_ring_worked_between(x, t0, t1, &tid))
+			return true;
+	}
+	return false;
 }
 
 /* A copy stream found after learning: its batches are cut from the ops it
@@ -1393,7 +1415,7 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 			      nl_api_info[m->ring[(k - 1) % NL_RING].api].kind == NL_K_STREAM_WAIT;
 
 		if (r->work && m->seg_open && !e->o.no_copy_split && last &&
-		    ((last->tid == r->tid && compute_work_between(p, r->tid, last->ts, r->ts)) || waited)) {
+		    ((last->tid == r->tid && stage_work_between(p, r->tid, last->ts, r->ts)) || waited)) {
 			segment_end(e, p, slot);
 			nl_close_segment(p, m);
 		}
@@ -1422,7 +1444,7 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 	if (m->seg_open && last) { /* copy_segment goes on from here */
 		m->seg_tid = last->tid;
-		m->seg_mark = nl_thread_get(p, last->tid)->compute_work;
+		m->seg_mark = nl_thread_get(p, last->tid)->stage_work;
 	}
 }
 
@@ -2112,8 +2134,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 }
 
 /* Copy stream: the first op after a record mints a token. A thread that put
- * work on the compute stream since its last copy also starts a new segment,
- * so a dropped record does not merge two batches (docs/engine.md). So does
+ * work on the compute stream, or on a data-dist stream, since its last copy
+ * also starts a new segment, so a dropped record does not merge two batches
+ * (docs/engine.md): one batch's copies are one burst of its thread. So does
  * a thread's copy right after its copy on another copy stream of the
  * pipeline (batch i on M[i % 2]: one batch per run of copies, made in
  * turn): cut as it comes, the batch keeps its place in copy order, and
@@ -2148,9 +2171,10 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 		      nl_api_info[s->ring[(s->nring - 1) % NL_RING].api].kind == NL_K_STREAM_WAIT;
 
 	if (s->seg_open && !e->o.no_copy_split &&
-	    ((s->seg_tid == c->tid && th->compute_work != s->seg_mark) || turn || waited)) {
-		/* ended by the thread's compute work, not a record (a take
-		 * dropped with its record): cut as a record would */
+	    ((s->seg_tid == c->tid && th->stage_work != s->seg_mark) || turn || waited)) {
+		/* ended by the thread's work on compute or on a data-dist
+		 * stream, not a record (a take, or the data-dist stream's
+		 * wait, dropped with its record): cut as a record would */
 		if (s->role == NL_ROLE_COPY)
 			segment_end(e, p, (int)(s - p->s));
 		nl_close_segment(p, s);
@@ -2161,7 +2185,7 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	if (!s->seg_open)
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
-	s->seg_mark = th->compute_work;
+	s->seg_mark = th->stage_work;
 	s->seg_work++;
 }
 
@@ -2333,8 +2357,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	}
 	clock = ++s->vc[slot];
 	s->gate = clock;
-	if (slot == p->compute_slot)
-		th->compute_work++;
+	if (slot == p->compute_slot || s->role == NL_ROLE_SPARSE)
+		th->stage_work++;
 	if (c->coll_depth > 0) {
 		th->inner = true;
 		th->inner_slot = slot;

@@ -224,7 +224,7 @@ struct nl_thread {
 	bool used;
 	uint32_t tid;
 	uint64_t lru;
-	uint64_t compute_work; /* work ops this thread put on the compute stream */
+	uint64_t stage_work; /* work ops this thread put on compute or a data-dist stream */
 	/* last op RCCL issued on this thread (coll_depth > 0), for the outer
 	 * collective record that arrives after it */
 	bool inner;
