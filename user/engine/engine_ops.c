@@ -933,7 +933,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	 * pipeline has yet to begin its forward: those restarts may be its
 	 * (a turn's fill, ended by the data-dist stream's work before the
 	 * next copy: random program 190804765) */
-	if (!fk && borrowed && !forward_due_before(p, q, b->token)) {
+	if (!fk && borrowed && (!q || !forward_due_before(p, q, b->token))) {
 		uint32_t t = lone_restarts_since(p, s->pipe, b->st[NL_STAGE_COPY].first_ts);
 
 		if (t && n > t && n % (t + 1) == 0)
