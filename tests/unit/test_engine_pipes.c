@@ -2901,6 +2901,81 @@ static void merged_segment_split(void **state)
 		}
 }
 
+/* A loader thread copies training's batches (three copies each) and a
+ * second pipeline's (one each, on a copy stream of its own, created while
+ * training runs); compute begins that pipeline's first two steps without
+ * their takes, the second one's record dropped too, so its first
+ * segment after the record holds two batches' copies. Compute began its
+ * step twice since that segment's first copy and the pipeline's first
+ * batch had yet to begin its forward: one restart may be that batch's,
+ * the other is the segment's first batch's, and the segment is two
+ * batches (the wait takes the second). Before, only the last restart
+ * per pipeline was kept, that one counted for the older batch, the
+ * segment was one batch, and the batch after the fault was accused
+ * copy->forward in its place (random program 190236934). Launches
+ * named: with launches counted in runs, only a step's first kernel is
+ * named, and a step begun again without its take is not kept as another
+ * pipeline's (nl_step_begins); batch 1's fault is missed there, as it
+ * was before. */
+static void second_pipeline_restarts_counted(void **state)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t c = tb_stream_create(t, 1), m = tb_stream_create(t, 1), m2, e, e2;
+
+	(void)state;
+	e = tb_event_create(t);
+	for (int i = 0; i < 4; i++) { /* training */
+		tb_loader_copies(t, m, 3);
+		t->tid = TB_LOADER;
+		tb_record(t, e, m);
+		t->tid = TB_MAIN;
+		tb_wait(t, c, e);
+		forward_on(t, c);
+		tb_kernel(t, c, K_BWD_GEMM);
+	}
+	m2 = tb_stream_create(t, 1);
+	e2 = tb_event_create(t);
+	t->tid = TB_LOADER;
+	tb_copy(t, m2, 1, 4096); /* batch 0 */
+	tb_record(t, e2, m2);
+	tb_copy(t, m2, 1, 4096); /* batch 1, its record dropped */
+	tb_copy(t, m2, 1, 4096); /* batch 2 */
+	tb_record(t, e2, m2);
+	t->tid = TB_MAIN;
+	for (int i = 0; i < 2; i++) { /* batches 0 and 1: no take */
+		forward_on(t, c);
+		tb_kernel(t, c, K_BWD_GEMM);
+	}
+	tb_wait(t, c, e2); /* batch 2 */
+	forward_on(t, c);
+	tb_kernel(t, c, K_BWD_GEMM);
+	tb_loader_copies(t, m, 3); /* training's batch 4 */
+	t->tid = TB_LOADER;
+	tb_record(t, e, m);
+	tb_copy(t, m2, 1, 4096); /* batch 3 */
+	tb_record(t, e2, m2);
+	t->tid = TB_MAIN;
+	tb_wait(t, c, e);
+	forward_on(t, c);
+	tb_kernel(t, c, K_BWD_GEMM);
+	tb_wait(t, c, e2);
+	forward_on(t, c);
+	tb_kernel(t, c, K_BWD_GEMM);
+	tb_end(t);
+	expect(t, 0, 5, -1, 0);
+	for (int k = 0; k < 4; k++) {
+		const struct nl_batch_audit *a = batch_in(t, 1, (uint64_t)k);
+		uint32_t want = k < 2 ? EDGE(COPY_FORWARD) : 0;
+
+		if (a->missing_mask != want || a->skip_mask ||
+		    a->verdict != (want ? NL_VERDICT_UNTRUSTED : NL_VERDICT_TRUSTED))
+			fail_msg("pipeline 1 batch %d: %s missing 0x%x skip 0x%x",
+				 k, nl_verdict_name(a->verdict), a->missing_mask,
+				 a->skip_mask);
+	}
+	tb_free(t);
+}
+
 /* An evaluation turn at depth 2 whose batches hold one copy each (two in
  * training), its main thread copying each batch right after compute's
  * take, and batch i + 1's stage enqueued after forward(i), with a fresh
@@ -3236,6 +3311,7 @@ int main(void)
 		cmocka_unit_test(found_in_replay_first_handoff_dropped),
 		cmocka_unit_test(merged_segment_split),
 		cmocka_unit_test(eval_stage_work_ends_copy_segment),
+		cmocka_unit_test(second_pipeline_restarts_counted),
 		cmocka_unit_test(prefetch_across_eval),
 		cmocka_unit_test(eval_first_restart_is_its_own),
 		cmocka_unit_test(restart_of_step_with_repeated_first_kernel),

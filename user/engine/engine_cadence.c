@@ -1323,6 +1323,14 @@ static bool only_pending(struct nl_proc *p, const struct nl_batch *b)
 	return true;
 }
 
+/* Compute's step began again in pipeline q's window, its take dropped,
+ * at ts (lone_again_ts), kept with the last ones before it. */
+static void note_lone(struct nl_pipe *q, uint64_t ts)
+{
+	q->lone_again_ts = ts;
+	q->lone_hist[q->nlone++ % NL_LONE_HIST] = ts;
+}
+
 /* A stream of no role yet copied since compute's window `w` began, after
  * every copy of pipeline `pipe`: a loop moving to a pipeline not found yet
  * (an evaluation turn's first copies, its copy stream known only once
@@ -1426,7 +1434,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			restart_take(p, slot, o, w, pair, c);
 		else if (s->token + 1 >= q->next_token && w->first_named[1])
 			/* or not ordered: its take dropped, judged at exit */
-			p->pipes[nl_tok_pipe(s->token)].lone_again_ts = c->ts_ns;
+			note_lone(&p->pipes[nl_tok_pipe(s->token)], c->ts_ns);
 		return;
 	}
 	/* the next batch's copy segment still open, of the size its copy
@@ -1516,7 +1524,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * late, after the next copy: 47 programs newly disagreed,
 		 * most accusing a healthy batch sparse->forward) */
 		if (w->first_named[1] && q->first_min <= 1)
-			p->pipes[nl_tok_pipe(b->token)].lone_again_ts = c->ts_ns;
+			note_lone(&p->pipes[nl_tok_pipe(b->token)], c->ts_ns);
 		return;
 	}
 	restart_take(p, slot, b, w, pair, c);

@@ -862,32 +862,46 @@ void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
  * to begin, or right after a copy on a stream of no role (lone_again_ts,
  * nl_step_begins), in another pipeline than `pipe` and after `since`: a
  * forward of `pipe`, begun before its copy stream was found, its take
- * dropped. At most one such restart per other pipeline is known (the
- * last). The fill of `pipe`'s copy stream, cut by no size, held that
- * batch too. Before, an evaluation turn's two batches copied back to
+ * dropped. The last NL_LONE_HIST such restarts per other pipeline are
+ * known (lone_hist). The fill of `pipe`'s copy stream, cut by no size,
+ * held that batch too. Before, an evaluation turn's two batches copied back to
  * back, the first one's take dropped, were one batch taken by the second
  * one's wait: its copy->forward missed, the run judged evidence_valid
- * (random program 10595). */
+ * (random program 10595). Before, only the last restart per pipeline was
+ * known: a second pipeline's first two steps begun without their takes,
+ * its second batch's record dropped too, counted one, and that one went
+ * to the pipeline's first batch (forwards_due_before); the segment after
+ * it held two batches as one, and the batch after the fault was accused
+ * copy->forward (random program 190236934). */
 static uint32_t lone_restarts_since(const struct nl_proc *p, int pipe, uint64_t since)
 {
 	uint32_t t = 0;
 
-	for (int i = 0; i < p->npipes; i++)
-		t += i != pipe && p->pipes[i].used && p->pipes[i].lone_again_ts > since;
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *q = &p->pipes[i];
+		uint32_t n = q->nlone < NL_LONE_HIST ? q->nlone : NL_LONE_HIST;
+
+		if (i == pipe || !q->used)
+			continue;
+		for (uint32_t k = 0; k < n; k++)
+			t += q->lone_hist[k] > since;
+	}
 	return t;
 }
 
-/* A batch of pipeline q older than tok, not audited yet, whose forward
- * has not begun: a restart of compute's step may be its forward. */
-static bool forward_due_before(struct nl_proc *p, const struct nl_pipe *q, int64_t tok)
+/* The batches of pipeline q older than tok, not audited yet, whose forward
+ * has not begun: a restart of compute's step may be the forward of each. */
+static uint32_t forwards_due_before(struct nl_proc *p, const struct nl_pipe *q, int64_t tok)
 {
+	uint32_t u = 0;
+
 	for (int64_t t = q->oldest; t < tok; t++) {
 		const struct nl_batch *x = nl_batch_of(p, t);
 
 		if (x && x->used && !x->closed && !x->fwd_started)
-			return true;
+			u++;
 	}
-	return false;
+	return u;
 }
 
 /* A record ends the copy stream's segment. Segments of a steady size K
@@ -929,13 +943,15 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 	/* or as many batches as compute began steps of it, its takes
 	 * dropped, while its copies went on (lone_restarts_since) and one
-	 * more, the batch a wait takes. Not where an older batch of the
-	 * pipeline has yet to begin its forward: those restarts may be its
-	 * (a turn's fill, ended by the data-dist stream's work before the
-	 * next copy: random program 190804765) */
-	if (!fk && borrowed && (!q || !forward_due_before(p, q, b->token))) {
+	 * more, the batch a wait takes. Less one for each older batch of the
+	 * pipeline whose forward has yet to begin: a restart may be its (a
+	 * turn's fill, ended by the data-dist stream's work before the next
+	 * copy: random program 190804765) */
+	if (!fk && borrowed) {
 		uint32_t t = lone_restarts_since(p, s->pipe, b->st[NL_STAGE_COPY].first_ts);
+		uint32_t u = q ? forwards_due_before(p, q, b->token) : 0;
 
+		t = t > u ? t - u : 0;
 		if (t && n > t && n % (t + 1) == 0)
 			fk = n / (t + 1);
 	}

@@ -16,6 +16,7 @@
 
 #define NL_NO_TOKEN INT64_C(-1)
 #define NL_RING 64           /* recent ops remembered per stream, for reports */
+#define NL_LONE_HIST 8       /* lone restarts kept per pipeline */
 #define NL_MAX_THREADS 64    /* threads remembered per process (LRU) */
 #define NL_FWD_HISTORY 16    /* forward windows remembered for overlap */
 #define NL_DEPTH_MAX 8       /* depth histogram buckets (last one: >= 7) */
@@ -439,6 +440,9 @@ struct nl_pipe {
 	 * (unplaced_copied_since): another pipeline's forward, begun without
 	 * its take */
 	uint64_t lone_again_ts;
+	/* the last NL_LONE_HIST of those (lone_restarts_since), nlone in all */
+	uint64_t lone_hist[NL_LONE_HIST];
+	uint32_t nlone;
 	/* the newest batch of this pipeline the null stream's implicit joins
 	 * brought (its `carry`, per pipeline) */
 	/* zero at the start: for pipeline 0 that reads as its batch 0 (a
