@@ -296,7 +296,7 @@ void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
  * began: compute's step began again in a window of another pipeline after
  * b's producers were done, while nothing of that pipeline was left to
  * begin (its last window, or an earlier one before its next batch was
- * copied: lone_again_ts), and compute is not ordered after them. The
+ * copied: nl_lone_again), and compute is not ordered after them. The
  * restart was b's forward, begun without its edge (a take dropped after or
  * during the other pipeline's turn). Only the oldest such batch of its
  * pipeline: one restart is one batch's. */
@@ -335,8 +335,8 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 
 		if (o == bq)
 			continue;
-		if (o->lone_again_ts > last)
-			again = o->lone_again_ts;
+		if (nl_lone_again(o) > last)
+			again = nl_lone_again(o);
 		/* or while its next batch was due, which a wait then took */
 		else if (o->again_not_its && o->again_ts > last)
 			again = o->again_ts;

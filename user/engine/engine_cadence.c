@@ -419,7 +419,7 @@ static int64_t after_forward(const struct nl_pipe *q)
 
 /* Compute, in a window of another pipeline than batch b's, began its
  * step again there after b's producers with nothing of that pipeline left
- * to begin (lone_again_ts, kept for the exit), not right after a wait of
+ * to begin (nl_lone_again, kept for the exit), not right after a wait of
  * its own (that step is the wait's): the restart was b's forward, begun
  * without its edge. A wait that covers b now is no take of it, whatever
  * lag the takes had: b is passed over. Before, the learned lag gave it b,
@@ -433,12 +433,12 @@ static bool lone_restart_of(struct nl_proc *p, const struct nl_stream *s,
 	const struct nl_batch *own = nl_batch_of(p, s->token);
 	const struct nl_pipe *oq = own ? nl_pipe_of_token(p, own->token) : NULL;
 
-	if (!(oq && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) && oq->lone_again_ts &&
-	      oq->lone_again_ts > nl_producers_last(b) &&
-	      oq->lone_again_ts > own->st[NL_STAGE_FORWARD].first_ts))
+	if (!(oq && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) && nl_lone_again(oq) &&
+	      nl_lone_again(oq) > nl_producers_last(b) &&
+	      nl_lone_again(oq) > own->st[NL_STAGE_FORWARD].first_ts))
 		return false;
 	for (uint32_t k = nl_ring_start(s) + 1; k < s->nring; k++)
-		if (s->ring[k % NL_RING].ts == oq->lone_again_ts)
+		if (s->ring[k % NL_RING].ts == nl_lone_again(oq))
 			return nl_api_info[s->ring[(k - 1) % NL_RING].api].kind != NL_K_STREAM_WAIT;
 	return false;
 }
@@ -595,6 +595,14 @@ static bool worked_on(const struct nl_stream *s, int64_t tok)
 	return worked_before(s, s->nring, tok);
 }
 
+/* Token t is a batch of tok's pipeline older than tok and newer than
+ * `last`, the batch the stream held before (unfed_segment). */
+static bool older_after(int64_t t, int64_t last, int64_t tok)
+{
+	return t != NL_NO_TOKEN && t < tok && last != NL_NO_TOKEN && t > last &&
+	       nl_tok_pipe(t) == nl_tok_pipe(tok);
+}
+
 /* Another sparse stream waited on the record at `clock` of stream s (D
  * handing its input_dist to the collective stream): the batch goes on on s
  * after it. */
@@ -680,8 +688,7 @@ static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s
 			 * batch's or older, as a stream runs its batches in
 			 * order */
 			if (r->ev_slot >= 0 && p->s[r->ev_slot].role == NL_ROLE_COPY &&
-			    r->token != NL_NO_TOKEN && r->token < tok && last != NL_NO_TOKEN &&
-			    r->token > last && nl_tok_pipe(r->token) == nl_tok_pipe(tok))
+			    older_after(r->token, last, tok))
 				unfed = 0;
 			handed = rec = false;
 			fed = r->ts > ts;
@@ -736,9 +743,8 @@ static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s
 			 * after a wait on the all-to-all's end): the work of a
 			 * segment a wait began before it was that batch's or
 			 * older */
-			if (unfed_waited && r->token != NL_NO_TOKEN && r->token < tok &&
-			    last != NL_NO_TOKEN && r->token > last &&
-			    nl_tok_pipe(r->token) == nl_tok_pipe(tok) && !worked_before(s, k, r->token))
+			if (unfed_waited && older_after(r->token, last, tok) &&
+			    !worked_before(s, k, r->token))
 				unfed = 0;
 			if (!fed && r->token != NL_NO_TOKEN && r->token != last &&
 			    (last != NL_NO_TOKEN || (r->token == s->first_taken && r->ts > ts)) &&
@@ -1250,7 +1256,7 @@ static struct nl_batch *copied_since_window(struct nl_proc *p, int pipe,
 /* Batch o of another pipeline, copied since window `w` of pipeline `pipe`
  * began (copied_since_window), is due to take compute's step begun again
  * now (at `now`). But the step began again in that window once already,
- * after o's producers, with nothing of `pipe` left to begin (lone_again_ts,
+ * after o's producers, with nothing of `pipe` left to begin (nl_lone_again,
  * kept for the exit): that restart was o's forward, begun without its
  * edge while o's copy segment was still open (two takes dropped in a row
  * with their records, the two batches' copies one segment until the next
@@ -1264,8 +1270,8 @@ static struct nl_batch *past_lone(struct nl_proc *p, int pipe, const struct nl_s
 	const struct nl_pipe *xq = &p->pipes[pipe];
 	struct nl_batch *n;
 
-	if (!xq->lone_again_ts || xq->lone_again_ts <= w->first_ts ||
-	    xq->lone_again_ts <= nl_producers_last(o) || xq->lone_again_ts >= now)
+	if (!nl_lone_again(xq) || nl_lone_again(xq) <= w->first_ts ||
+	    nl_lone_again(xq) <= nl_producers_last(o) || nl_lone_again(xq) >= now)
 		return o;
 	n = nl_batch_of(p, o->token + 1);
 	if (!n || n->closed || n->fwd_started || !n->copy_closed || copy_slot(n) < 0 ||
@@ -1324,10 +1330,9 @@ static bool only_pending(struct nl_proc *p, const struct nl_batch *b)
 }
 
 /* Compute's step began again in pipeline q's window, its take dropped,
- * at ts (lone_again_ts), kept with the last ones before it. */
+ * at ts, kept with the last ones before it (nl_lone_again). */
 static void note_lone(struct nl_pipe *q, uint64_t ts)
 {
-	q->lone_again_ts = ts;
 	q->lone_hist[q->nlone++ % NL_LONE_HIST] = ts;
 }
 

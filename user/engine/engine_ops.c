@@ -427,11 +427,11 @@ static bool copies_only(struct nl_proc *p, int slot, int64_t tok)
 }
 
 /* Compute began its step again without a take, in a window of any
- * pipeline, after ts (kept for the exit: again_ts, lone_again_ts). */
+ * pipeline, after ts (kept for the exit: again_ts, nl_lone_again). */
 static bool restarted_since(const struct nl_proc *p, uint64_t ts)
 {
 	for (int i = 0; i < p->npipes; i++)
-		if (p->pipes[i].used && (p->pipes[i].again_ts > ts || p->pipes[i].lone_again_ts > ts))
+		if (p->pipes[i].used && (p->pipes[i].again_ts > ts || nl_lone_again(&p->pipes[i]) > ts))
 			return true;
 	return false;
 }
@@ -859,7 +859,7 @@ void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
 }
 
 /* Compute's step began again, with nothing of the pipeline it held left
- * to begin, or right after a copy on a stream of no role (lone_again_ts,
+ * to begin, or right after a copy on a stream of no role (nl_lone_again,
  * nl_step_begins), in another pipeline than `pipe` and after `since`: a
  * forward of `pipe`, begun before its copy stream was found, its take
  * dropped. The last NL_LONE_HIST such restarts per other pipeline are

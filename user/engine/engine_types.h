@@ -434,13 +434,11 @@ struct nl_pipe {
 	/* compute waited on a record of its producer stream: its batches come
 	 * by waits (hand-offs), not by the null stream's implicit joins */
 	bool took_by_wait;
-	/* the last time compute's step began again in a window of this
-	 * pipeline while nothing of it was left to begin (no newer batch
-	 * copied), or right after a copy on a stream of no role yet
+	/* the last NL_LONE_HIST times compute's step began again in a window
+	 * of this pipeline while nothing of it was left to begin (no newer
+	 * batch copied), or right after a copy on a stream of no role yet
 	 * (unplaced_copied_since): another pipeline's forward, begun without
-	 * its take */
-	uint64_t lone_again_ts;
-	/* the last NL_LONE_HIST of those (lone_restarts_since), nlone in all */
+	 * its take; nlone in all (nl_lone_again: the last) */
 	uint64_t lone_hist[NL_LONE_HIST];
 	uint32_t nlone;
 	/* the newest batch of this pipeline the null stream's implicit joins
@@ -479,6 +477,13 @@ struct nl_pipe {
 	struct nl_verdict_counts verdicts;
 	uint64_t stage_batches[NL_NSTAGES];
 };
+
+/* The last time compute's step began again in q's window, its take
+ * dropped (lone_hist; 0: never). */
+static inline uint64_t nl_lone_again(const struct nl_pipe *q)
+{
+	return q->nlone ? q->lone_hist[(q->nlone - 1) % NL_LONE_HIST] : 0;
+}
 
 struct nl_proc {
 	uint32_t pid;
