@@ -1923,6 +1923,65 @@ static bool turn_sparse_again(const struct nl_proc *p, const struct nl_stream *x
 	return !live_copy(p, pipe) && !live_role(p, pipe, NL_ROLE_SPARSE);
 }
 
+/* Compute, which began batch T's forward by a restart (no take: T was
+ * accused or ordered there), now waits on a record ev of data-dist stream
+ * d still carrying T. One batch is taken once: d's record ended T's stage
+ * at the first record d made after T's work there (r0), and d's work
+ * since, before any wait of d, is a newer batch's, copied by then, begun
+ * without its edge, as after a take at r0 (the hand-off rule,
+ * nl_take_after_record). This wait then takes that batch. Before, the
+ * work stayed T's, the wait took T again, and the batch after went
+ * without a sparse stage: its copy->sparse fault was skipped target_exited
+ * at the run's end (random programs 63866, 139002). */
+static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slot,
+				 const struct nl_event *ev, bool news)
+{
+	const struct nl_stream *s = &p->s[slot], *d;
+	const struct nl_batch *h, *n;
+	const struct nl_ring_op *r0 = NULL, *w = NULL;
+	struct nl_event at;
+	bool worked = false;
+	int64_t tok;
+
+	if (slot != p->compute_slot || !news || ev->slot < 0 || ev->slot == slot ||
+	    p->npipes != 1 || ev->token == NL_NO_TOKEN || ev->token != s->token ||
+	    p->restart_took != s->token)
+		return;
+	d = &p->s[ev->slot];
+	tok = ev->token;
+	h = nl_batch_of(p, tok);
+	n = nl_batch_of(p, tok + 1);
+	if (d->role != NL_ROLE_SPARSE || d->token != tok || !h || h->fwd_waited ||
+	    !h->st[NL_STAGE_FORWARD].work || !n || n->closed || n->fwd_started ||
+	    n->st[NL_STAGE_SPARSE].work || !n->st[NL_STAGE_COPY].work)
+		return;
+	for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
+		const struct nl_ring_op *r = &d->ring[k % NL_RING];
+		int kind = nl_api_info[r->api].kind;
+
+		if (r->token != tok)
+			continue;
+		if (!r0) {
+			worked |= r->work;
+			if (worked && kind == NL_K_EVENT_RECORD && r->clock < ev->clock)
+				r0 = r;
+			continue;
+		}
+		if (kind == NL_K_STREAM_WAIT)
+			return; /* fed since: what it brought is not known here */
+		if (r->work && r->clock < ev->clock && r->ts > n->st[NL_STAGE_COPY].first_ts && !w)
+			w = r;
+	}
+	/* the newer batch's copies all made before that work: its segment,
+	 * still open, ends where the work begins, as a take's would */
+	if (!r0 || !w || (!n->copy_closed && n->st[NL_STAGE_COPY].last_ts > w->ts))
+		return;
+	at = *ev;
+	at.clock = r0->clock;
+	at.vc = d->vc;
+	nl_take_after_record(e, p, &at);
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -2038,6 +2097,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			if (s->joins == 1 && news)
 				joined_after_work(p, slot);
 		}
+		retake_after_restart(e, p, slot, ev, news);
 		if (!nl_over_copy(p, slot, from, ev)) {
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
 			/* a wait that brings nothing new: on a record compute
