@@ -1919,6 +1919,71 @@ static void retake_after_restart_loop(void **state)
 			}
 }
 
+/* A depth-2 loop, one event per batch and edge: D's wait on copy(i+1),
+ * input_dist(i+1) and D's record, then compute's take of i, forward(i),
+ * copy(i+2) and backward(i). The run's last two batches lose their takes:
+ * k = N-2 with D's record after input_dist(k), the last one with D's wait
+ * on its copy. input_dist(N-1) follows input_dist(k) with no record
+ * between and is charged to k; forward(k) begins again in k-1's window
+ * (a restart charged to k), forward(N-1) in k's. That restart came after
+ * the last batch's copies, which no data-dist wait ordered: its sparse
+ * stage ran unordered or never ran, copy->sparse either way
+ * (restarted_unstaged). Before, the last batch was skipped target_exited
+ * (random programs 99860, 172241). Named and counted. */
+static void restart_after_unstaged_copy(void **state)
+{
+	enum { N = 8, POOL = 4 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		struct mdc m = mdc_new(counted);
+		struct tb *t = m.t;
+		uint64_t M = m.M, D = m.D, C = 0, em[POOL], ed[POOL];
+		uint32_t main_tid = t->tid, loader = t->tid + 1;
+		int k = N - 2;
+
+		for (int j = 0; j < POOL; j++) {
+			em[j] = tb_event_create(t);
+			ed[j] = tb_event_create(t);
+		}
+		t->tid = loader;
+		for (int c = 0; c < 2; c++) {
+			tb_copy(t, M, 1, 4096);
+			tb_record(t, em[c % POOL], M);
+		}
+		t->tid = main_tid;
+		for (int i = -1; i < N; i++) {
+			int s = i + 1, c = i + 2;
+
+			if (s < N) {
+				if (s != N - 1)
+					tb_wait(t, D, em[s % POOL]);
+				tb_kernel(t, D, K_INPUT_DIST);
+				if (s != k)
+					tb_record(t, ed[s % POOL], D);
+			}
+			if (i < 0)
+				continue;
+			if (i < k)
+				tb_wait(t, C, ed[i % POOL]);
+			forward3(t, C);
+			if (c < N) {
+				t->tid = loader;
+				tb_copy(t, M, 1, 4096);
+				tb_record(t, em[c % POOL], M);
+				t->tid = main_tid;
+			}
+			tb_kernel(t, C, K_BWD_EMB);
+		}
+		tb_end(t);
+		for (int i = 0; i < N; i++)
+			assert_verdict(t, (uint64_t)i,
+				       i < k ? NL_VERDICT_TRUSTED : NL_VERDICT_UNTRUSTED,
+				       i < k ? 0 : i == k ? EDGE(SPARSE_FORWARD) : EDGE(COPY_SPARSE), 0);
+		tb_free(t);
+	}
+}
+
 /* A depth-2 loop on reused events, copies from a loader thread, with the
  * take of batch k dropped together with the data-dist stream's record
  * after sparse(k): the take of k-1 then waits on the record it waited on
@@ -3904,6 +3969,7 @@ int main(void)
 		cmocka_unit_test(backward_reuses_first_kernel),
 		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(retake_after_restart_loop),
+		cmocka_unit_test(restart_after_unstaged_copy),
 		cmocka_unit_test(stale_wait_keeps_lag),
 		cmocka_unit_test(sparse_again_after_record),
 		cmocka_unit_test(exit_after_sparse_without_edge),

@@ -404,6 +404,45 @@ static bool implicit_restart(struct nl_proc *p, const struct nl_batch *b)
 	return last && own->st[NL_STAGE_FORWARD].again_ts > last;
 }
 
+/* At exit, batch b, the next after the one compute holds (one pipeline,
+ * with a sparse stage), copied, never reached by its data-dist stream and
+ * with no sparse work of its own: compute began its step again in the
+ * window it holds after b's copies (a step that launches its first kernel
+ * once). That restart was b's forward, so b's sparse stage ran before it,
+ * without its edge, charged to the batch before (the data-dist stream's
+ * record between dropped), or never ran: copy->sparse either way. Before,
+ * b was skipped target_exited, its fault unnamed (random programs 99860,
+ * 172241). */
+static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_stream *s = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+	const struct nl_batch *own = s ? nl_batch_of(p, s->token) : NULL;
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	const struct nl_stage_acc *w;
+
+	if (!own || p->npipes != 1 || own->token + 1 != b->token || !q || !q->has_sparse ||
+	    b->reached_sparse || b->st[NL_STAGE_SPARSE].work || !b->copy_closed ||
+	    !b->st[NL_STAGE_COPY].work || q->first_min > 1)
+		return false;
+	w = &own->st[NL_STAGE_FORWARD];
+	if (!w->first_named[1] || w->again_ts <= b->st[NL_STAGE_COPY].last_ts)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *d = &p->s[i];
+
+		if (!d->used || d->pipe != nl_tok_pipe(b->token))
+			continue;
+		if (d->role == NL_ROLE_SPARSE && nl_copy_covered(b, d))
+			return false;
+		/* created before tracing, compute the null stream: the stage's
+		 * ops, unknown here, might be ordered by its flags, which the
+		 * verdict would check against them (pretrace_stream) */
+		if (!d->history_known && p->compute_slot == p->null_slot)
+			return false;
+	}
+	return true;
+}
+
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
@@ -427,6 +466,9 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		 * first kernel: the joins moved compute's windows) */
 		if (exited && !b->fwd_started && !b->watch[k].repeat &&
 		    k == NL_CONSUMER_COMPUTE && implicit_restart(p, b))
+			b->watch[k].repeat = true;
+		if (exited && !b->fwd_started && !b->watch[k].repeat &&
+		    k == NL_CONSUMER_SPARSE && restarted_unstaged(p, b))
 			b->watch[k].repeat = true;
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
 		    !(exited && !b->fwd_started && b->watch[k].repeat) &&
