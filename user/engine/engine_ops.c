@@ -1976,6 +1976,8 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
 	 * still open, ends where the work begins, as a take's would */
 	if (!r0 || !w || (!n->copy_closed && n->st[NL_STAGE_COPY].last_ts > w->ts))
 		return;
+	/* r0 as the record taken: d waited on nothing since, so its clock
+	 * now is the one r0 captured for the other streams */
 	at = *ev;
 	at.clock = r0->clock;
 	at.vc = d->vc;
