@@ -904,6 +904,99 @@ static uint32_t forwards_due_before(struct nl_proc *p, const struct nl_pipe *q, 
 	return u;
 }
 
+/* Copy stream `slot`'s segment of batch u ends with n work ops, half its
+ * fill t (u = t + 1), which no size cut: a fill left one batch (guess_k ==
+ * guess_n). A data-dist stream holds u by the hand-off rule (adopted: it
+ * began a stage again after compute took t, with no wait between), its
+ * clock ordered after all of t's copies but not u's. That stage was the
+ * fill's second batch's, whose wait was redundant (one record covered both
+ * batches' copies): the fill's second half and its record are u's copies,
+ * and this segment is a new batch's. The stage is then ordered after its
+ * copy. recut_fill does not cut a fill whose first batch was audited; here
+ * the batch numbers stay as they are. Before, the healthy u was accused
+ * copy->sparse and the fill's second batch merged into its first (random
+ * programs 59201, 190719255: an evaluation turn's fill of two one-copy
+ * batches, the second's data-dist wait dropped with its record). */
+static bool swap_fill_piece(struct nl_engine *e, struct nl_proc *p, int slot)
+{
+	struct nl_stream *m = &p->s[slot], *x = NULL;
+	struct nl_pipe *q = nl_pipe_of_stream(p, m);
+	int64_t t = m->guess_tok, u = m->token, w;
+	uint32_t fill = m->guess_n, n = m->seg_work, idx = 0, cut = 0, last = 0;
+	uint64_t moved = 0;
+	struct nl_batch *bt = nl_batch_of(p, t), *bu = nl_batch_of(p, u);
+	uint64_t first_u = 0;
+
+	if (!q || e->o.no_copy_split || !fill || m->guess_k != fill ||
+	    u != t + 1 || !n || n * 2 != fill || q->next_token != u + 1 || !bt || !bu ||
+	    bu->closed || fill_ops(m, t, t, NULL) != fill || fill_ops(m, u, u, NULL) != n)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *d = &p->s[i];
+
+		if (!d->used || d->role != NL_ROLE_SPARSE || d->pipe != m->pipe || d->token != u)
+			continue;
+		if (!d->adopted || !nl_worked_stream(bu, (int)i) || !nl_copy_covered(bt, d) ||
+		    nl_copy_covered(bu, d) || x)
+			return false;
+		x = d;
+	}
+	if (!x)
+		return false;
+	/* this segment: a new batch's */
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++)
+		if (m->ring[i % NL_RING].token == u) {
+			first_u = m->ring[i % NL_RING].ts;
+			break;
+		}
+	nl_mint(e, p, m, first_u);
+	w = m->token;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->token != u)
+			continue;
+		nl_account_ring(e, p, slot, r, w);
+		moved++;
+	}
+	nl_batch_cut(p, bu, slot, 0, moved);
+	/* the fill's second half, and its record: u's */
+	moved = 0;
+	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
+		struct nl_ring_op *r = &m->ring[i % NL_RING];
+
+		if (r->token != t)
+			continue;
+		if (idx < fill / 2) {
+			idx += r->work;
+			cut = r->clock;
+			continue;
+		}
+		r->token = u;
+		last = r->clock;
+		moved++;
+	}
+	nl_batch_cut(p, bt, slot, cut, moved);
+	restage_copy(p, bt, slot);
+	restage_copy(p, bu, slot);
+	/* the cut above left u no copy work on the stream: it has the
+	 * fill's second half now */
+	for (int i = 0; i < bu->nbs; i++)
+		if (bu->bs[i].slot == slot && bu->bs[i].stage == NL_STAGE_COPY)
+			bu->bs[i].has_work = bu->st[NL_STAGE_COPY].work > 0;
+	nl_retoken_events(p, slot, cut, last, t, u, false);
+	x->adopted = false;
+	bu->reached_sparse = true;
+	if (bu->cs.valid && nl_copy_covered(bu, x))
+		bu->cs.valid = false;
+	m->guess_n = 0;
+	m->guess_refuted = true;
+	m->seg_k = n;
+	m->seg_k_n = NL_SEG_SURE;
+	q->copy_k = n;
+	return true;
+}
+
 /* A record ends the copy stream's segment. Segments of a steady size K
  * teach it; one of exactly n * K work ops (n > 1) is n batches whose
  * copies one record covers (a whole wait_stream dropped with its record, a
@@ -917,9 +1010,15 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	struct nl_batch *b;
 	bool borrowed = false;
 
+	/* closed by its consumer's stage (take_token), not by a record */
+	if (!s->seg_open && n && s->guess_n && s->role == NL_ROLE_COPY &&
+	    swap_fill_piece(e, p, slot))
+		return;
 	if (!s->seg_open || !n)
 		return;
 	if (s->guess_n && recut_fill(e, p, slot, false))
+		return;
+	if (s->guess_n && swap_fill_piece(e, p, slot))
 		return;
 	s->guess_n = 0; /* the guess stands */
 	k = s->seg_k;
