@@ -690,6 +690,17 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 	return true;
 }
 
+/* Copy stream m's fill guess is refuted by a size of its own, k: the
+ * stream and its pipeline are sure of it. */
+static void size_shown(struct nl_stream *m, struct nl_pipe *q, uint32_t k)
+{
+	m->guess_n = 0;
+	m->guess_refuted = true;
+	m->seg_k = k;
+	m->seg_k_n = NL_SEG_SURE;
+	q->copy_k = k;
+}
+
 /* Batch b's copy stage on copy stream `slot`, booked again from the ops
  * of its token the stream remembers (recut_taken gave it other copies).
  * What ordered the copies it held orders these too: every one of them
@@ -838,11 +849,7 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 	q->next_token = first + t;
 	m->token = first + t - 1;
-	m->guess_n = 0;
-	m->guess_refuted = true;
-	m->seg_k = own;
-	m->seg_k_n = NL_SEG_SURE;
-	q->copy_k = own;
+	size_shown(m, q, own);
 	return true;
 }
 
@@ -989,11 +996,7 @@ static bool swap_fill_piece(struct nl_engine *e, struct nl_proc *p, int slot)
 	bu->reached_sparse = true;
 	if (bu->cs.valid && nl_copy_covered(bu, x))
 		bu->cs.valid = false;
-	m->guess_n = 0;
-	m->guess_refuted = true;
-	m->seg_k = n;
-	m->seg_k_n = NL_SEG_SURE;
-	q->copy_k = n;
+	size_shown(m, q, n);
 	return true;
 }
 
