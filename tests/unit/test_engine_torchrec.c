@@ -1859,6 +1859,29 @@ static void restart_hands_over(void **state)
 		}
 }
 
+enum { EV_POOL = 4 }; /* batches whose edges have events of their own */
+
+/* An event for each edge of EV_POOL batches in turn: em M->D, ed D->C. */
+static void edge_pool(struct tb *t, uint64_t *em, uint64_t *ed)
+{
+	for (int j = 0; j < EV_POOL; j++) {
+		em[j] = tb_event_create(t);
+		ed[j] = tb_event_create(t);
+	}
+}
+
+/* A batch's n copies on M from the loader thread, then (ev not 0) the
+ * loader's record of ev on M. */
+static void loader_batch(struct tb *t, uint64_t M, int n, uint64_t ev)
+{
+	tb_loader_copies(t, M, n);
+	if (!ev)
+		return;
+	t->tid = TB_LOADER;
+	tb_record(t, ev, M);
+	t->tid = TB_MAIN;
+}
+
 /* A depth-2 loop with one event per batch and edge, copies from a loader
  * thread: copy(i+2), D's wait on copy(i+1) and input_dist(i+1), then the
  * take of i, forward(i), backward(i). Compute's take of batch k dropped
@@ -1874,7 +1897,7 @@ static void restart_hands_over(void **state)
  * wait set it right; those cases are kept. Named and counted. */
 static void retake_after_restart_loop(void **state)
 {
-	enum { N = 9, POOL = 4 };
+	enum { N = 9 };
 
 	(void)state;
 	for (int counted = 0; counted < 2; counted++)
@@ -1882,34 +1905,25 @@ static void retake_after_restart_loop(void **state)
 			for (int k = 4; k < N - 1; k++) {
 				struct mdc m = mdc_new(counted);
 				struct tb *t = m.t;
-				uint64_t M = m.M, D = m.D, C = m.C, em[POOL], ed[POOL];
-				uint32_t main_tid = t->tid, loader = t->tid + 1;
+				uint64_t M = m.M, D = m.D, C = m.C, em[EV_POOL], ed[EV_POOL];
 
-				for (int j = 0; j < POOL; j++) {
-					em[j] = tb_event_create(t);
-					ed[j] = tb_event_create(t);
-				}
+				edge_pool(t, em, ed);
 				for (int i = -2; i < N; i++) {
 					int c = i + 2, s = i + 1;
 
-					if (c < N) {
-						t->tid = loader;
-						tb_copy(t, M, 1, 4096);
-						tb_copy(t, M, 1, 4096);
-						if (rec || c != k + 1)
-							tb_record(t, em[c % POOL], M);
-						t->tid = main_tid;
-					}
+					if (c < N)
+						loader_batch(t, M, 2,
+							     rec || c != k + 1 ? em[c % EV_POOL] : 0);
 					if (s >= 0 && s < N) {
 						if (s != k + 1)
-							tb_wait(t, D, em[s % POOL]);
+							tb_wait(t, D, em[s % EV_POOL]);
 						tb_kernel(t, D, K_INPUT_DIST);
-						tb_record(t, ed[s % POOL], D);
+						tb_record(t, ed[s % EV_POOL], D);
 					}
 					if (i < 0)
 						continue;
 					if (i != k)
-						tb_wait(t, C, ed[i % POOL]);
+						tb_wait(t, C, ed[i % EV_POOL]);
 					forward3(t, C);
 					tb_kernel(t, C, K_BWD_EMB);
 				}
@@ -1932,47 +1946,35 @@ static void retake_after_restart_loop(void **state)
  * (random programs 99860, 172241). Named and counted. */
 static void restart_after_unstaged_copy(void **state)
 {
-	enum { N = 8, POOL = 4 };
+	enum { N = 8 };
 
 	(void)state;
 	for (int counted = 0; counted < 2; counted++) {
 		struct mdc m = mdc_new(counted);
 		struct tb *t = m.t;
-		uint64_t M = m.M, D = m.D, C = 0, em[POOL], ed[POOL];
-		uint32_t main_tid = t->tid, loader = t->tid + 1;
+		uint64_t M = m.M, D = m.D, C = 0, em[EV_POOL], ed[EV_POOL];
 		int k = N - 2;
 
-		for (int j = 0; j < POOL; j++) {
-			em[j] = tb_event_create(t);
-			ed[j] = tb_event_create(t);
-		}
-		t->tid = loader;
-		for (int c = 0; c < 2; c++) {
-			tb_copy(t, M, 1, 4096);
-			tb_record(t, em[c % POOL], M);
-		}
-		t->tid = main_tid;
+		edge_pool(t, em, ed);
+		for (int c = 0; c < 2; c++)
+			loader_batch(t, M, 1, em[c % EV_POOL]);
 		for (int i = -1; i < N; i++) {
 			int s = i + 1, c = i + 2;
 
 			if (s < N) {
 				if (s != N - 1)
-					tb_wait(t, D, em[s % POOL]);
+					tb_wait(t, D, em[s % EV_POOL]);
 				tb_kernel(t, D, K_INPUT_DIST);
 				if (s != k)
-					tb_record(t, ed[s % POOL], D);
+					tb_record(t, ed[s % EV_POOL], D);
 			}
 			if (i < 0)
 				continue;
 			if (i < k)
-				tb_wait(t, C, ed[i % POOL]);
+				tb_wait(t, C, ed[i % EV_POOL]);
 			forward3(t, C);
-			if (c < N) {
-				t->tid = loader;
-				tb_copy(t, M, 1, 4096);
-				tb_record(t, em[c % POOL], M);
-				t->tid = main_tid;
-			}
+			if (c < N)
+				loader_batch(t, M, 1, em[c % EV_POOL]);
 			tb_kernel(t, C, K_BWD_EMB);
 		}
 		tb_end(t);
