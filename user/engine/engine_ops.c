@@ -928,11 +928,10 @@ static bool swap_fill_piece(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *m = &p->s[slot], *x = NULL;
 	struct nl_pipe *q = nl_pipe_of_stream(p, m);
-	int64_t t = m->guess_tok, u = m->token, w;
+	int64_t t = m->guess_tok, u = m->token, w = NL_NO_TOKEN;
 	uint32_t fill = m->guess_n, n = m->seg_work, idx = 0, cut = 0, last = 0;
 	uint64_t moved = 0;
 	struct nl_batch *bt = nl_batch_of(p, t), *bu = nl_batch_of(p, u);
-	uint64_t first_u = 0;
 
 	if (!q || e->o.no_copy_split || !fill || m->guess_k != fill ||
 	    u != t + 1 || !n || n * 2 != fill || q->next_token != u + 1 || !bt || !bu ||
@@ -950,21 +949,17 @@ static bool swap_fill_piece(struct nl_engine *e, struct nl_proc *p, int slot)
 	}
 	if (!x)
 		return false;
-	/* this segment: a new batch's */
-	for (uint32_t i = nl_ring_start(m); i < m->nring; i++)
-		if (m->ring[i % NL_RING].token == u) {
-			first_u = m->ring[i % NL_RING].ts;
-			break;
-		}
-	nl_mint(e, p, m, first_u);
-	w = m->token;
+	/* this segment: a new batch's, begun at its first op */
 	for (uint32_t i = nl_ring_start(m); i < m->nring; i++) {
 		struct nl_ring_op *r = &m->ring[i % NL_RING];
 
 		if (r->token != u)
 			continue;
+		if (!moved++) {
+			nl_mint(e, p, m, r->ts);
+			w = m->token;
+		}
 		nl_account_ring(e, p, slot, r, w);
-		moved++;
 	}
 	nl_batch_cut(p, bu, slot, 0, moved);
 	/* the fill's second half, and its record: u's */
