@@ -516,6 +516,39 @@ static void test_fill_swapped(void **state)
 		    sizeof(fill_swapped_counted) / sizeof(fill_swapped_counted[0]), true);
 }
 
+/* Programs whose data-dist stream ran a batch ahead of compute since a
+ * stage of its own held two batches (the fill's second wait redundant and
+ * dropped): the last batch, copied with no sparse op of its own, was
+ * skipped target_exited. stage_shared judges it on the stream's last
+ * stage and compute's last take; they agree now, in both modes. */
+static const uint64_t fill_ahead[] = { 109063, 410837, 445889, 503366, 517181 };
+
+/* Programs where that stream worked on a batch before the next one's copies
+ * were ordered (batch 1 copied after its first wait, two pipelines): they
+ * never ran a batch ahead, and the fault there, which the engine misses,
+ * must keep the run invalid (sparse_behind). Without that guard the last
+ * batch was judged and the run valid. */
+static const uint64_t behind_named[] = { 579454, 190166259 };
+
+static void test_fill_ahead(void **state)
+{
+	(void)state;
+	seeds_agree(fill_ahead, sizeof(fill_ahead) / sizeof(fill_ahead[0]), false);
+	seeds_agree(fill_ahead, sizeof(fill_ahead) / sizeof(fill_ahead[0]), true);
+	for (size_t i = 0; i < sizeof(behind_named) / sizeof(behind_named[0]); i++) {
+		struct rp_spec s;
+		struct rp_prog p;
+		struct rp_result r;
+
+		rp_spec_random(&s, behind_named[i]);
+		assert_int_equal(rp_build(&p, &s), 0);
+		assert_int_equal(rp_run(&p, &r), 0);
+		rp_free(&p);
+		assert_true(r.summary);
+		assert_false(r.evidence_valid);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_random_sample_counted),
 		cmocka_unit_test(test_counted_fixed),
 		cmocka_unit_test(test_fill_swapped),
+		cmocka_unit_test(test_fill_ahead),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1986,6 +1986,60 @@ static void restart_after_unstaged_copy(void **state)
 	}
 }
 
+/* A depth-3 loop whose data-dist stream runs a batch ahead of compute:
+ * input_dist(i+2) between forward(i) and backward(i), compute's take of
+ * i+1 on D's record after it, D's waits on a record of the copy stream
+ * made right before them (PyTorch's wait_stream), a copy per batch from a
+ * loader thread. The fill copies batches 0 and 1 before D's first wait;
+ * D's wait for input_dist(1) is dropped, redundant (that wait ordered both
+ * copies): input_dist(0) and input_dist(1) are one stage of D, charged to
+ * batch 0, and every later stage one batch early. At the end D records
+ * once more with no new work and compute's last take waits on it: the
+ * last batch, copied, with no sparse op of its own, is taken by that wait,
+ * ordered after D's last stage, which its copy was ordered before
+ * (stage_shared): trusted, as every batch is. Before, it was skipped
+ * target_exited (random programs 410837, 190718245). With batch 1 copied
+ * after D's first wait, the dropped wait is no longer redundant: batch 1
+ * alone is untrusted copy->sparse. Named and counted. */
+static void fill_stage_runs_ahead(void **state)
+{
+	enum { N = 7 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int late = 0; late < 2; late++) {
+			struct mdc m = mdc_new(counted);
+			struct tb *t = m.t;
+			uint64_t M = m.M, D = m.D, C = m.C;
+
+			tb_loader_copies(t, M, 1);
+			if (!late)
+				tb_loader_copies(t, M, 1);
+			tb_wait_stream(t, D, M);
+			tb_kernel(t, D, K_INPUT_DIST);
+			if (late)
+				tb_loader_copies(t, M, 1);
+			tb_kernel(t, D, K_INPUT_DIST); /* input_dist(1): no wait */
+			tb_loader_copies(t, M, 1);
+			for (int i = 0; i < N; i++) {
+				tb_wait_stream(t, C, D); /* the last: nothing new on D */
+				forward3(t, C);
+				tb_copy(t, C, 2, 4096); /* loss.item() */
+				if (i + 2 < N) {
+					tb_wait_stream(t, D, M);
+					tb_kernel(t, D, K_INPUT_DIST);
+				}
+				if (i + 3 < N)
+					tb_loader_copies(t, M, 1);
+				tb_kernel(t, C, K_BWD_EMB);
+			}
+			tb_end(t);
+			assert_one_fault(t, N, late ? 1 : -1, late ? EDGE(COPY_SPARSE) : 0,
+					 late ? "batch 1 copied late" : "fill stage runs ahead");
+			tb_free(t);
+		}
+}
+
 /* A depth-2 loop on reused events, copies from a loader thread, with the
  * take of batch k dropped together with the data-dist stream's record
  * after sparse(k): the take of k-1 then waits on the record it waited on
@@ -3972,6 +4026,7 @@ int main(void)
 		cmocka_unit_test(restart_hands_over),
 		cmocka_unit_test(retake_after_restart_loop),
 		cmocka_unit_test(restart_after_unstaged_copy),
+		cmocka_unit_test(fill_stage_runs_ahead),
 		cmocka_unit_test(stale_wait_keeps_lag),
 		cmocka_unit_test(sparse_again_after_record),
 		cmocka_unit_test(exit_after_sparse_without_edge),

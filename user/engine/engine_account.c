@@ -369,6 +369,14 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 		b->reached_sparse = true;
 	if (!work)
 		return;
+	if (st == NL_STAGE_SPARSE) {
+		const struct nl_batch *n = nl_batch_of(p, b->token + 1);
+
+		/* not ordered after the next batch's copies: not the next
+		 * batch's stage, had the stream run a batch ahead (stage_shared) */
+		if (!n || !n->copy_closed || !nl_copy_covered(n, s))
+			nl_pipe_of_token(p, b->token)->sparse_behind = true;
+	}
 	if (st == NL_STAGE_SPARSE && !b->cs.valid)
 		for (int i = 0; i < b->nbs; i++) {
 			const struct nl_batch_stream *cp = &b->bs[i];
@@ -583,6 +591,48 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		forward_op(p, b, s, &op, work);
 	else
 		producer_op(p, b, s, bs, &op, st, work);
+}
+
+/* Compute's ops of batch b from ts on were handed to another batch: b's
+ * forward ends at its last op before them (its clock at its last forward
+ * op stays as it was: no later than now). */
+void nl_forward_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint64_t ts, uint64_t moved,
+		    uint64_t moved_work)
+{
+	const struct nl_stream *s = &p->s[slot];
+	struct nl_stage_acc *acc = &b->st[NL_STAGE_FORWARD];
+	const struct nl_ring_op *last = NULL, *last_work = NULL;
+
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->token != b->token || r->ts >= ts)
+			continue;
+		last = r;
+		if (r->work)
+			last_work = r;
+	}
+	for (int i = 0; i < b->nbs; i++) {
+		struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->slot != slot || bs->stage != NL_STAGE_FORWARD)
+			continue;
+		bs->ops = bs->ops > moved ? bs->ops - moved : 0;
+		if (last) {
+			bs->last_clock = last->clock;
+			bs->last_ts = last->ts;
+		}
+		bs->has_work = last_work != NULL;
+		if (last_work)
+			bs->last_work = nl_ring_seen_op(slot, last_work);
+	}
+	acc->ops = acc->ops > moved ? acc->ops - moved : 0;
+	acc->work = acc->work > moved_work ? acc->work - moved_work : 0;
+	b->fwd_work = b->fwd_work > moved_work ? b->fwd_work - moved_work : 0;
+	if (last) {
+		acc->last_ts = last->ts;
+		b->fwd_last = nl_ring_seen_op(slot, last);
+	}
 }
 
 void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved)

@@ -443,9 +443,121 @@ static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
 	return true;
 }
 
+/* At exit, batch b, the last of its pipeline and the next after the one
+ * compute holds, copied, with no sparse op of its own and never reached:
+ * the data-dist stream's last wait ordered it after b's copies, the work
+ * after that wait went to the batch compute holds, and compute, after it
+ * took that work, waited on that stream's record once more and began its
+ * step again. The data-dist stream ran a batch ahead of compute since a
+ * stage of its own held two batches (a fill of two copied before one
+ * record, the second one's wait redundant and dropped): its last stage was
+ * b's, ordered after b's copies, the second take b's, and the restart
+ * b's forward, ordered after both. Had it been no stage of b's, b's sparse
+ * stage never ran and its forward read nothing of it unordered either.
+ * Returns the restart's first op (0: not so). Before, b was skipped
+ * target_exited (random programs 410837, 190718245). */
+static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+	const struct nl_batch *own = c ? nl_batch_of(p, c->token) : NULL;
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	const struct nl_stage_acc *w;
+	uint64_t from = 0;
+	bool fed = false;
+
+	if (!own || own->token + 1 != b->token || b->token + 1 != q->next_token || !q->has_sparse ||
+	    q->sparse_behind || b->reached_sparse || b->st[NL_STAGE_SPARSE].ops || !b->copy_closed ||
+	    !b->st[NL_STAGE_COPY].work || b->fwd_started || !own->fwd_started ||
+	    !own->sparse_retake)
+		return 0;
+	w = &own->st[NL_STAGE_FORWARD];
+	if (!w->first_named[1] || w->again_ts <= b->st[NL_STAGE_COPY].last_ts)
+		return 0;
+	/* the restart: the step's first kernel, the work op just before the
+	 * second (again_ts), with no wait of compute from there on */
+	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
+		const struct nl_ring_op *r = &c->ring[k % NL_RING];
+
+		if (r->work && r->token == own->token && r->ts < w->again_ts)
+			from = r->ts;
+	}
+	for (uint32_t k = nl_ring_start(c); k < c->nring && from; k++) {
+		const struct nl_ring_op *r = &c->ring[k % NL_RING];
+
+		if (r->ts >= from && (r->ev_slot >= 0 || r->token != own->token))
+			return 0;
+	}
+	for (uint32_t i = 0; i < p->w && from; i++) {
+		const struct nl_stream *d = &p->s[i];
+		const struct nl_ring_op *wait = NULL;
+		bool retaken = false, worked = false, others = false;
+
+		if (!d->used || d->role != NL_ROLE_SPARSE || d->pipe != nl_tok_pipe(b->token))
+			continue;
+		for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
+			const struct nl_ring_op *r = &d->ring[k % NL_RING];
+
+			if (r->ev_slot >= 0) {
+				wait = r;
+				worked = others = false;
+			} else if (r->work) {
+				worked = true;
+				others |= r->token != own->token;
+			}
+		}
+		if (!wait || !worked || others || c->vc[i] < d->vc[i])
+			return 0;
+		for (int j = 0; j < b->nbs; j++) {
+			const struct nl_batch_stream *bs = &b->bs[j];
+
+			if (bs->stage == NL_STAGE_COPY && bs->has_work &&
+			    (bs->slot != wait->ev_slot || bs->last_work.clock > wait->ev_clock))
+				return 0;
+		}
+		/* compute's second take: a wait on this stream in own's window
+		 * before the restart */
+		for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
+			const struct nl_ring_op *r = &c->ring[k % NL_RING];
+
+			retaken |= r->ev_slot == (int)i && r->token == own->token &&
+				   r->ts > w->first_ts && r->ts < from;
+		}
+		if (!retaken)
+			return 0;
+		fed = true;
+	}
+	return fed ? from : 0;
+}
+
+/* The restart stage_shared found is b's forward: compute's ops from it on
+ * are b's, b was reached by its data-dist stream's last wait, and the
+ * completion that covered them is b's. */
+static void take_shared(struct nl_engine *e, struct nl_proc *p, struct nl_batch *b, uint64_t from)
+{
+	int slot = p->compute_slot;
+	struct nl_stream *c = &p->s[slot];
+	struct nl_batch *own = nl_batch_of(p, c->token);
+	uint64_t moved = 0, moved_work = 0;
+
+	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
+		struct nl_ring_op *r = &c->ring[k % NL_RING];
+
+		if (r->token != own->token || r->ts < from)
+			continue;
+		nl_account_ring(e, p, slot, r, b->token);
+		moved++;
+		moved_work += r->work;
+	}
+	c->ops -= moved; /* booked again, not enqueued again */
+	nl_forward_cut(p, own, slot, from, moved, moved_work);
+	b->reached_sparse = true;
+	b->st[NL_STAGE_FORWARD].c = own->st[NL_STAGE_FORWARD].c;
+}
+
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
+	uint64_t from;
 
 	NL_FOR_BATCHES(p, b) {
 		int k = nl_pipe_of_token(p, b->token)->has_sparse && !b->reached_sparse ?
@@ -470,6 +582,9 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		if (exited && !b->fwd_started && !b->watch[k].repeat &&
 		    k == NL_CONSUMER_SPARSE && restarted_unstaged(p, b))
 			b->watch[k].repeat = true;
+		if (exited && k == NL_CONSUMER_SPARSE && !b->watch[k].repeat &&
+		    (from = stage_shared(p, b)) != 0)
+			take_shared(e, p, b, from);
 		if (!(exited && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
 		    !(exited && !b->fwd_started && b->watch[k].repeat) &&
 		    !(exited && k == NL_CONSUMER_SPARSE &&

@@ -258,6 +258,8 @@ static inline uint64_t nl_producers_last(const struct nl_batch *b)
 /* Batch b's ops on stream slot end at clock `cut`: its later ones were
  * handed to the next batch. */
 void nl_batch_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint32_t cut, uint64_t moved);
+void nl_forward_cut(struct nl_proc *p, struct nl_batch *b, int slot, uint64_t ts, uint64_t moved,
+		    uint64_t moved_work);
 /* The first of batch b's producer streams that consumer k reads whose last
  * upstream op stream s is not ordered after (NULL: none). */
 const struct nl_batch_stream *nl_unordered_producer(const struct nl_batch *b,

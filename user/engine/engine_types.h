@@ -398,6 +398,9 @@ struct nl_learn {
  * streams point at it (stream pipe); compute is shared. */
 struct nl_pipe {
 	bool used, has_sparse;
+	/* a data-dist stream worked on a batch before the next batch's copies
+	 * were ordered before it (never a batch ahead: stage_shared) */
+	bool sparse_behind;
 	bool seen_copy_record;
 	bool had_copy;        /* a stream has been its copy stream */
 	/* slot + 1 of its copy stream that copied last (0: none), and the
