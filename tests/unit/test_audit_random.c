@@ -521,7 +521,7 @@ static void test_fill_swapped(void **state)
  * dropped): the last batch, copied with no sparse op of its own, was
  * skipped target_exited. stage_shared judges it on the stream's last
  * stage and compute's last take; they agree now, in both modes. */
-static const uint64_t fill_ahead[] = { 109063, 410837, 445889, 503366, 517181 };
+static const uint64_t fill_ahead[] = { 109063, 410837, 445889, 503366, 517181, 117399 };
 
 /* Programs where that stream worked on a batch before the next one's copies
  * were ordered (batch 1 copied after its first wait, two pipelines): they

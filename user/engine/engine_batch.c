@@ -445,17 +445,20 @@ static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
 
 /* At exit, batch b, the last of its pipeline and the next after the one
  * compute holds, copied, with no sparse op of its own and never reached:
- * the data-dist stream's last wait ordered it after b's copies, the work
- * after that wait went to the batch compute holds, and compute, after it
- * took that work, waited on that stream's record once more and began its
- * step again. The data-dist stream ran a batch ahead of compute since a
- * stage of its own held two batches (a fill of two copied before one
- * record, the second one's wait redundant and dropped): its last stage was
- * b's, ordered after b's copies, the second take b's, and the restart
- * b's forward, ordered after both. Had it been no stage of b's, b's sparse
- * stage never ran and its forward read nothing of it unordered either.
- * Returns the restart's first op (0: not so). Before, b was skipped
- * target_exited (random programs 410837, 190718245). */
+ * the data-dist stream's last stage (its work of the batch compute holds,
+ * nothing of another batch after it) was ordered after b's copies by the
+ * stream's wait before it, and compute, after it took that stage, waited
+ * on a record of the stream made after it once more and began its step
+ * again. The stream ran a batch ahead of compute since a stage of its own
+ * held two batches (a fill of two copied before one wait, the second
+ * one's wait redundant and dropped): its last stage was b's, ordered
+ * after b's copies, the second take b's, and the restart b's forward,
+ * ordered after both. Had it been no stage of b's, b's sparse stage never
+ * ran and its forward read nothing of it unordered either. Not where the
+ * stream ever worked on a batch before the next one's copies were ordered
+ * before it (sparse_behind): it never ran ahead then. Returns the
+ * restart's first op (0: not so). Before, b was skipped target_exited
+ * (random programs 410837, 190718245, 117399). */
 static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
 {
 	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
@@ -474,38 +477,41 @@ static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
 	if (!w->first_named[1] || w->again_ts <= b->st[NL_STAGE_COPY].last_ts)
 		return 0;
 	/* the restart: the step's first kernel, the work op just before the
-	 * second (again_ts), with no wait of compute from there on */
+	 * second (again_ts); compute's ops from there on all own's */
 	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
 		const struct nl_ring_op *r = &c->ring[k % NL_RING];
 
 		if (r->work && r->token == own->token && r->ts < w->again_ts)
 			from = r->ts;
 	}
-	for (uint32_t k = nl_ring_start(c); k < c->nring && from; k++) {
-		const struct nl_ring_op *r = &c->ring[k % NL_RING];
-
-		if (r->ts >= from && (r->ev_slot >= 0 || r->token != own->token))
+	for (uint32_t k = nl_ring_start(c); k < c->nring && from; k++)
+		if (c->ring[k % NL_RING].ts >= from && c->ring[k % NL_RING].token != own->token)
 			return 0;
-	}
 	for (uint32_t i = 0; i < p->w && from; i++) {
 		const struct nl_stream *d = &p->s[i];
-		const struct nl_ring_op *wait = NULL;
+		const struct nl_ring_op *wait = NULL, *before = NULL;
 		bool retaken = false, worked = false, others = false;
+		uint32_t last = 0;
 
 		if (!d->used || d->role != NL_ROLE_SPARSE || d->pipe != nl_tok_pipe(b->token))
 			continue;
+		/* its last stage: its work of own, none of another batch after
+		 * it began, and the wait last before it */
 		for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
 			const struct nl_ring_op *r = &d->ring[k % NL_RING];
 
 			if (r->ev_slot >= 0) {
-				wait = r;
-				worked = others = false;
-			} else if (r->work) {
+				before = r;
+			} else if (r->work && r->token == own->token) {
+				if (!worked)
+					wait = before;
 				worked = true;
-				others |= r->token != own->token;
+				last = r->clock;
+			} else if (r->work) {
+				others |= worked;
 			}
 		}
-		if (!wait || !worked || others || c->vc[i] < d->vc[i])
+		if (!wait || !worked || others)
 			return 0;
 		for (int j = 0; j < b->nbs; j++) {
 			const struct nl_batch_stream *bs = &b->bs[j];
@@ -514,13 +520,14 @@ static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
 			    (bs->slot != wait->ev_slot || bs->last_work.clock > wait->ev_clock))
 				return 0;
 		}
-		/* compute's second take: a wait on this stream in own's window
-		 * before the restart */
+		/* compute's second take: a wait in own's window before the
+		 * restart on a record of this stream after its last work, which
+		 * orders the restart after that stage whatever compute did later */
 		for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
 			const struct nl_ring_op *r = &c->ring[k % NL_RING];
 
-			retaken |= r->ev_slot == (int)i && r->token == own->token &&
-				   r->ts > w->first_ts && r->ts < from;
+			retaken |= r->ev_slot == (int)i && r->ev_clock >= last &&
+				   r->token == own->token && r->ts > w->first_ts && r->ts < from;
 		}
 		if (!retaken)
 			return 0;
