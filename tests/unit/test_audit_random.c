@@ -549,6 +549,21 @@ static void test_fill_ahead(void **state)
 	}
 }
 
+/* Programs whose last batch, copied and never ordered by a data-dist
+ * wait, compute began by a restart: restarted_unstaged names it
+ * copy->sparse where the step launches its first kernel twice (backward
+ * begins with it: 383458, 88837) and with two pipelines (284908, 477374,
+ * 590046). Before, it was skipped target_exited; they agree now, in both
+ * modes. */
+static const uint64_t unstaged_more[] = { 383458, 88837, 284908, 477374, 590046 };
+
+static void test_unstaged_more(void **state)
+{
+	(void)state;
+	seeds_agree(unstaged_more, sizeof(unstaged_more) / sizeof(unstaged_more[0]), false);
+	seeds_agree(unstaged_more, sizeof(unstaged_more) / sizeof(unstaged_more[0]), true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_counted_fixed),
 		cmocka_unit_test(test_fill_swapped),
 		cmocka_unit_test(test_fill_ahead),
+		cmocka_unit_test(test_unstaged_more),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -225,6 +225,10 @@ static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const s
 	if (!hits || !n || !b->fwd_started || b->closed || !b->fwd_waited || b->restart_seen ||
 	    !n->fwd_waited)
 		return;
+	/* the step's first two kernels again in a window taken and left by
+	 * waits, no restart seen in it: the step launches them twice */
+	if (b->st[NL_STAGE_FORWARD].again_ts)
+		q->again_in_step = true;
 	if (!q->first_min || hits < q->first_min)
 		q->first_min = hits;
 	if (!b->st[NL_STAGE_FORWARD].unnamed && (!q->first_min_whole || hits < q->first_min_whole))
@@ -404,15 +408,18 @@ static bool implicit_restart(struct nl_proc *p, const struct nl_batch *b)
 	return last && own->st[NL_STAGE_FORWARD].again_ts > last;
 }
 
-/* At exit, batch b, the next after the one compute holds (one pipeline,
+/* At exit, batch b, the next after the one compute holds (its pipeline
  * with a sparse stage), copied, never reached by its data-dist stream and
  * with no sparse work of its own: compute began its step again in the
- * window it holds after b's copies (a step that launches its first kernel
- * once). That restart was b's forward, so b's sparse stage ran before it,
- * without its edge, charged to the batch before (the data-dist stream's
- * record between dropped), or never ran: copy->sparse either way. Before,
- * b was skipped target_exited, its fault unnamed (random programs 99860,
- * 172241). */
+ * window it holds after b's copies (its two first kernels again in a row,
+ * which no whole window showed: again_in_step). That restart was b's
+ * forward, so b's sparse stage ran before it, without its edge, charged
+ * to the batch before (the data-dist stream's record between dropped), or
+ * never ran: copy->sparse either way. Before, b was skipped target_exited,
+ * its fault unnamed (random programs 99860, 172241). It first held for
+ * one pipeline and a step that launches its first kernel once; the pair
+ * guard also takes a backward that begins with forward's first kernel
+ * (383458, 88837) and two pipelines (284908, 477374). */
 static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
 {
 	const struct nl_stream *s = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
@@ -420,9 +427,9 @@ static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 	const struct nl_stage_acc *w;
 
-	if (!own || p->npipes != 1 || own->token + 1 != b->token || !q || !q->has_sparse ||
+	if (!own || own->token + 1 != b->token || !q || !q->has_sparse ||
 	    b->reached_sparse || b->st[NL_STAGE_SPARSE].work || !b->copy_closed ||
-	    !b->st[NL_STAGE_COPY].work || q->first_min > 1)
+	    !b->st[NL_STAGE_COPY].work || q->again_in_step)
 		return false;
 	w = &own->st[NL_STAGE_FORWARD];
 	if (!w->first_named[1] || w->again_ts <= b->st[NL_STAGE_COPY].last_ts)
