@@ -1882,6 +1882,28 @@ static void loader_batch(struct tb *t, uint64_t M, int n, uint64_t ev)
 	t->tid = TB_MAIN;
 }
 
+/* A depth-2 loop's start: an event for each edge, and the loader's copy
+ * of batches 0 and 1, each with its record. */
+static void depth2_fill(struct tb *t, uint64_t M, uint64_t *em, uint64_t *ed)
+{
+	edge_pool(t, em, ed);
+	for (int c = 0; c < 2; c++)
+		loader_batch(t, M, 1, em[c % EV_POOL]);
+}
+
+/* The data-dist stream's stage of batch s: its wait on the copy's event
+ * (unless dropped), input_dist(s), and its record of the event compute
+ * takes s by (unless dropped). */
+static void dist_stage(struct tb *t, uint64_t D, const uint64_t *em, const uint64_t *ed, int s,
+		       bool wait, bool rec)
+{
+	if (wait)
+		tb_wait(t, D, em[s % EV_POOL]);
+	tb_kernel(t, D, K_INPUT_DIST);
+	if (rec)
+		tb_record(t, ed[s % EV_POOL], D);
+}
+
 /* A depth-2 loop with one event per batch and edge, copies from a loader
  * thread: copy(i+2), D's wait on copy(i+1) and input_dist(i+1), then the
  * take of i, forward(i), backward(i). Compute's take of batch k dropped
@@ -1914,12 +1936,8 @@ static void retake_after_restart_loop(void **state)
 					if (c < N)
 						loader_batch(t, M, 2,
 							     rec || c != k + 1 ? em[c % EV_POOL] : 0);
-					if (s >= 0 && s < N) {
-						if (s != k + 1)
-							tb_wait(t, D, em[s % EV_POOL]);
-						tb_kernel(t, D, K_INPUT_DIST);
-						tb_record(t, ed[s % EV_POOL], D);
-					}
+					if (s >= 0 && s < N)
+						dist_stage(t, D, em, ed, s, s != k + 1, true);
 					if (i < 0)
 						continue;
 					if (i != k)
@@ -1960,19 +1978,12 @@ static void restart_after_unstaged_copy(void **state)
 			uint64_t M = m.M, D = m.D, C = 0, em[EV_POOL], ed[EV_POOL];
 			int k = N - 2;
 
-			edge_pool(t, em, ed);
-			for (int c = 0; c < 2; c++)
-				loader_batch(t, M, 1, em[c % EV_POOL]);
+			depth2_fill(t, M, em, ed);
 			for (int i = -1; i < N; i++) {
 				int s = i + 1, c = i + 2;
 
-				if (s < N) {
-					if (s != N - 1)
-						tb_wait(t, D, em[s % EV_POOL]);
-					tb_kernel(t, D, K_INPUT_DIST);
-					if (s != k)
-						tb_record(t, ed[s % EV_POOL], D);
-				}
+				if (s < N)
+					dist_stage(t, D, em, ed, s, s != N - 1, s != k);
 				if (i < 0)
 					continue;
 				if (i < k)
@@ -1991,6 +2002,56 @@ static void restart_after_unstaged_copy(void **state)
 					       i < k ? 0 : i == k ? EDGE(SPARSE_FORWARD) : EDGE(COPY_SPARSE), 0);
 			tb_free(t);
 		}
+}
+
+/* A depth-2 loop in TorchRec's order, one event per batch and edge (D's
+ * wait on copy(i+1), input_dist(i+1) and D's record, then compute's take
+ * of i, forward(i), copy(i+2), backward(i)), with a model that runs its
+ * step's two first kernels twice (two blocks alike). The second block
+ * looks like the step begun again, and input_dist(i+1) is not ordered
+ * before compute then: before, from the third batch on every batch was
+ * accused sparse->forward, the run clean. The first window's restart is
+ * seen none once the batch it marked comes by the next wait
+ * (note_first_hits): that window teaches the step's launches of its first
+ * kernel, two, and a restart is then a third. Clean, every batch is
+ * trusted; with the take of batch k dropped, k alone is untrusted.
+ * Compute the null stream and a created one, named and counted. */
+static void step_runs_pair_twice(void **state)
+{
+	enum { N = 8 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (int created = 0; created < 2; created++)
+			for (int k = -1; k < N; k += 3) {
+				struct mdc m = mdc_new(counted);
+				struct tb *t = m.t;
+				uint64_t M = m.M, D = m.D, C = created ? m.C : 0, em[EV_POOL],
+					 ed[EV_POOL];
+				char what[64];
+
+				depth2_fill(t, M, em, ed);
+				for (int i = -1; i < N; i++) {
+					int s = i + 1, c = i + 2;
+
+					if (s < N)
+						dist_stage(t, D, em, ed, s, true, true);
+					if (i < 0)
+						continue;
+					if (i != k)
+						tb_wait(t, C, ed[i % EV_POOL]);
+					forward3(t, C);
+					forward3(t, C);
+					if (c < N)
+						loader_batch(t, M, 1, em[c % EV_POOL]);
+					tb_kernel(t, C, K_BWD_EMB);
+				}
+				tb_end(t);
+				snprintf(what, sizeof(what), "counted %d created %d drop %d", counted,
+					 created, k);
+				assert_one_fault(t, N, k, k < 0 ? 0 : EDGE(SPARSE_FORWARD), what);
+				tb_free(t);
+			}
 }
 
 /* A depth-3 loop whose data-dist stream runs a batch ahead of compute:
@@ -4034,6 +4095,7 @@ int main(void)
 		cmocka_unit_test(retake_after_restart_loop),
 		cmocka_unit_test(restart_after_unstaged_copy),
 		cmocka_unit_test(fill_stage_runs_ahead),
+		cmocka_unit_test(step_runs_pair_twice),
 		cmocka_unit_test(stale_wait_keeps_lag),
 		cmocka_unit_test(sparse_again_after_record),
 		cmocka_unit_test(exit_after_sparse_without_edge),

@@ -217,13 +217,22 @@ void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts)
  * one wait to the next, in which no restart of the step was seen, tells how
  * many launches of its first kernel a step makes (q->first_min, the fewest
  * any such window had; docs/engine.md, "Tick cadence at compute"), and
- * first_min_whole the same of windows with no launch counted in a run. */
+ * first_min_whole the same of windows with no launch counted in a run.
+ * So does one whose restart was none: the step's two first kernels again
+ * marked n begun, and n then came by the wait that ended the window (a
+ * model that runs them twice a step). Before, no window of such a model
+ * ever taught first_min, and every batch from the third on was accused
+ * sparse->forward in a clean TorchRec-order loop. */
 static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const struct nl_batch *n)
 {
 	uint32_t hits = b ? b->st[NL_STAGE_FORWARD].first_hits : 0;
+	/* a restart seen in b's window that was none: the batch it marked
+	 * as begun, the next, came by the wait that left the window */
+	bool not_one = b && n && b->restart_seen && n->token == b->token + 1 &&
+		       n->watch[NL_CONSUMER_COMPUTE].repeat && n->fwd_waited;
 
-	if (!hits || !n || !b->fwd_started || b->closed || !b->fwd_waited || b->restart_seen ||
-	    !n->fwd_waited)
+	if (!hits || !n || !b->fwd_started || b->closed || !b->fwd_waited ||
+	    (b->restart_seen && !not_one) || !n->fwd_waited)
 		return;
 	/* the step's first two kernels again in a window taken and left by
 	 * waits, no restart seen in it: the step launches them twice */
