@@ -235,7 +235,7 @@ static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const s
 	    (b->restart_seen && !not_one) || !n->fwd_waited)
 		return;
 	/* the step's first two kernels again in a window taken and left by
-	 * waits, no restart seen in it: the step launches them twice */
+	 * waits, with no restart in it: the step launches them twice */
 	if (b->st[NL_STAGE_FORWARD].again_ts)
 		q->again_in_step = true;
 	if (!q->first_min || hits < q->first_min)

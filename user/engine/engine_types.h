@@ -401,8 +401,9 @@ struct nl_pipe {
 	/* a data-dist stream worked on a batch before the next batch's copies
 	 * were ordered before it (never a batch ahead: stage_shared) */
 	bool sparse_behind;
-	/* a forward window taken and left by waits, no restart seen in it,
-	 * showed the step's first two kernels again (note_first_hits) */
+	/* a forward window taken and left by waits, with no restart in it
+	 * (none seen, or one the wait after showed was none), showed the
+	 * step's first two kernels again (note_first_hits) */
 	bool again_in_step;
 	bool seen_copy_record;
 	bool had_copy;        /* a stream has been its copy stream */
