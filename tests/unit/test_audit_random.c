@@ -470,23 +470,31 @@ static const uint64_t counted_fixed[] = {
 	95122, 195694, 222116,
 };
 
+/* The generator's program of `seed` run through the engine against its
+ * truth. */
+static void run_seed(uint64_t seed, struct rp_result *r)
+{
+	struct rp_spec s;
+	struct rp_prog p;
+
+	rp_spec_random(&s, seed);
+	assert_int_equal(rp_build(&p, &s), 0);
+	assert_int_equal(rp_run(&p, r), 0);
+	rp_free(&p);
+}
+
 /* Every program of seeds v[0..n) agrees with its truth (launches counted
  * in runs where `counted`). */
 static void seeds_agree(const uint64_t *v, size_t n, bool counted)
 {
 	rp_counted_launches = counted;
 	for (size_t i = 0; i < n; i++) {
-		struct rp_spec s;
-		struct rp_prog p;
 		struct rp_result r;
 
-		rp_spec_random(&s, v[i]);
-		assert_int_equal(rp_build(&p, &s), 0);
-		assert_int_equal(rp_run(&p, &r), 0);
+		run_seed(v[i], &r);
 		for (int k = 0; k < r.ndiffs; k++)
 			print_message("seed %llu (fuzz_audit%s -p %llu): %s\n", (unsigned long long)v[i],
 				      counted ? " -u" : "", (unsigned long long)v[i], r.diffs[k]);
-		rp_free(&p);
 		assert_int_equal(r.ndiffs, 0);
 	}
 	rp_counted_launches = false;
@@ -536,14 +544,9 @@ static void test_fill_ahead(void **state)
 	seeds_agree(fill_ahead, sizeof(fill_ahead) / sizeof(fill_ahead[0]), false);
 	seeds_agree(fill_ahead, sizeof(fill_ahead) / sizeof(fill_ahead[0]), true);
 	for (size_t i = 0; i < sizeof(behind_named) / sizeof(behind_named[0]); i++) {
-		struct rp_spec s;
-		struct rp_prog p;
 		struct rp_result r;
 
-		rp_spec_random(&s, behind_named[i]);
-		assert_int_equal(rp_build(&p, &s), 0);
-		assert_int_equal(rp_run(&p, &r), 0);
-		rp_free(&p);
+		run_seed(behind_named[i], &r);
 		assert_true(r.summary);
 		assert_false(r.evidence_valid);
 	}
