@@ -567,6 +567,28 @@ static void test_unstaged_more(void **state)
 	seeds_agree(unstaged_more, sizeof(unstaged_more) / sizeof(unstaged_more[0]), true);
 }
 
+/* Healthy programs with two pipelines where a batch no forward window of
+ * its own began (its take dropped, redundant: the record the batch before
+ * it was taken by came after its copies) was passed over and accused
+ * copy->forward. Compute was ordered after its copies when the batch
+ * before began its forward, and did no work between: its forward, which
+ * came after, read it ordered (ordered_before_prev). They agree now, in
+ * both modes. In 48370 compute worked between (the batch numbers there
+ * are off): its fault, copy->forward, stays named. */
+static const uint64_t passed_ordered[] = { 351896, 296946, 190768186, 195032613 };
+
+static void test_passed_ordered(void **state)
+{
+	struct rp_result r;
+
+	(void)state;
+	seeds_agree(passed_ordered, sizeof(passed_ordered) / sizeof(passed_ordered[0]), false);
+	seeds_agree(passed_ordered, sizeof(passed_ordered) / sizeof(passed_ordered[0]), true);
+	run_seed(48370, &r);
+	assert_int_equal(r.got[5].verdict, NL_VERDICT_UNTRUSTED);
+	assert_true(r.got[5].missing_mask & (1u << NL_EDGE_COPY_FORWARD));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_fill_swapped),
 		cmocka_unit_test(test_fill_ahead),
 		cmocka_unit_test(test_unstaged_more),
+		cmocka_unit_test(test_passed_ordered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -294,6 +294,19 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 			pending[i]->watch[k].blind_pending = false;
 }
 
+/* Stream s's last work op enqueued before ts: its time, 0 where it had
+ * none, UINT64_MAX where its ring no longer reaches back. */
+static uint64_t work_before(const struct nl_stream *s, uint64_t ts)
+{
+	for (uint32_t k = s->nring; k > nl_ring_start(s); k--) {
+		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+		if (r->work && r->ts < ts)
+			return r->ts;
+	}
+	return nl_ring_start(s) ? UINT64_MAX : 0;
+}
+
 static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_stream *s,
 		       const struct nl_seen_op *op, bool work)
 {
@@ -303,6 +316,8 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		b->fwd_started = true;
 		b->fwd_first_clock = op->clock;
 		b->fwd_tick = nl_pipe_of_token(p, b->token)->ticks;
+		memcpy(b->first_vc, s->vc, p->w * sizeof(uint32_t));
+		b->pre_work_ts = work_before(s, op->ts);
 		/* a forward of the next batch begun without its edge would begin
 		 * in this window or later (a restart is charged to the oldest
 		 * batch waiting): when compute is ordered after its producers
@@ -310,6 +325,9 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		if (n && !n->fwd_started) {
 			n->prev_covered = !nl_unordered_producer(n, s, NL_CONSUMER_COMPUTE);
 			n->prev_ts = op->ts;
+			memcpy(n->prev_vc, s->vc, p->w * sizeof(uint32_t));
+			n->prev_vc_valid = true;
+			n->prev_pre_ts = b->pre_work_ts;
 		}
 	}
 	/* The clock of the last forward op, copied only when it took another

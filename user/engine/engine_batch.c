@@ -154,7 +154,8 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	struct nl_pipe *q = nl_pipe_of_stream(p, s);
 	int64_t tok;
 	struct nl_batch *b;
-	uint32_t *vc;
+	const struct nl_batch *prev;
+	uint32_t *vc, *first_vc, *prev_vc;
 
 	if (!q)
 		return;
@@ -171,10 +172,22 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	}
 	b = &q->b[nl_tok_seq(tok) % p->bcap];
 	vc = b->fwd_vc;
+	first_vc = b->first_vc;
+	prev_vc = b->prev_vc;
 	memset(b, 0, sizeof(*b));
 	b->fwd_vc = vc;
+	b->first_vc = first_vc;
+	b->prev_vc = prev_vc;
 	b->used = true;
 	b->token = tok;
+	/* the batch before began its forward already (a batch cut from a
+	 * merged segment after it did) */
+	prev = nl_tok_seq(tok) ? nl_batch_of(p, tok - 1) : NULL;
+	if (prev && prev->fwd_started) {
+		memcpy(b->prev_vc, prev->first_vc, p->w * sizeof(uint32_t));
+		b->prev_vc_valid = true;
+		b->prev_pre_ts = prev->pre_work_ts;
+	}
 	b->skip = p->skip_all | e->skip_all_new;
 	b->first_ts = ts;
 	b->copy_tick = q->ticks;

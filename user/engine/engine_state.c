@@ -16,7 +16,7 @@ static int pipe_init(struct nl_proc *p, int i)
 	struct nl_pipe *q = &p->pipes[i];
 
 	q->b = calloc(p->bcap, sizeof(*q->b));
-	q->bvc = calloc((size_t)p->bcap * p->w, sizeof(uint32_t));
+	q->bvc = calloc((size_t)p->bcap * p->w * 3, sizeof(uint32_t));
 	if (!q->b || !q->bvc) {
 		free(q->b);
 		free(q->bvc);
@@ -24,8 +24,11 @@ static int pipe_init(struct nl_proc *p, int i)
 		q->bvc = NULL;
 		return -ENOMEM;
 	}
-	for (uint32_t k = 0; k < p->bcap; k++)
-		q->b[k].fwd_vc = q->bvc + (size_t)k * p->w;
+	for (uint32_t k = 0; k < p->bcap; k++) {
+		q->b[k].fwd_vc = q->bvc + (size_t)k * 3 * p->w;
+		q->b[k].first_vc = q->b[k].fwd_vc + p->w;
+		q->b[k].prev_vc = q->b[k].first_vc + p->w;
+	}
 	q->used = true;
 	q->next_token = q->oldest = (int64_t)i << NL_PIPE_SHIFT;
 	q->fwd_max = q->tick_max = NL_NO_TOKEN;

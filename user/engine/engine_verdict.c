@@ -198,6 +198,35 @@ static bool implicitly_ordered(const struct nl_proc *p, const struct nl_batch *b
 	return any;
 }
 
+/* Batch b, which no forward window of its own began, was passed over:
+ * compute began a newer batch of its pipeline. Where compute was ordered
+ * after every producer op of b already when the batch before it began its
+ * forward, b's forward, wherever it ran (in that batch's window, its take
+ * dropped as redundant), came after and read it ordered. Before, a
+ * healthy b was accused copy->forward where the step that showed its
+ * forward begun was not known yet (an evaluation pipeline's first turn,
+ * its batches copied before its first take, the second take dropped:
+ * random program 351896). */
+static bool ordered_before_prev(const struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_pipe *q = &p->pipes[nl_tok_pipe(b->token)];
+	bool any = false;
+
+	if (!b->prev_vc_valid || q->fwd_max == NL_NO_TOKEN || q->fwd_max <= b->token ||
+	    nl_producers_last(b) <= b->prev_pre_ts)
+		return false;
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_FORWARD || !bs->has_work)
+			continue;
+		if (bs->last_work.clock > b->prev_vc[bs->slot])
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_batch_audit *a,
 		  uint32_t *by_flags)
 {
@@ -219,7 +248,7 @@ static void judge(const struct nl_proc *p, const struct nl_batch *b, struct nl_b
 		add_unordered(p, a, by_flags, NL_EDGE_COPY_SPARSE, false, &prod, &b->cs.consumer);
 	}
 	if ((!has_sparse || b->reached_sparse) && !b->fwd_started && !implicitly_ordered(p, b) &&
-	    !b->taken_early) {
+	    !b->taken_early && !ordered_before_prev(p, b)) {
 		const struct nl_seen_op *prod = cw->valid ? &cw->producer : frontier_op(b, -1);
 
 		add_unordered(p, a, by_flags,
