@@ -589,6 +589,23 @@ static void test_passed_ordered(void **state)
 	assert_true(r.got[5].missing_mask & (1u << NL_EDGE_COPY_FORWARD));
 }
 
+/* Programs with an evaluation turn whose batches hold fewer copies than
+ * training's, several copied before one record, that compute took twice
+ * with no copy between: the takes do not divide the segment, and no
+ * size known divides it into more than one batch, so it stayed one.
+ * cut_taken_again cuts it into the fewest batches more than the takes
+ * that divide it; they agree now, in both modes (158282 was faulty and
+ * valid before). */
+static const uint64_t cut_past_takes[] = { 57758,  100846, 158282, 169196,
+					   206293, 407991, 465437, 523115 };
+
+static void test_cut_past_takes(void **state)
+{
+	(void)state;
+	seeds_agree(cut_past_takes, sizeof(cut_past_takes) / sizeof(cut_past_takes[0]), false);
+	seeds_agree(cut_past_takes, sizeof(cut_past_takes) / sizeof(cut_past_takes[0]), true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -607,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_fill_ahead),
 		cmocka_unit_test(test_unstaged_more),
 		cmocka_unit_test(test_passed_ordered),
+		cmocka_unit_test(test_cut_past_takes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1218,6 +1218,80 @@ static void found_late_first_take_dropped(void **state)
 	}
 }
 
+static void two_thread_step(struct tb *t, uint64_t C)
+{
+	tb_kernel(t, C, K_LOOKUP);
+	tb_kernel(t, C, K_GEMM);
+	t->tid = TB_AUTOGRAD;
+	tb_kernel(t, C, K_BWD_GEMM);
+	tb_kernel(t, C, K_TRITON);
+	t->tid = TB_MAIN;
+}
+
+/* Training at depth 1 on a created compute stream, three copies a batch,
+ * its step on two threads; with `pre`, its next two batches copied (a
+ * loader's record each) before an evaluation turn on a copy stream of its
+ * own whose batches hold one copy each, the first three copied before the
+ * turn's first record, every take made (a fresh wait_stream each, or one
+ * event re-recorded); then training to its end. Compute takes the fill,
+ * three copies, a second time with no copy between: it holds two batches
+ * at least, no size known divides it into more than one, nor do the two
+ * takes, and it is cut into the fewest batches more than the takes that
+ * divide it, three. Before, it stayed one batch: each step of the turn
+ * after its first was taken for training's next batch begun without its
+ * take, two healthy training batches were accused copy->forward (`pre`),
+ * and the turn's batches merged. Launches named and counted. */
+static void eval_fill_of_smaller_batches(void **state)
+{
+	enum { TRAIN = 5, EVAL = 4 };
+
+	(void)state;
+	for (int v = 0; v < 8; v++) {
+		int pre = v & 4 ? 2 : 0, copied = 0, tcopied = TRAIN, taken = TRAIN;
+		int total = TRAIN + pre + 2;
+		struct tb *t = tb_new(NULL);
+		uint64_t M, m, C;
+
+		t->counted = v & 1;
+		t->reuse_events = v & 2;
+		M = tb_stream_create(t, 1);
+		C = tb_stream_create(t, 1);
+		for (int i = 0; i < TRAIN; i++) {
+			for (int c = 0; c < 3; c++)
+				tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, C, M);
+			two_thread_step(t, C);
+		}
+		for (int k = 0; k < pre; k++, tcopied++) {
+			for (int c = 0; c < 3; c++)
+				tb_copy(t, M, 1, 4096);
+			tb_record(t, tb_event_create(t), M);
+		}
+		m = stream_create_handle(t, 0x7e0000001000ull);
+		for (int i = 0; i < EVAL; i++) {
+			for (; copied < (i ? i + 1 : 3); copied++)
+				tb_copy(t, m, 1, 4096);
+			tb_wait_stream(t, C, m);
+			two_thread_step(t, C);
+		}
+		for (; taken < total; taken++) {
+			if (tcopied < total) {
+				for (int c = 0; c < 3; c++)
+					tb_copy(t, M, 1, 4096);
+				tcopied++;
+			}
+			tb_wait_stream(t, C, M);
+			two_thread_step(t, C);
+		}
+		tb_end(t);
+		assert_int_equal(t->procs[0].npipes, 2);
+		assert_int_equal(t->n, total + EVAL);
+		expect(t, 0, total, -1, 0);
+		expect(t, 1, EVAL, -1, 0);
+		tb_free(t);
+	}
+}
+
 /* After a short training run: an evaluation of n batches at depth 1 on
  * copy and data-dist streams of its own, clean, to the end of the job;
  * two pipelines found. */
@@ -3315,6 +3389,7 @@ int main(void)
 		cmocka_unit_test(prefetch_across_eval),
 		cmocka_unit_test(eval_first_restart_is_its_own),
 		cmocka_unit_test(restart_of_step_with_repeated_first_kernel),
+		cmocka_unit_test(eval_fill_of_smaller_batches),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1169,8 +1169,9 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
  * would cut it, else by one another pipeline's is sure of, a guess (an
  * evaluation turn's batches may hold more copies than training's) that
  * the takes refute once the turn is over (recut_taken), or, where no size
- * divides it, one batch per take of it; the stream is then sure of that
- * size. Before, the guess stood: an evaluation turn of two batches of
+ * divides it, one batch per take of it (where the takes do not divide it,
+ * the fewest batches more than them that do); the stream is then sure of
+ * that size. Before, the guess stood: an evaluation turn of two batches of
  * three copies each, training copying one, was cut in six, and the four
  * nothing took were accused copy->sparse (random program 297462). False
  * when nothing divides it, or its ops are not all remembered. */
@@ -1199,9 +1200,17 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 		k = known_k(p, n, -1);
 		borrowed = k != 0;
 	}
-	/* no size known divides it: one batch per take */
-	if (!k && t >= 2 && n % t == 0)
-		k = n / t;
+	/* no size known divides it: one batch per take, or where the takes
+	 * do not divide it, the fewest batches more than the takes that do
+	 * (taken twice, it holds two at least). Before, such a segment stayed
+	 * one batch: an evaluation turn's three one-copy batches copied
+	 * before its first record, training's batches three copies, were one,
+	 * each step after the first taken for training's next batch begun
+	 * without its take, and two healthy training batches were accused
+	 * copy->forward (eval_fill_of_smaller_batches) */
+	for (uint32_t d = t; !k && t >= 2 && d <= n; d++)
+		if (n % d == 0)
+			k = n / d;
 	if (!k || !cut_segment(e, p, slot, tok, k, n))
 		return false;
 	nl_close_segment(p, m);
