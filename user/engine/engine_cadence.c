@@ -1129,6 +1129,12 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 		return;
 	}
 	nl_set_token(p, slot, b->token, w->hit_op.ts);
+	/* the pair's first launch, counted in the window it began again, is
+	 * b's: that window launched the kernel once less (restarts_at_most,
+	 * restarts_explained count them). Before, it stayed counted there too,
+	 * and a window that began the step again once counted as twice */
+	if (w->first_hits > 1)
+		((struct nl_stage_acc *)w)->first_hits--;
 	if (f->work)
 		return;
 	if (!f->ops || w->hit_op.ts < f->first_ts)
