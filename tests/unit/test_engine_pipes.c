@@ -1240,14 +1240,20 @@ static void two_thread_step(struct tb *t, uint64_t C)
  * divide it, three. Before, it stayed one batch: each step of the turn
  * after its first was taken for training's next batch begun without its
  * take, two healthy training batches were accused copy->forward (`pre`),
- * and the turn's batches merged. Launches named and counted. */
+ * and the turn's batches merged. With `drop` the turn's second take is
+ * dropped, redundant: its step, in the first one's window before the
+ * segment was cut, left training's batches unwatched until the cut
+ * explained it (restarts_explained); before, the first training batch
+ * after the turn was accused copy->forward. Launches named and
+ * counted. */
 static void eval_fill_of_smaller_batches(void **state)
 {
 	enum { TRAIN = 5, EVAL = 4 };
 
 	(void)state;
-	for (int v = 0; v < 8; v++) {
+	for (int v = 0; v < 16; v++) {
 		int pre = v & 4 ? 2 : 0, copied = 0, tcopied = TRAIN, taken = TRAIN;
+		bool drop = v & 8;
 		int total = TRAIN + pre + 2;
 		struct tb *t = tb_new(NULL);
 		uint64_t M, m, C;
@@ -1271,7 +1277,7 @@ static void eval_fill_of_smaller_batches(void **state)
 		for (int i = 0; i < EVAL; i++) {
 			for (; copied < (i ? i + 1 : 3); copied++)
 				tb_copy(t, m, 1, 4096);
-			tb_wait_stream(t, C, m);
+			tb_wait_stream_or_drop(t, C, m, !(drop && i == 1));
 			two_thread_step(t, C);
 		}
 		for (; taken < total; taken++) {

@@ -199,6 +199,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 				bw->blind_pending = false;
 				if (!bw->blind && step_second_may_be(p, b, c)) {
 					bw->blind = true;
+					bw->blind_ts = c->ts_ns;
 					if (nblinded < NL_BLINDED_MAX)
 						blinded[nblinded++] = b;
 				}
@@ -212,8 +213,10 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 					if (!bw->blind_pending && npending < NL_BLINDED_MAX)
 						pending[npending++] = b;
 					bw->blind_pending = true;
-				} else
+				} else if (!bw->blind) {
 					bw->blind = true;
+					bw->blind_ts = c->ts_ns;
+				}
 			}
 			continue;
 		}

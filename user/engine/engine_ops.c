@@ -1175,6 +1175,37 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
  * three copies each, training copying one, was cut in six, and the four
  * nothing took were accused copy->sparse (random program 297462). False
  * when nothing divides it, or its ops are not all remembered. */
+/* Batch b0's copy segment, taken by compute, was cut into `pieces`
+ * batches now that compute takes it again. The steps its window began
+ * again before this take (its first kernel launched more often than a
+ * step launches it, the launch of the step this take begins aside), as
+ * many as the batches cut after b0 less this take's, or fewer, were
+ * theirs: where they left another pipeline's batches unwatched, copied
+ * before the window began, those watches stand again. */
+static void restarts_explained(struct nl_proc *p, const struct nl_batch *b0, uint32_t pieces)
+{
+	const struct nl_stage_acc *w = b0 ? &b0->st[NL_STAGE_FORWARD] : NULL;
+	const struct nl_pipe *q = b0 ? nl_pipe_of_token(p, b0->token) : NULL;
+	uint32_t min, hits;
+	struct nl_batch *x;
+
+	if (!q || !b0->fwd_started || !w->first_named[0] || w->unnamed || pieces < 2)
+		return;
+	min = q->first_min ? q->first_min : 1;
+	hits = w->first_hits - (w->hit_pending ? 1 : 0);
+	if (hits <= min || (hits - min) % min || (hits - min) / min > pieces - 2)
+		return;
+	NL_FOR_BATCHES(p, x) {
+		struct nl_watch *cw = &x->watch[NL_CONSUMER_COMPUTE];
+
+		if (nl_tok_pipe(x->token) == nl_tok_pipe(b0->token) || x->closed || x->fwd_started ||
+		    !cw->blind || cw->blind_ts < w->first_ts || !x->st[NL_STAGE_COPY].ops ||
+		    x->st[NL_STAGE_COPY].first_ts >= w->first_ts)
+			continue;
+		cw->blind = false;
+	}
+}
+
 static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int by, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -1213,6 +1244,8 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 			k = n / d;
 	if (!k || !cut_segment(e, p, slot, tok, k, n))
 		return false;
+	if (by == p->compute_slot)
+		restarts_explained(p, nl_batch_of(p, tok), n / k);
 	nl_close_segment(p, m);
 	if (borrowed) {
 		m->guess_tok = tok;

@@ -344,6 +344,7 @@ struct nl_batch {
 		uint64_t mark_ts;    /* when the restart that set repeat completed */
 		bool own;            /* consumer is an op charged to this batch */
 		bool blind;          /* a consumer op in another pipeline's window went unwatched */
+		uint64_t blind_ts;   /* ...when it first did */
 		/* ...a launch of the kernel its steps begin with: blind if the
 		 * next compute op may be their second (a step begun) */
 		bool blind_pending;
