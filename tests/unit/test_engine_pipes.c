@@ -1246,56 +1246,78 @@ static void two_thread_step(struct tb *t, uint64_t C)
  * explained it (restarts_explained); before, the first training batch
  * after the turn was accused copy->forward. Launches named and
  * counted. */
+/* One run of that loop: an evaluation turn of `neval` batches, the first
+ * `fill` copied before its first record; variant bits: launches counted,
+ * events reused, training's batches copied ahead, the second take dropped. */
+static void eval_fill_turn(int neval, int fill, int v)
+{
+	enum { TRAIN = 5 };
+	int pre = v & 4 ? 2 : 0, copied = 0, tcopied = TRAIN, taken = TRAIN;
+	bool drop = v & 8;
+	int total = TRAIN + pre + 2;
+	struct tb *t = tb_new(NULL);
+	uint64_t M, m, C;
+
+	t->counted = v & 1;
+	t->reuse_events = v & 2;
+	M = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	for (int i = 0; i < TRAIN; i++) {
+		for (int c = 0; c < 3; c++)
+			tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, C, M);
+		two_thread_step(t, C);
+	}
+	for (int k = 0; k < pre; k++, tcopied++) {
+		for (int c = 0; c < 3; c++)
+			tb_copy(t, M, 1, 4096);
+		tb_record(t, tb_event_create(t), M);
+	}
+	m = stream_create_handle(t, 0x7e0000001000ull);
+	for (int i = 0; i < neval; i++) {
+		for (; copied < (i ? i + 1 : fill); copied++)
+			tb_copy(t, m, 1, 4096);
+		tb_wait_stream_or_drop(t, C, m, !(drop && i == 1));
+		two_thread_step(t, C);
+	}
+	for (; taken < total; taken++) {
+		if (tcopied < total) {
+			for (int c = 0; c < 3; c++)
+				tb_copy(t, M, 1, 4096);
+			tcopied++;
+		}
+		tb_wait_stream(t, C, M);
+		two_thread_step(t, C);
+	}
+	tb_end(t);
+	assert_int_equal(t->procs[0].npipes, 2);
+	assert_int_equal(t->n, total + neval);
+	expect(t, 0, total, -1, 0);
+	expect(t, 1, neval, -1, 0);
+	tb_free(t);
+}
+
+/* The same loop with an evaluation turn of two one-copy batches, both
+ * copied before its first record: with the second take dropped
+ * (redundant), compute never takes that segment again, and its window
+ * begins the step again with nothing of the turn left to begin while a
+ * training batch is due. The segment, of a size its stream is not sure
+ * of, is cut in two there (nl_cut_restarted): the restart is the second
+ * batch's. Before, it was taken for training's next batch begun without
+ * its take, and that healthy batch was accused copy->forward (`pre`), the
+ * turn's batches merged. */
+static void eval_fill_cut_by_restart(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 16; v++)
+		eval_fill_turn(2, 2, v);
+}
+
 static void eval_fill_of_smaller_batches(void **state)
 {
-	enum { TRAIN = 5, EVAL = 4 };
-
 	(void)state;
-	for (int v = 0; v < 16; v++) {
-		int pre = v & 4 ? 2 : 0, copied = 0, tcopied = TRAIN, taken = TRAIN;
-		bool drop = v & 8;
-		int total = TRAIN + pre + 2;
-		struct tb *t = tb_new(NULL);
-		uint64_t M, m, C;
-
-		t->counted = v & 1;
-		t->reuse_events = v & 2;
-		M = tb_stream_create(t, 1);
-		C = tb_stream_create(t, 1);
-		for (int i = 0; i < TRAIN; i++) {
-			for (int c = 0; c < 3; c++)
-				tb_copy(t, M, 1, 4096);
-			tb_wait_stream(t, C, M);
-			two_thread_step(t, C);
-		}
-		for (int k = 0; k < pre; k++, tcopied++) {
-			for (int c = 0; c < 3; c++)
-				tb_copy(t, M, 1, 4096);
-			tb_record(t, tb_event_create(t), M);
-		}
-		m = stream_create_handle(t, 0x7e0000001000ull);
-		for (int i = 0; i < EVAL; i++) {
-			for (; copied < (i ? i + 1 : 3); copied++)
-				tb_copy(t, m, 1, 4096);
-			tb_wait_stream_or_drop(t, C, m, !(drop && i == 1));
-			two_thread_step(t, C);
-		}
-		for (; taken < total; taken++) {
-			if (tcopied < total) {
-				for (int c = 0; c < 3; c++)
-					tb_copy(t, M, 1, 4096);
-				tcopied++;
-			}
-			tb_wait_stream(t, C, M);
-			two_thread_step(t, C);
-		}
-		tb_end(t);
-		assert_int_equal(t->procs[0].npipes, 2);
-		assert_int_equal(t->n, total + EVAL);
-		expect(t, 0, total, -1, 0);
-		expect(t, 1, EVAL, -1, 0);
-		tb_free(t);
-	}
+	for (int v = 0; v < 16; v++)
+		eval_fill_turn(4, 3, v);
 }
 
 /* After a short training run: an evaluation of n batches at depth 1 on
@@ -3396,6 +3418,7 @@ int main(void)
 		cmocka_unit_test(eval_first_restart_is_its_own),
 		cmocka_unit_test(restart_of_step_with_repeated_first_kernel),
 		cmocka_unit_test(eval_fill_of_smaller_batches),
+		cmocka_unit_test(eval_fill_cut_by_restart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1418,6 +1418,8 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	b = nl_batch_of(p, s->token + 1);
 	if (!b && taken_again(e, p, slot, x, w, pair ? w->hit_op.ts : c->ts_ns))
 		b = nl_batch_of(p, s->token + 1);
+	if (!b && pair && p->npipes > 1 && nl_cut_restarted(e, p, x))
+		b = nl_batch_of(p, s->token + 1);
 	if (pair || q->first_min <= 1) /* the step launches its first kernel once */
 		b = restarted_before_cut(p, x, b);
 	if (counted && !ordered_due(q, b, s))

@@ -1175,6 +1175,44 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
  * three copies each, training copying one, was cut in six, and the four
  * nothing took were accused copy->sparse (random program 297462). False
  * when nothing divides it, or its ops are not all remembered. */
+/* Compute's window of batch x, which a wait took, began the step again
+ * (its first two kernels again, named) with nothing of x's pipeline left
+ * to begin, in a process with more than one pipeline. x's copy segment,
+ * the newest of its stream, of a size the stream is not sure of (nor cut
+ * by another's: a fill that a guess left one batch may be), holds two
+ * batches, the second's take dropped as redundant: it is cut in two where
+ * it divides, and the restart is the second's. Before, the restart was
+ * taken for another pipeline's batch begun without its take, and that
+ * batch, healthy, was accused copy->forward (an evaluation turn of two
+ * one-copy batches copied before its first record, training's next
+ * batches copied ahead: eval_fill_cut_by_restart). Not in a pipeline with
+ * a sparse stage: there a batch cut so, the fault after it named on it,
+ * was accused copy->sparse (random programs 103576, 169589: five more
+ * accusations on seeds 1-600,000). False where it did not cut. */
+bool nl_cut_restarted(struct nl_engine *e, struct nl_proc *p, const struct nl_batch *x)
+{
+	struct nl_stream *m;
+	uint32_t n;
+	int slot = -1;
+
+	for (int i = 0; i < x->nbs; i++)
+		if (x->bs[i].stage == NL_STAGE_COPY && x->bs[i].has_work)
+			slot = x->bs[i].slot;
+	if (e->o.no_copy_split || !x->fwd_waited || slot < 0 ||
+	    nl_pipe_of_token(p, x->token)->has_sparse)
+		return false;
+	m = &p->s[slot];
+	if (m->role != NL_ROLE_COPY || m->seg_open || m->token != x->token || nl_sure_seg_k(m) ||
+	    (m->guess_n && (m->guess_tok != x->token || m->guess_k != m->guess_n)))
+		return false;
+	n = fill_ops(m, x->token, x->token, NULL);
+	if (n < 2 || n % 2 || !cut_segment(e, p, slot, x->token, n / 2, n))
+		return false;
+	m->guess_n = 0;
+	nl_close_segment(p, m);
+	return true;
+}
+
 /* Batch b0's copy segment, taken by compute, was cut into `pieces`
  * batches now that compute takes it again. The steps its window began
  * again before this take (its first kernel launched more often than a
