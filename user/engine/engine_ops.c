@@ -1160,21 +1160,6 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
 	return true;
 }
 
-/* Copy stream `slot`'s closed segment of batch tok, which stream `by`
- * (compute, or the data-dist stream) took and began its stage on, then
- * took again by a wait on a record of the stream made with no copy since,
- * and began its stage again: more than one batch's copies, their records
- * dropped or made before the first take (a fill of two batches). Cut by
- * the size a copy stream of its pipeline is sure of (known_k), as a record
- * would cut it, else by one another pipeline's is sure of, a guess (an
- * evaluation turn's batches may hold more copies than training's) that
- * the takes refute once the turn is over (recut_taken), or, where no size
- * divides it, one batch per take of it (where the takes do not divide it,
- * the fewest batches more than them that do); the stream is then sure of
- * that size. Before, the guess stood: an evaluation turn of two batches of
- * three copies each, training copying one, was cut in six, and the four
- * nothing took were accused copy->sparse (random program 297462). False
- * when nothing divides it, or its ops are not all remembered. */
 /* Compute's window of batch x, which a wait took, began the step again
  * (its first two kernels again, named) with nothing of x's pipeline left
  * to begin, in a process with more than one pipeline. x's copy segment,
@@ -1244,6 +1229,21 @@ static void restarts_explained(struct nl_proc *p, const struct nl_batch *b0, uin
 	}
 }
 
+/* Copy stream `slot`'s closed segment of batch tok, which stream `by`
+ * (compute, or the data-dist stream) took and began its stage on, then
+ * took again by a wait on a record of the stream made with no copy since,
+ * and began its stage again: more than one batch's copies, their records
+ * dropped or made before the first take (a fill of two batches). Cut by
+ * the size a copy stream of its pipeline is sure of (known_k), as a record
+ * would cut it, else by one another pipeline's is sure of, a guess (an
+ * evaluation turn's batches may hold more copies than training's) that
+ * the takes refute once the turn is over (recut_taken), or, where no size
+ * divides it, one batch per take of it (where the takes do not divide it,
+ * the fewest batches more than them that do); the stream is then sure of
+ * that size. Before, the guess stood: an evaluation turn of two batches of
+ * three copies each, training copying one, was cut in six, and the four
+ * nothing took were accused copy->sparse (random program 297462). False
+ * when nothing divides it, or its ops are not all remembered. */
 static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, int by, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
