@@ -1218,6 +1218,7 @@ static void found_late_first_take_dropped(void **state)
 	}
 }
 
+/* A step on stream C: two kernels from the main thread, two from autograd's */
 static void two_thread_step(struct tb *t, uint64_t C)
 {
 	tb_kernel(t, C, K_LOOKUP);
@@ -1228,27 +1229,10 @@ static void two_thread_step(struct tb *t, uint64_t C)
 	t->tid = TB_MAIN;
 }
 
-/* Training at depth 1 on a created compute stream, three copies a batch,
- * its step on two threads; with `pre`, its next two batches copied (a
- * loader's record each) before an evaluation turn on a copy stream of its
- * own whose batches hold one copy each, the first three copied before the
- * turn's first record, every take made (a fresh wait_stream each, or one
- * event re-recorded); then training to its end. Compute takes the fill,
- * three copies, a second time with no copy between: it holds two batches
- * at least, no size known divides it into more than one, nor do the two
- * takes, and it is cut into the fewest batches more than the takes that
- * divide it, three. Before, it stayed one batch: each step of the turn
- * after its first was taken for training's next batch begun without its
- * take, two healthy training batches were accused copy->forward (`pre`),
- * and the turn's batches merged. With `drop` the turn's second take is
- * dropped, redundant: its step, in the first one's window before the
- * segment was cut, left training's batches unwatched until the cut
- * explained it (restarts_explained); before, the first training batch
- * after the turn was accused copy->forward. Launches named and
- * counted. */
-/* One run of that loop: an evaluation turn of `neval` batches, the first
- * `fill` copied before its first record; variant bits: launches counted,
- * events reused, training's batches copied ahead, the second take dropped. */
+/* One run of the loops below: an evaluation turn of `neval` batches, the
+ * first `fill` copied before its first record; variant bits: launches
+ * counted, events reused, training's batches copied ahead, the turn's
+ * second take dropped. */
 static void eval_fill_turn(int neval, int fill, int v)
 {
 	enum { TRAIN = 5 };
@@ -1297,6 +1281,31 @@ static void eval_fill_turn(int neval, int fill, int v)
 	tb_free(t);
 }
 
+/* Training at depth 1 on a created compute stream, three copies a batch,
+ * its step on two threads; with `pre`, its next two batches copied (a
+ * loader's record each) before an evaluation turn on a copy stream of its
+ * own whose batches hold one copy each, the first three copied before the
+ * turn's first record, every take made (a fresh wait_stream each, or one
+ * event re-recorded); then training to its end. Compute takes the fill,
+ * three copies, a second time with no copy between: it holds two batches
+ * at least, no size known divides it into more than one, nor do the two
+ * takes, and it is cut into the fewest batches more than the takes that
+ * divide it, three. Before, it stayed one batch: each step of the turn
+ * after its first was taken for training's next batch begun without its
+ * take, two healthy training batches were accused copy->forward (`pre`),
+ * and the turn's batches merged. With `drop` the turn's second take is
+ * dropped, redundant: its step, in the first one's window before the
+ * segment was cut, left training's batches unwatched until the cut
+ * explained it (restarts_explained); before, the first training batch
+ * after the turn was accused copy->forward. Launches named and
+ * counted. */
+static void eval_fill_of_smaller_batches(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 16; v++)
+		eval_fill_turn(4, 3, v);
+}
+
 /* The same loop with an evaluation turn of two one-copy batches, both
  * copied before its first record: with the second take dropped
  * (redundant), compute never takes that segment again, and its window
@@ -1311,13 +1320,6 @@ static void eval_fill_cut_by_restart(void **state)
 	(void)state;
 	for (int v = 0; v < 16; v++)
 		eval_fill_turn(2, 2, v);
-}
-
-static void eval_fill_of_smaller_batches(void **state)
-{
-	(void)state;
-	for (int v = 0; v < 16; v++)
-		eval_fill_turn(4, 3, v);
 }
 
 /* After a short training run: an evaluation of n batches at depth 1 on
