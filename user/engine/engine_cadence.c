@@ -1117,7 +1117,7 @@ static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, ui
 /* Compute's step begun again takes batch b. Begun at the launch of the
  * step's first kernel just before (`pair`): that launch is b's first op. */
 static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
-			 const struct nl_stage_acc *w, bool pair, const struct nl_call *c)
+			 struct nl_stage_acc *w, bool pair, const struct nl_call *c)
 {
 	struct nl_stage_acc *f = &b->st[NL_STAGE_FORWARD];
 
@@ -1134,7 +1134,7 @@ static void restart_take(struct nl_proc *p, int slot, struct nl_batch *b,
 	 * restarts_explained count them). Before, it stayed counted there too,
 	 * and a window that began the step again once counted as twice */
 	if (w->first_hits > 1)
-		((struct nl_stage_acc *)w)->first_hits--;
+		w->first_hits--;
 	if (f->work)
 		return;
 	if (!f->ops || w->hit_op.ts < f->first_ts)
@@ -1374,8 +1374,8 @@ static bool unplaced_copied_since(const struct nl_proc *p, int pipe, const struc
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
-	const struct nl_stage_acc *w;
-	const struct nl_batch *x;
+	struct nl_stage_acc *w; /* restart_take gives a launch of it away */
+	struct nl_batch *x;
 	struct nl_batch *b;
 	const struct nl_pipe *q;
 	uint64_t sig;

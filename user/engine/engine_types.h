@@ -316,6 +316,7 @@ struct nl_batch {
 	struct nl_seen_op fwd_last;
 	uint32_t *fwd_vc;      /* compute vector clock at the last forward op */
 	bool fwd_vc_valid;
+	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
 	uint32_t *first_vc;    /* ...at its first forward op (valid with fwd_started) */
 	/* compute's vector clock when the batch before it began its forward
 	 * (prev_vc_valid): its own forward, wherever it ran, came later */
@@ -324,7 +325,6 @@ struct nl_batch {
 	/* compute's last work before its first forward op (UINT64_MAX: not
 	 * remembered), and the same of the batch before it (with prev_vc) */
 	uint64_t pre_work_ts, prev_pre_ts;
-	uint64_t fwd_vc_joins; /* compute stream's joins when fwd_vc was copied */
 	int nbs;
 	struct nl_batch_stream bs[NL_AUDIT_MAX_STREAMS];
 	struct nl_stage_acc st[NL_NSTAGES];
