@@ -606,6 +606,23 @@ static void test_cut_past_takes(void **state)
 	seeds_agree(cut_past_takes, sizeof(cut_past_takes) / sizeof(cut_past_takes[0]), true);
 }
 
+/* A program whose evaluation batches hold two copies, training's three:
+ * training's size cut the turn's fill of six into two batches, a guess;
+ * the turn's second take was dropped (redundant, with its record), and
+ * the third took the second batch by a record made with no copy since the
+ * first take's. That first take, whose window was the first batch's, took
+ * the second batch's copies too, so the fill held one batch more than the
+ * guess (took_past_guess). Before, the turn stayed two batches: it agrees
+ * now, in both modes. */
+static const uint64_t guess_taken_again[] = { 16630 };
+
+static void test_guess_taken_again(void **state)
+{
+	(void)state;
+	seeds_agree(guess_taken_again, 1, false);
+	seeds_agree(guess_taken_again, 1, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -625,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_unstaged_more),
 		cmocka_unit_test(test_passed_ordered),
 		cmocka_unit_test(test_cut_past_takes),
+		cmocka_unit_test(test_guess_taken_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

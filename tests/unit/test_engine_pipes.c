@@ -1229,11 +1229,11 @@ static void two_thread_step(struct tb *t, uint64_t C)
 	t->tid = TB_MAIN;
 }
 
-/* One run of the loops below: an evaluation turn of `neval` batches, the
- * first `fill` copied before its first record; variant bits: launches
- * counted, events reused, training's batches copied ahead, the turn's
- * second take dropped. */
-static void eval_fill_turn(int neval, int fill, int v)
+/* One run of the loops below: an evaluation turn of `neval` batches of
+ * `ec` copies each, the first `fill` copied before its first record;
+ * variant bits: launches counted, events reused, training's batches
+ * copied ahead, the turn's second take dropped. */
+static void eval_fill_turn(int neval, int fill, int ec, int v)
 {
 	enum { TRAIN = 5 };
 	int pre = v & 4 ? 2 : 0, copied = 0, tcopied = TRAIN, taken = TRAIN;
@@ -1260,7 +1260,8 @@ static void eval_fill_turn(int neval, int fill, int v)
 	m = stream_create_handle(t, 0x7e0000001000ull);
 	for (int i = 0; i < neval; i++) {
 		for (; copied < (i ? i + 1 : fill); copied++)
-			tb_copy(t, m, 1, 4096);
+			for (int c = 0; c < ec; c++)
+				tb_copy(t, m, 1, 4096);
 		tb_wait_stream_or_drop(t, C, m, !(drop && i == 1));
 		two_thread_step(t, C);
 	}
@@ -1303,7 +1304,7 @@ static void eval_fill_of_smaller_batches(void **state)
 {
 	(void)state;
 	for (int v = 0; v < 16; v++)
-		eval_fill_turn(4, 3, v);
+		eval_fill_turn(4, 3, 1, v);
 }
 
 /* The same loop with an evaluation turn of two one-copy batches, both
@@ -1319,7 +1320,29 @@ static void eval_fill_cut_by_restart(void **state)
 {
 	(void)state;
 	for (int v = 0; v < 16; v++)
-		eval_fill_turn(2, 2, v);
+		eval_fill_turn(2, 2, 1, v);
+}
+
+/* The same loop with an evaluation turn of three or four batches of two
+ * copies each, the first three copied before its first record, the
+ * turn's second take dropped (redundant). Training's size, three, cuts
+ * that fill of six into two batches, a guess. Compute's first take (its
+ * record made after all six copies) begins the first one's window; the
+ * third take, a record with no copy since, takes the second batch, whose
+ * step began again in that window. That take took the second batch once
+ * already, by the first take's record: the fill holds one batch more than
+ * the guess (took_past_guess), three of two copies. Before, only a wait
+ * whose batch was the second one counted as taking it: the turn stayed
+ * two batches, its third step was taken for training's next batch begun
+ * without its take, and that healthy batch was accused copy->forward
+ * (`pre`; random program 16630, its evaluation batches two copies,
+ * training's three). */
+static void eval_guess_taken_again(void **state)
+{
+	(void)state;
+	for (int n = 3; n <= 4; n++)
+		for (int v = 8; v < 16; v++)
+			eval_fill_turn(n, 3, 2, v);
 }
 
 /* After a short training run: an evaluation of n batches at depth 1 on
@@ -3421,6 +3444,7 @@ int main(void)
 		cmocka_unit_test(restart_of_step_with_repeated_first_kernel),
 		cmocka_unit_test(eval_fill_of_smaller_batches),
 		cmocka_unit_test(eval_fill_cut_by_restart),
+		cmocka_unit_test(eval_guess_taken_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

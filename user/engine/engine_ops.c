@@ -1108,7 +1108,9 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
  * stages booked again, restage_copy), the last one new, and the records
  * made since the fill's last copy carry it. Before, an evaluation turn of
  * three batches of two copies, training three, was two batches, the third
- * merged into the second (random program 190849, no fault at all). */
+ * merged into the second (random program 190849, no fault at all). tok
+ * itself is taken by the wait that takes it again: its window may have
+ * begun with a restart, its first take's window the batch before's. */
 static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok)
 {
 	struct nl_stream *m = &p->s[slot];
@@ -1123,7 +1125,8 @@ static bool took_past_guess(struct nl_engine *e, struct nl_proc *p, int slot, in
 	own = fill / (pieces + 1);
 	if (fill_ops(m, first, tok, &end) != fill) /* not all remembered */
 		return false;
-	for (int64_t j = first; j <= tok; j++) {
+	/* tok is taken: by the wait that takes it again */
+	for (int64_t j = first; j < tok; j++) {
 		const struct nl_batch *b = nl_batch_of(p, j);
 
 		if (!b || !taken(b))
@@ -1295,11 +1298,34 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 	return true;
 }
 
+/* Wait o took an older batch of those another pipeline's size cut copy
+ * stream m's fill into (a guess), tok the newest of them, by a record m
+ * made after the fill's last copy and before clock `upto`: it took tok's
+ * copies too, though its window began with the older batch. */
+static bool took_with_guess(const struct nl_proc *p, int m, const struct nl_ring_op *o, int64_t tok,
+			    uint32_t upto)
+{
+	const struct nl_stream *c = &p->s[m];
+
+	if (!c->guess_n || c->guess_k >= c->guess_n || o->token < c->guess_tok || o->token >= tok ||
+	    c->token != tok)
+		return false;
+	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
+		const struct nl_ring_op *x = &c->ring[k % NL_RING];
+
+		if (x->work && x->clock > o->ev_clock && x->clock < upto)
+			return false;
+	}
+	return true;
+}
+
 /* Stream `by`'s op at ring index at is a wait on a record of copy stream m
  * carrying batch tok, made after first (its stage of tok began), and an
  * earlier wait on m took tok at or before first: `by` took tok twice, m
  * copying nothing between, and begins its stage again right after. The
- * segment is cut (cut_taken_again). */
+ * segment is cut (cut_taken_again). Or the earlier wait took an older
+ * batch of a guess's cut by a record made after tok's copies
+ * (took_with_guess): the guess is cut again (took_past_guess). */
 bool nl_took_again(struct nl_engine *e, struct nl_proc *p, int by, uint32_t at, int m, int64_t tok,
 		   uint64_t first)
 {
@@ -1312,9 +1338,13 @@ bool nl_took_again(struct nl_engine *e, struct nl_proc *p, int by, uint32_t at, 
 	for (uint32_t k = at; k > nl_ring_start(s); k--) {
 		const struct nl_ring_op *o = &s->ring[(k - 1) % NL_RING];
 
-		if (nl_api_info[o->api].kind == NL_K_STREAM_WAIT && o->ev_slot == m && o->token == tok &&
-		    o->ev_clock < r->ev_clock && o->ts <= first)
+		if (nl_api_info[o->api].kind != NL_K_STREAM_WAIT || o->ev_slot != m ||
+		    o->ev_clock >= r->ev_clock || o->ts > first)
+			continue;
+		if (o->token == tok)
 			return cut_taken_again(e, p, m, by, tok);
+		if (took_with_guess(p, m, o, tok, r->ev_clock))
+			return !e->o.no_copy_split && took_past_guess(e, p, m, tok);
 	}
 	return false;
 }
