@@ -1365,12 +1365,14 @@ struct vc_op {
 
 struct vc_batch {
 	bool copied, sparse, forward;
+	uint64_t copy_ts; /* its first copy's */
 	struct vc_op copy_last, sparse_first, sparse_last, fwd_first;
 };
 
 struct vc_model {
 	uint64_t handle[VC_STREAMS];
 	uint32_t v[VC_STREAMS][VC_STREAMS];
+	uint32_t host[VC_STREAMS]; /* what the host waited for (a stream synchronized) */
 	int n;
 	struct vc_batch b[2][VC_BATCHES];
 };
@@ -1388,7 +1390,13 @@ static int vc_slot(struct vc_model *m, uint64_t h)
 static struct vc_op vc_op_on(struct vc_model *m, uint64_t h)
 {
 	int s = vc_slot(m, h);
-	struct vc_op o = { .s = s, .clock = ++m->v[s][s] };
+	struct vc_op o;
+
+	for (int i = 0; i < VC_STREAMS; i++)
+		if (m->host[i] > m->v[s][i])
+			m->v[s][i] = m->host[i];
+	o.s = s;
+	o.clock = ++m->v[s][s];
 
 	memcpy(o.v, m->v[s], sizeof(o.v));
 	return o;
@@ -1431,20 +1439,30 @@ static uint32_t vc_truth(const struct vc_model *m, int p, int k)
  * forward) */
 struct vc_pipe {
 	struct vc_model *m;
-	uint64_t M, D, C;
-	bool has_sparse, drop_cs;
+	uint64_t M, D, C, M2;
+	bool has_sparse, drop_cs, noise;
+	uint64_t noise_ev;
 	int p, n, copied, sparsed, fwd, drop_b;
 };
+
+/* batch k's copy stream: with M2, batches alternate between M and M2 */
+static uint64_t vp_copy_stream(const struct vc_pipe *x, int k)
+{
+	return x->M2 && k % 2 ? x->M2 : x->M;
+}
 
 static void vp_copy(struct tb *t, struct vc_pipe *x)
 {
 	struct vc_batch *b = &x->m->b[x->p][x->copied];
+	uint64_t M = vp_copy_stream(x, x->copied);
 
 	if (x->copied >= x->n)
 		return;
 	for (int c = 0; c < 3; c++) {
-		tb_copy(t, x->M, 1, 4096);
-		b->copy_last = vc_op_on(x->m, x->M);
+		tb_copy(t, M, 1, 4096);
+		b->copy_last = vc_op_on(x->m, M);
+		if (!c)
+			b->copy_ts = t->now;
 	}
 	b->copied = true;
 	x->copied++;
@@ -1456,7 +1474,7 @@ static void vp_sparse(struct tb *t, struct vc_pipe *x)
 
 	if (!x->has_sparse || x->sparsed >= x->copied)
 		return;
-	vc_wait(t, x->m, x->D, x->M, !(x->drop_cs && x->sparsed == x->drop_b));
+	vc_wait(t, x->m, x->D, vp_copy_stream(x, x->sparsed), !(x->drop_cs && x->sparsed == x->drop_b));
 	for (int k = 0; k < 2; k++) {
 		tb_kernel(t, x->D, K_INPUT_DIST);
 		b->sparse_last = vc_op_on(x->m, x->D);
@@ -1467,13 +1485,33 @@ static void vp_sparse(struct tb *t, struct vc_pipe *x)
 	x->sparsed++;
 }
 
+/* What PyTorch adds to a step: the caching allocator's event recorded on
+ * compute (queried later, not ready), loss.item() (a copy to the host on
+ * compute, then the host synchronizes compute), events created and
+ * destroyed each step */
+static void vp_noise(struct tb *t, struct vc_pipe *x)
+{
+	int c = vc_slot(x->m, x->C);
+
+	if (x->noise_ev) {
+		tb_query(t, x->noise_ev, 600);
+		tb_event_destroy(t, x->noise_ev);
+	}
+	x->noise_ev = tb_event_create(t);
+	tb_record(t, x->noise_ev, x->C);
+	tb_copy(t, x->C, 2, 4);
+	vc_op_on(x->m, x->C);
+	tb_stream_sync(t, x->C);
+	memcpy(x->m->host, x->m->v[c], sizeof(x->m->host));
+}
+
 /* compute takes its next batch; with `sparse_next`, the data-dist stage
  * of the batch after begins before the step (TorchRec's order) */
 static void vp_take_step(struct tb *t, struct vc_pipe *x, bool sparse_next)
 {
 	struct vc_batch *b = &x->m->b[x->p][x->fwd];
 
-	vc_wait(t, x->m, x->C, x->has_sparse ? x->D : x->M,
+	vc_wait(t, x->m, x->C, x->has_sparse ? x->D : vp_copy_stream(x, x->fwd),
 		!(!x->drop_cs && x->fwd == x->drop_b));
 	if (sparse_next)
 		vp_sparse(t, x);
@@ -1482,6 +1520,8 @@ static void vp_take_step(struct tb *t, struct vc_pipe *x, bool sparse_next)
 	for (int k = 0; k < 3; k++)
 		vc_op_on(x->m, x->C);
 	two_thread_step(t, x->C);
+	if (x->noise)
+		vp_noise(t, x);
 	x->fwd++;
 }
 
@@ -1500,9 +1540,9 @@ static void vp_run(struct tb *t, struct vc_pipe *x, int depth, int upto)
 		}
 		return;
 	}
-	while (x->copied < 2 && x->copied < x->n) {
+	while (x->copied < x->fwd + 2 && x->copied < x->n) {
 		vp_copy(t, x);
-		if (!x->sparsed)
+		if (x->sparsed == x->fwd)
 			vp_sparse(t, x);
 	}
 	while (x->fwd < upto) {
@@ -1515,19 +1555,27 @@ static void vp_run(struct tb *t, struct vc_pipe *x, int depth, int upto)
  * and every batch of both pipelines audited once), printed */
 static int vc_wrong(struct tb *t, const struct vc_model *m, const int n[2], const char *what)
 {
-	int got[2] = { 0, 0 }, wrong = 0;
+	int got[2] = { 0, 0 }, wrong = 0, as[2] = { 0, 1 };
 
+	/* the engine numbers pipelines in the order it found them: each is
+	 * the model's whose first batch began copying when its batch 0 did */
+	for (int i = 0; i < t->n; i++)
+		for (int p = 0; p < 2; p++)
+			if (t->got[i].pipeline < 2 && t->got[i].batch == 0 &&
+			    t->got[i].stage[NL_STAGE_COPY].first_ns == m->b[p][0].copy_ts)
+				as[t->got[i].pipeline] = p;
 	for (int i = 0; i < t->n; i++) {
 		const struct nl_batch_audit *a = &t->got[i];
+		int p = a->pipeline < 2 ? as[a->pipeline] : -1;
 		uint32_t e;
 		bool ok;
 
-		if (a->pid != t->pid || a->pipeline > 1 || a->batch >= (uint64_t)n[a->pipeline]) {
+		if (a->pid != t->pid || p < 0 || a->batch >= (uint64_t)n[p]) {
 			wrong++;
 			continue;
 		}
-		got[a->pipeline]++;
-		e = vc_truth(m, (int)a->pipeline, (int)a->batch);
+		got[p]++;
+		e = vc_truth(m, p, (int)a->batch);
 		ok = e ? a->verdict == NL_VERDICT_UNTRUSTED && a->missing_mask && !(a->missing_mask & ~e)
 		       : a->verdict == NL_VERDICT_TRUSTED && !a->skip_mask;
 		if (!ok) {
@@ -1554,7 +1602,7 @@ static int vc_wrong(struct tb *t, const struct vc_model *m, const int n[2], cons
  * batch after it (`tdrop`); `cs` says which of a batch's two waits. */
 struct turn_loop {
 	int depth, neval, fill, drop_b;
-	bool sparse, null, pre, tdrop, cs, counted, reuse;
+	bool sparse, null, pre, tdrop, cs, counted, reuse, noise, alt, again;
 };
 
 static int turn_loop_wrong(const struct turn_loop *l)
@@ -1567,59 +1615,79 @@ static int turn_loop_wrong(const struct turn_loop *l)
 			      .drop_b = l->tdrop ? TRAIN : -1, .drop_cs = l->cs };
 	struct vc_pipe ev = { .m = &m, .has_sparse = l->sparse, .p = 1, .n = l->neval,
 			      .drop_b = l->drop_b, .drop_cs = l->cs };
-	char what[160];
+	char what[192];
 	int wrong;
 
 	t->counted = l->counted;
 	t->reuse_events = l->reuse;
 	tr.M = tb_stream_create(t, 1);
+	tr.M2 = l->alt ? tb_stream_create(t, 1) : 0;
 	tr.D = l->sparse ? tb_stream_create(t, 1) : 0;
+	tr.noise = ev.noise = l->noise;
 	tr.C = ev.C = l->null ? 0 : tb_stream_create(t, 1);
 	vp_run(t, &tr, l->depth, TRAIN);
 	for (int k = 0; l->depth == 1 && l->pre && k < 2; k++) {
 		vp_copy(t, &tr);
-		tb_record(t, tb_event_create(t), tr.M);
+		tb_record(t, tb_event_create(t), vp_copy_stream(&tr, tr.copied - 1));
 	}
 	ev.M = stream_create_handle(t, 0x7e0000001000ull);
 	ev.D = l->sparse ? stream_create_handle(t, 0x7e0000002000ull) : 0;
 	for (int k = 0; l->depth == 1 && k < l->fill; k++)
 		vp_copy(t, &ev);
 	vp_run(t, &ev, l->depth, l->neval);
+	if (l->again) {
+		/* training's two batches, then a second turn, clean, on streams
+		 * destroyed and created again with the same handles */
+		tr.n = n[0] += 2;
+		vp_run(t, &tr, l->depth, n[0] - 2);
+		stream_destroy(t, ev.M);
+		if (ev.D)
+			stream_destroy(t, ev.D);
+		ev.M = stream_create_handle(t, 0x7e0000001000ull);
+		ev.D = l->sparse ? stream_create_handle(t, 0x7e0000002000ull) : 0;
+		ev.n = n[1] = 2 * l->neval;
+		ev.drop_b = -1;
+		vp_run(t, &ev, l->depth, ev.n);
+	}
 	vp_run(t, &tr, l->depth, n[0]);
 	tb_end(t);
 	snprintf(what, sizeof(what),
-		 "depth %d sparse %d null %d pre %d neval %d fill %d drop %d cs %d tdrop %d counted %d reuse %d",
+		 "depth %d sparse %d null %d pre %d neval %d fill %d drop %d cs %d tdrop %d counted %d reuse %d noise %d alt %d again %d",
 		 l->depth, l->sparse, l->null, l->pre, l->neval, l->fill, l->drop_b, l->cs, l->tdrop,
-		 l->counted, l->reuse);
+		 l->counted, l->reuse, l->noise, l->alt, l->again);
 	wrong = vc_wrong(t, &m, n, what);
 	tb_free(t);
 	return wrong;
 }
 
-/* Every turn loop of the grid: depth 1 and 2, with a data-dist stage and
- * without, compute created and the null stream, training's next batches
- * copied before the turn or not (depth 1), 1 to 3 of the turn's batches
- * copied before its first take (depth 1), turns of 2 to 4 batches, no
- * wait dropped or one (either of a batch's two with a data-dist stage) in
- * the turn's first four batches or in training's first after the turn,
- * named and counted, fresh and reused events: 2,328 loops, each audit
- * against the model. The evaluation turn's batches hold training's number
- * of copies here: where they hold fewer, some such loops are judged wrong
- * still (docs/engine.md, "Since 7748da9"). */
-static void turn_loops_by_clocks(void **state)
+/* Every turn loop of the grid (with the variant `v` sets: PyTorch's noise,
+ * training's batches on two copy streams in turn, a second turn): depth 1
+ * and 2, with a data-dist stage and without, compute created and the null
+ * stream, training's next batches copied before the turn or not (depth
+ * 1), 1 to 3 of the turn's batches copied before its first take (depth
+ * 1), turns of 2 to 4 batches, no wait dropped or one (either of a
+ * batch's two with a data-dist stage) in the turn's first four batches or
+ * in training's first after the turn, named and counted, fresh and
+ * reused events: 2,176 loops, each audit against the model. */
+static void turn_loops_grid(bool noise, bool alt, bool again)
 {
 	int runs = 0, wrong = 0;
 
-	(void)state;
 	for (int v = 0; v < 2 * 2 * 2 * 2 * 2 * 2 * 3 * 3 * 6 * 2 * 2; v++) {
+		struct turn_loop l = { .noise = noise, .alt = alt, .again = again };
 		int r = v;
-		struct turn_loop l = {
-			.counted = r % 2, .reuse = (r /= 2) % 2, .null = (r /= 2) % 2,
-			.sparse = (r /= 2) % 2, .depth = 1 + (r /= 2) % 2, .pre = (r /= 2) % 2,
-			.fill = 1 + (r /= 2) % 3, .neval = 2 + (r /= 3) % 3, .drop_b = (r /= 3) % 6 - 1,
-			.cs = (r /= 6) % 2, .tdrop = (r /= 2) % 2,
-		};
 
+		l.counted = r % 2;
+		l.reuse = (r /= 2) % 2;
+		l.null = (r /= 2) % 2;
+		l.sparse = (r /= 2) % 2;
+		l.depth = 1 + (r /= 2) % 2;
+		l.pre = (r /= 2) % 2;
+		l.fill = 1 + (r /= 2) % 3;
+		l.neval = 2 + (r /= 3) % 3;
+		l.drop_b = (r /= 3) % 6 - 1;
+		l.cs = (r /= 6) % 2;
+		l.tdrop = (r /= 2) % 2;
 		/* one wait dropped at most; a batch's data-dist wait only where
 		 * it has one; fill and pre only at depth 1 */
 		if (l.drop_b >= l.neval || l.drop_b > 3 || l.fill > l.neval || (l.tdrop && l.drop_b >= 0) ||
@@ -1629,8 +1697,41 @@ static void turn_loops_by_clocks(void **state)
 		runs++;
 		wrong += turn_loop_wrong(&l) != 0;
 	}
-	print_message("turn loops: %d, wrong %d\n", runs, wrong);
+	print_message("turn loops (noise %d, two copy streams %d, a second turn %d): %d, wrong %d\n",
+		      noise, alt, again, runs, wrong);
 	assert_int_equal(wrong, 0);
+}
+
+/* The evaluation turn's batches hold training's number of copies here, as
+ * real jobs' batches do (the same inputs): where they hold fewer, some
+ * such loops are judged wrong still (docs/engine.md, "Since 7748da9"). */
+static void turn_loops_by_clocks(void **state)
+{
+	(void)state;
+	turn_loops_grid(false, false, false);
+}
+
+/* The same loops with what PyTorch adds to each step (an allocator event
+ * recorded on compute and queried later, not ready; loss.item()'s copy to
+ * the host and the stream synchronize after it, which orders every later
+ * op after compute's; events created and destroyed each step), and a
+ * second turn, clean, after training's two batches, on streams destroyed
+ * and created again with the same handles. */
+static void turn_loops_by_clocks_noisy(void **state)
+{
+	(void)state;
+	turn_loops_grid(true, false, true);
+}
+
+/* The same loops with training's batches copied on two copy streams in
+ * turn (batch i on M[i % 2]). With a second turn as well, and no
+ * data-dist stage, the audits are right but training is split into two
+ * pipelines of its own, one per stream, where the evaluation stream was
+ * found first (docs/engine.md, "Since 7748da9"). */
+static void turn_loops_by_clocks_two_copy_streams(void **state)
+{
+	(void)state;
+	turn_loops_grid(false, true, false);
 }
 
 /* After a short training run: an evaluation of n batches at depth 1 on
@@ -3734,6 +3835,8 @@ int main(void)
 		cmocka_unit_test(eval_fill_cut_by_restart),
 		cmocka_unit_test(eval_guess_taken_again),
 		cmocka_unit_test(turn_loops_by_clocks),
+		cmocka_unit_test(turn_loops_by_clocks_noisy),
+		cmocka_unit_test(turn_loops_by_clocks_two_copy_streams),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
