@@ -1526,9 +1526,9 @@ static void vp_take_step(struct tb *t, struct vc_pipe *x, bool sparse_next)
 }
 
 /* batches forwarded up to `upto`: at depth 1 each copied (unless copied
- * already), staged and taken in turn; at depth 2 in TorchRec's order, the
- * two first copied and the first staged before the loop, whose step i
- * takes i, stages i + 1, runs forward and copies i + 2 */
+ * already), staged and taken in turn; at depth d > 1 in TorchRec's order,
+ * the first d copied and the first staged before the loop, whose step i
+ * takes i, stages i + 1, runs forward and copies i + d */
 static void vp_run(struct tb *t, struct vc_pipe *x, int depth, int upto)
 {
 	if (depth == 1) {
@@ -1540,7 +1540,7 @@ static void vp_run(struct tb *t, struct vc_pipe *x, int depth, int upto)
 		}
 		return;
 	}
-	while (x->copied < x->fwd + 2 && x->copied < x->n) {
+	while (x->copied < x->fwd + depth && x->copied < x->n) {
 		vp_copy(t, x);
 		if (x->sparsed == x->fwd)
 			vp_sparse(t, x);
@@ -1662,18 +1662,18 @@ static int turn_loop_wrong(const struct turn_loop *l)
 
 /* Every turn loop of the grid (with the variant `v` sets: PyTorch's noise,
  * training's batches on two copy streams in turn, a second turn): depth 1
- * and 2, with a data-dist stage and without, compute created and the null
+ * to 3, with a data-dist stage and without, compute created and the null
  * stream, training's next batches copied before the turn or not (depth
  * 1), 1 to 3 of the turn's batches copied before its first take (depth
  * 1), turns of 2 to 4 batches, no wait dropped or one (either of a
  * batch's two with a data-dist stage) in the turn's first four batches or
  * in training's first after the turn, named and counted, fresh and
- * reused events: 2,176 loops, each audit against the model. */
+ * reused events: 2,512 loops, each audit against the model. */
 static void turn_loops_grid(bool noise, bool alt, bool again)
 {
 	int runs = 0, wrong = 0;
 
-	for (int v = 0; v < 2 * 2 * 2 * 2 * 2 * 2 * 3 * 3 * 6 * 2 * 2; v++) {
+	for (int v = 0; v < 2 * 2 * 2 * 2 * 3 * 2 * 3 * 3 * 6 * 2 * 2; v++) {
 		struct turn_loop l = { .noise = noise, .alt = alt, .again = again };
 		int r = v;
 
@@ -1681,8 +1681,8 @@ static void turn_loops_grid(bool noise, bool alt, bool again)
 		l.reuse = (r /= 2) % 2;
 		l.null = (r /= 2) % 2;
 		l.sparse = (r /= 2) % 2;
-		l.depth = 1 + (r /= 2) % 2;
-		l.pre = (r /= 2) % 2;
+		l.depth = 1 + (r /= 2) % 3;
+		l.pre = (r /= 3) % 2;
 		l.fill = 1 + (r /= 2) % 3;
 		l.neval = 2 + (r /= 3) % 3;
 		l.drop_b = (r /= 3) % 6 - 1;
@@ -1692,7 +1692,7 @@ static void turn_loops_grid(bool noise, bool alt, bool again)
 		 * it has one; fill and pre only at depth 1 */
 		if (l.drop_b >= l.neval || l.drop_b > 3 || l.fill > l.neval || (l.tdrop && l.drop_b >= 0) ||
 		    (l.cs && (!l.sparse || (l.drop_b < 0 && !l.tdrop))) ||
-		    (l.depth == 2 && (l.fill > 1 || l.pre)))
+		    (l.depth >= 2 && (l.fill > 1 || l.pre)))
 			continue;
 		runs++;
 		wrong += turn_loop_wrong(&l) != 0;

@@ -1438,7 +1438,12 @@ static void refute_guess(struct nl_engine *e, struct nl_proc *p, int pipe)
  * open one's size: an evaluation turn's batch of three copies, training
  * one, was cut in three, and the batches after it accused copy->sparse
  * (random program 542). A fill's guess still open is judged first
- * (refute_guess). */
+ * (refute_guess). A hand-off is any wait on the stream's records, the
+ * one that found its role too: an evaluation turn at depth 3 (three
+ * batches copied before its data-dist stream's first take) whose second
+ * take was dropped with its record had its second and third batches
+ * merged, where that first take was the only one before (turn loops by
+ * clocks, depth 3). */
 static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 {
 	refute_guess(e, p, pipe);
@@ -1447,7 +1452,7 @@ static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 		uint32_t n = m->seg_work, k;
 
 		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != pipe || !m->seg_open ||
-		    !m->copy_waited)
+		    !m->waited_on)
 			continue;
 		k = nl_sure_seg_k(m);
 		if (!k)
