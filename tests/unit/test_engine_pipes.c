@@ -1481,6 +1481,16 @@ static void vp_sparse(struct tb *t, struct vc_pipe *x)
 		if (!k)
 			b->sparse_first = b->sparse_last;
 	}
+	if (x->noise) {
+		/* the all-to-all, its end event queried by the watchdog */
+		uint64_t ev = tb_event_create(t);
+
+		tb_alltoall(t, x->D, ev);
+		b->sparse_last = vc_op_on(x->m, x->D);
+		t->tid = TB_WATCHDOG;
+		tb_query(t, ev, 600);
+		t->tid = TB_MAIN;
+	}
 	b->sparse = true;
 	x->sparsed++;
 }
@@ -1714,9 +1724,11 @@ static void turn_loops_by_clocks(void **state)
 /* The same loops with what PyTorch adds to each step (an allocator event
  * recorded on compute and queried later, not ready; loss.item()'s copy to
  * the host and the stream synchronize after it, which orders every later
- * op after compute's; events created and destroyed each step), and a
- * second turn, clean, after training's two batches, on streams destroyed
- * and created again with the same handles. */
+ * op after compute's; events created and destroyed each step), an
+ * all-to-all in each data-dist stage whose end event the process group's
+ * watchdog thread queries, and a second turn, clean, after training's two
+ * batches, on streams destroyed and created again with the same
+ * handles. */
 static void turn_loops_by_clocks_noisy(void **state)
 {
 	(void)state;
