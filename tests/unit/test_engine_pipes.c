@@ -1355,7 +1355,7 @@ static void eval_guess_taken_again(void **state)
  * whose consumer op (its data-dist stage's first kernel, its forward's
  * first kernel) does not follow the producer's last op; an untrusted
  * verdict must name some of them and no other. */
-enum { VC_STREAMS = 6, VC_BATCHES = 16 };
+enum { VC_STREAMS = 6, VC_BATCHES = 32 };
 
 struct vc_op {
 	int s;
@@ -1611,18 +1611,18 @@ static int vc_wrong(struct tb *t, const struct vc_model *m, const int n[2], cons
  * dropped at most: in the turn (batch drop_b) or in training's first
  * batch after it (`tdrop`); `cs` says which of a batch's two waits. */
 struct turn_loop {
-	int depth, neval, fill, drop_b;
+	int depth, neval, fill, drop_b, train;
 	bool sparse, null, pre, tdrop, cs, counted, reuse, noise, alt, again;
 };
 
 static int turn_loop_wrong(const struct turn_loop *l)
 {
-	enum { TRAIN = 5 };
+	const int ntrain = l->train ? l->train : 5;
 	struct vc_model m = { .n = 0 };
 	struct tb *t = tb_new(NULL);
-	int n[2] = { TRAIN + 2 + (l->depth == 1 && l->pre ? 2 : 0), l->neval };
+	int n[2] = { ntrain + 2 + (l->depth == 1 && l->pre ? 2 : 0), l->neval };
 	struct vc_pipe tr = { .m = &m, .has_sparse = l->sparse, .p = 0, .n = n[0],
-			      .drop_b = l->tdrop ? TRAIN : -1, .drop_cs = l->cs };
+			      .drop_b = l->tdrop ? ntrain : -1, .drop_cs = l->cs };
 	struct vc_pipe ev = { .m = &m, .has_sparse = l->sparse, .p = 1, .n = l->neval,
 			      .drop_b = l->drop_b, .drop_cs = l->cs };
 	char what[192];
@@ -1635,7 +1635,7 @@ static int turn_loop_wrong(const struct turn_loop *l)
 	tr.D = l->sparse ? tb_stream_create(t, 1) : 0;
 	tr.noise = ev.noise = l->noise;
 	tr.C = ev.C = l->null ? 0 : tb_stream_create(t, 1);
-	vp_run(t, &tr, l->depth, TRAIN);
+	vp_run(t, &tr, l->depth, ntrain);
 	for (int k = 0; l->depth == 1 && l->pre && k < 2; k++) {
 		vp_copy(t, &tr);
 		tb_record(t, tb_event_create(t), vp_copy_stream(&tr, tr.copied - 1));
@@ -1670,8 +1670,9 @@ static int turn_loop_wrong(const struct turn_loop *l)
 	return wrong;
 }
 
-/* Every turn loop of the grid (with the variant `v` sets: PyTorch's noise,
- * training's batches on two copy streams in turn, a second turn): depth 1
+/* Every turn loop of the grid (with the variants asked for: PyTorch's
+ * noise, training's batches on two copy streams in turn, a second turn,
+ * `train` training steps before the turn, 0: five): depth 1
  * to 3, with a data-dist stage and without, compute created and the null
  * stream, training's next batches copied before the turn or not (depth
  * 1), 1 to 3 of the turn's batches copied before its first take (depth
@@ -1679,12 +1680,12 @@ static int turn_loop_wrong(const struct turn_loop *l)
  * batch's two with a data-dist stage) in the turn's first four batches or
  * in training's first after the turn, named and counted, fresh and
  * reused events: 2,512 loops, each audit against the model. */
-static void turn_loops_grid(bool noise, bool alt, bool again)
+static void turn_loops_grid(bool noise, bool alt, bool again, int train)
 {
 	int runs = 0, wrong = 0;
 
 	for (int v = 0; v < 2 * 2 * 2 * 2 * 3 * 2 * 3 * 3 * 6 * 2 * 2; v++) {
-		struct turn_loop l = { .noise = noise, .alt = alt, .again = again };
+		struct turn_loop l = { .noise = noise, .alt = alt, .again = again, .train = train };
 		int r = v;
 
 		l.counted = r % 2;
@@ -1707,8 +1708,8 @@ static void turn_loops_grid(bool noise, bool alt, bool again)
 		runs++;
 		wrong += turn_loop_wrong(&l) != 0;
 	}
-	print_message("turn loops (noise %d, two copy streams %d, a second turn %d): %d, wrong %d\n",
-		      noise, alt, again, runs, wrong);
+	print_message("turn loops (noise %d, two copy streams %d, a second turn %d, training %d): %d, wrong %d\n",
+		      noise, alt, again, train ? train : 5, runs, wrong);
 	assert_int_equal(wrong, 0);
 }
 
@@ -1718,7 +1719,7 @@ static void turn_loops_grid(bool noise, bool alt, bool again)
 static void turn_loops_by_clocks(void **state)
 {
 	(void)state;
-	turn_loops_grid(false, false, false);
+	turn_loops_grid(false, false, false, 0);
 }
 
 /* The same loops with what PyTorch adds to each step (an allocator event
@@ -1732,18 +1733,28 @@ static void turn_loops_by_clocks(void **state)
 static void turn_loops_by_clocks_noisy(void **state)
 {
 	(void)state;
-	turn_loops_grid(true, false, true);
+	turn_loops_grid(true, false, true, 0);
 }
 
 /* The same loops with training's batches copied on two copy streams in
- * turn (batch i on M[i % 2]). With a second turn as well, and no
- * data-dist stage, the audits are right but training is split into two
- * pipelines of its own, one per stream, where the evaluation stream was
- * found first (docs/engine.md, "Since 7748da9"). */
+ * turn (batch i on M[i % 2]). */
 static void turn_loops_by_clocks_two_copy_streams(void **state)
 {
 	(void)state;
-	turn_loops_grid(false, true, false);
+	turn_loops_grid(false, true, false, 0);
+}
+
+/* Everything at once: two copy streams in turn, PyTorch's noise and a
+ * second turn, after 17 training steps. After only five, training's two
+ * streams were found after learning (the turns' stream, waited on in both
+ * turns, reached learning's eight hand-offs first), each a pipeline of
+ * its own, and at depth 3 with a data-dist stage a healthy batch was
+ * accused (docs/engine.md, "Since 7748da9"); with 17, learning ends in
+ * training and finds the alternation. */
+static void turn_loops_by_clocks_long_training(void **state)
+{
+	(void)state;
+	turn_loops_grid(true, true, true, 17);
 }
 
 /* After a short training run: an evaluation of n batches at depth 1 on
@@ -3849,6 +3860,7 @@ int main(void)
 		cmocka_unit_test(turn_loops_by_clocks),
 		cmocka_unit_test(turn_loops_by_clocks_noisy),
 		cmocka_unit_test(turn_loops_by_clocks_two_copy_streams),
+		cmocka_unit_test(turn_loops_by_clocks_long_training),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
