@@ -328,9 +328,7 @@ static void forward_op(struct nl_proc *p, struct nl_batch *b, const struct nl_st
 		if (n && !n->fwd_started) {
 			n->prev_covered = !nl_unordered_producer(n, s, NL_CONSUMER_COMPUTE);
 			n->prev_ts = op->ts;
-			memcpy(n->prev_vc, s->vc, p->w * sizeof(uint32_t));
-			n->prev_vc_valid = true;
-			n->prev_pre_ts = b->pre_work_ts;
+			nl_prev_began(p, n, b);
 		}
 	}
 	/* The clock of the last forward op, copied only when it took another

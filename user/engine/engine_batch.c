@@ -149,6 +149,13 @@ static void close_batch(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
 
 static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *q);
 
+void nl_prev_began(struct nl_proc *p, struct nl_batch *n, const struct nl_batch *prev)
+{
+	memcpy(n->prev_vc, prev->first_vc, p->w * sizeof(uint32_t));
+	n->prev_vc_valid = true;
+	n->prev_pre_ts = prev->pre_work_ts;
+}
+
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts)
 {
 	struct nl_pipe *q = nl_pipe_of_stream(p, s);
@@ -183,11 +190,8 @@ void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64
 	/* the batch before began its forward already (a batch cut from a
 	 * merged segment after it did) */
 	prev = nl_tok_seq(tok) ? nl_batch_of(p, tok - 1) : NULL;
-	if (prev && prev->fwd_started) {
-		memcpy(b->prev_vc, prev->first_vc, p->w * sizeof(uint32_t));
-		b->prev_vc_valid = true;
-		b->prev_pre_ts = prev->pre_work_ts;
-	}
+	if (prev && prev->fwd_started)
+		nl_prev_began(p, b, prev);
 	b->skip = p->skip_all | e->skip_all_new;
 	b->first_ts = ts;
 	b->copy_tick = q->ticks;

@@ -299,13 +299,6 @@ static int copy_slot(const struct nl_batch *b)
 	return stage_slot(b, NL_STAGE_COPY);
 }
 
-/* The fewest launches of its first kernel a step of pipeline q makes, as
- * learned (first_min), or 1 while none is. */
-static uint32_t step_first_min(const struct nl_pipe *q)
-{
-	return q->first_min ? q->first_min : 1;
-}
-
 /* Compute's windows begin with named kernels (launches named, not counted
  * in runs), and the window of the batch it holds shows at most n steps
  * begun again: its first kernel launched no more than n + 1 times as often
@@ -336,7 +329,7 @@ static bool restarts_at_most(struct nl_proc *p, const struct nl_stream *s, uint6
 	const struct nl_batch *x;
 
 	if (!(q && q->step_n && !q->run_n &&
-	      own->st[NL_STAGE_FORWARD].first_hits <= (n + 1) * step_first_min(q)))
+	      own->st[NL_STAGE_FORWARD].first_hits <= (n + 1) * nl_step_first_min(q)))
 		return false;
 	NL_FOR_BATCHES(p, x) {
 		const struct nl_pipe *xq = nl_pipe_of_token(p, x->token);
@@ -345,7 +338,7 @@ static bool restarts_at_most(struct nl_proc *p, const struct nl_stream *s, uint6
 		if (x == own || !xq || !f->work || f->last_ts <= since)
 			continue;
 		if (nl_tok_pipe(x->token) != pipe &&
-		    f->first_hits > (n + 1) * step_first_min(xq) && f->prev_hit_ts > since)
+		    f->first_hits > (n + 1) * nl_step_first_min(xq) && f->prev_hit_ts > since)
 			return false;
 	}
 	return true;

@@ -215,6 +215,9 @@ struct nl_pipe *nl_pipe_of_token(struct nl_proc *p, int64_t token);
 struct nl_pipe *nl_pipe_of_stream(struct nl_proc *p, const struct nl_stream *s);
 /* A new token on the copy stream; its batch. */
 void nl_mint(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, uint64_t ts);
+/* Batch prev, the one before n, began its forward: compute's clock and its
+ * last work before then are n's prev_vc and prev_pre_ts (ordered_before_prev). */
+void nl_prev_began(struct nl_proc *p, struct nl_batch *n, const struct nl_batch *prev);
 /* The compute stream moves from its token to a later one `to`: close the
  * batches before it, with the compute clock as it was before the join. */
 void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts);

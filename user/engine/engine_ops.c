@@ -1217,7 +1217,7 @@ static void restarts_explained(struct nl_proc *p, const struct nl_batch *b0, uin
 
 	if (!q || !b0->fwd_started || !w->first_named[0] || w->unnamed || pieces < 2)
 		return;
-	min = q->first_min ? q->first_min : 1;
+	min = nl_step_first_min(q);
 	hits = w->first_hits - (w->hit_pending ? 1 : 0);
 	if (hits <= min || (hits - min) % min || (hits - min) / min > pieces - 2)
 		return;

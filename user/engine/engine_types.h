@@ -494,6 +494,13 @@ struct nl_pipe {
 	uint64_t stage_batches[NL_NSTAGES];
 };
 
+/* The fewest launches of its first kernel a step of pipeline q makes, as
+ * learned (first_min), or 1 while none is. */
+static inline uint32_t nl_step_first_min(const struct nl_pipe *q)
+{
+	return q->first_min ? q->first_min : 1;
+}
+
 /* The last time compute's step began again in q's window, its take
  * dropped (lone_hist; 0: never). */
 static inline uint64_t nl_lone_again(const struct nl_pipe *q)
