@@ -623,6 +623,23 @@ static void test_guess_taken_again(void **state)
 	seeds_agree(guess_taken_again, 1, true);
 }
 
+/* A loader thread's loop (copies and their records on the loader's
+ * thread) that dropped compute's take of one batch with its record, and
+ * the data-dist stream's wait for the next: the next input_dist came
+ * right after the one before with no record between, and only the main
+ * thread's take of an older batch between them showed a new step
+ * (took_since). Before, every later stage was charged a batch early and
+ * healthy batches were accused sparse->forward (138246), or a dropped
+ * take was missed (478734). Both modes. */
+static const uint64_t loader_step[] = { 138246, 478734 };
+
+static void test_loader_step(void **state)
+{
+	(void)state;
+	seeds_agree(loader_step, 2, false);
+	seeds_agree(loader_step, 2, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -643,6 +660,7 @@ int main(void)
 		cmocka_unit_test(test_passed_ordered),
 		cmocka_unit_test(test_cut_past_takes),
 		cmocka_unit_test(test_guess_taken_again),
+		cmocka_unit_test(test_loader_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -954,6 +954,101 @@ static void collective_left_behind(void **state)
 		}
 }
 
+/* A loop whose loader thread copies batch s+ahead in step s and records
+ * its event on the copy stream, while the main thread, per step, waits on
+ * the copy record of batch s on the data-dist stream, launches its
+ * input_dist, records the take's event there, and has compute take batch
+ * s-1 and run its forward. Compute is created, or the null stream beside
+ * non-blocking producers. Drops: D's wait on the copy of batch `drop_d`,
+ * compute's take of `drop_take` (with its record or not). */
+static struct tb *loader_step_loop(int n, int ahead, bool null_compute, int drop_d, int drop_take,
+				   bool take_rec, bool reuse)
+{
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D, C, cev[16], tev[16];
+
+	assert_true(n <= 16);
+	t->reuse_events = reuse;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	C = null_compute ? 0 : tb_stream_create(t, 1);
+	for (int k = 0; k < n; k++) {
+		cev[k] = reuse && k >= ahead + 1 ? cev[k - ahead - 1] : tb_event_create(t);
+		tev[k] = reuse && k >= 2 ? tev[k - 2] : tb_event_create(t);
+	}
+	for (int k = 0; k < ahead && k < n; k++) {
+		tb_loader_copies(t, M, 2);
+		t->tid = TB_LOADER;
+		tb_record(t, cev[k], M);
+		t->tid = TB_MAIN;
+	}
+	for (int s = 0; s <= n; s++) {
+		if (s < n) { /* batch s's sparse stage */
+			if (s != drop_d)
+				tb_wait(t, D, cev[s]);
+			tb_kernel(t, D, K_INPUT_DIST);
+			if (s != drop_take || take_rec)
+				tb_record(t, tev[s], D);
+		}
+		if (s >= 1) { /* step s - 1: take it, forward */
+			if (s - 1 != drop_take)
+				tb_wait(t, C, tev[s - 1]);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+		}
+		if (s + ahead < n) {
+			tb_loader_copies(t, M, 2);
+			t->tid = TB_LOADER;
+			tb_record(t, cev[s + ahead], M);
+			t->tid = TB_MAIN;
+		}
+	}
+	tb_end(t);
+	return t;
+}
+
+/* loader_step_loop, every layout: D's wait on the copy of batch k dropped
+ * (k copy->sparse), compute's take of k - 1 dropped with its record or not
+ * (k - 1 sparse->forward), or both. With both, D's input_dist of k comes
+ * right after its input_dist of k - 1 with no record between, and the only
+ * sign of a new batch is the main thread's take of k - 2 between them, a
+ * step of the loop begun (took_since); the loader's copy between them is
+ * no sign, another thread's. Before, k's stage stayed k - 1's, every
+ * later stage was charged a batch early: k named sparse->forward, and
+ * healthy later batches accused (random program 138246). */
+static void loader_take_between_stages(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 2 * 3 * 2 * 2 * 3; v++) {
+		int r = v, what = r % 3, ahead, k = 4, dd = -1, dt = -1;
+		bool reuse, null_compute, take_rec;
+		uint32_t mk = 0, mp = 0;
+		struct tb *t;
+
+		r /= 3;
+		take_rec = r % 2;
+		r /= 2;
+		null_compute = r % 2;
+		r /= 2;
+		ahead = 1 + r % 3;
+		r /= 3;
+		reuse = r % 2;
+		if (what != 1) {
+			dd = k;
+			mk = EDGE(COPY_SPARSE);
+		}
+		if (what != 0) {
+			dt = k - 1;
+			mp = EDGE(SPARSE_FORWARD);
+		}
+		t = loader_step_loop(8, ahead, null_compute, dd, dt, take_rec, reuse);
+		if (t->n != 8)
+			fail_msg("v %d: %d batches", v, t->n);
+		expect_two(t, 8, k - 1, mp, k, mk, v);
+		tb_free(t);
+	}
+}
+
 /* A depth-1 loop that copies batch i+1 and runs its sparse stage before
  * compute takes batch i, with D's wait on the copy of batch k dropped. For
  * batch 0 the data-dist stream's first work takes the oldest batch without
@@ -1956,11 +2051,14 @@ static void retake_after_restart_loop(void **state)
  * copy(i+2) and backward(i). The run's last two batches lose their takes:
  * k = N-2 with D's record after input_dist(k), the last one with D's wait
  * on its copy. input_dist(N-1) follows input_dist(k) with no record
- * between and is charged to k; forward(k) begins again in k-1's window
- * (a restart charged to k), forward(N-1) in k's. That restart came after
- * the last batch's copies, which no data-dist wait ordered: its sparse
- * stage ran unordered or never ran, copy->sparse either way
- * (restarted_unstaged). Before, the last batch was skipped target_exited
+ * between; the main thread's take of k-1 came between them, so it is the
+ * last batch's, begun without its edge (took_since; before, it was
+ * charged to k). forward(k) begins again in k-1's window (a restart
+ * charged to k), forward(N-1) in k's, with no take: the last batch is
+ * copy->sparse and sparse->forward. Before took_since, that restart
+ * after the last batch's copies, which no data-dist wait ordered, made
+ * it copy->sparse alone (restarted_unstaged), and before that the last
+ * batch was skipped target_exited
  * (random programs 99860, 172241). The same where backward begins with
  * forward's first kernel (every step launches it twice): the restart is
  * the step's two first kernels again in a row, which no whole window
@@ -1999,7 +2097,10 @@ static void restart_after_unstaged_copy(void **state)
 			for (int i = 0; i < N; i++)
 				assert_verdict(t, (uint64_t)i,
 					       i < k ? NL_VERDICT_TRUSTED : NL_VERDICT_UNTRUSTED,
-					       i < k ? 0 : i == k ? EDGE(SPARSE_FORWARD) : EDGE(COPY_SPARSE), 0);
+					       i < k	   ? 0 :
+					       i == k ? EDGE(SPARSE_FORWARD) :
+							EDGE(COPY_SPARSE) | EDGE(SPARSE_FORWARD),
+					       0);
 			tb_free(t);
 		}
 }
@@ -4104,6 +4205,7 @@ int main(void)
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(handoff_reaches_collective_stream),
 		cmocka_unit_test(collective_left_behind),
+		cmocka_unit_test(loader_take_between_stages),
 		cmocka_unit_test(allocator_record_between_input_dists),
 		cmocka_unit_test(loader_between_input_dists),
 		cmocka_unit_test(alloc_loop_dropped_wait),

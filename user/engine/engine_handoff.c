@@ -408,6 +408,32 @@ static bool recorded_since(const struct nl_proc *p, const struct nl_stream *s, u
 	return false;
 }
 
+/* The thread of call c made compute take a batch of s's pipeline since ts
+ * (a wait on a record of one of its producer streams): the loop's next
+ * step began. A loop issues one sparse stage and one take per step, in
+ * either order, so the same kernel launched again on s after such a take
+ * is the next batch's stage, wherever the copies came from (a loader
+ * thread's copy is no sign: it may come inside one batch's stage). */
+static bool took_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+		       const struct nl_call *c)
+{
+	const struct nl_stream *x;
+
+	if (p->compute_slot < 0)
+		return false;
+	x = &p->s[p->compute_slot];
+	for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+		const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->tid == c->tid &&
+		    r->ts > ts && r->ts < c->ts_ns && r->ev_slot >= 0 &&
+		    p->s[r->ev_slot].pipe == s->pipe &&
+		    (p->s[r->ev_slot].role == NL_ROLE_SPARSE || p->s[r->ev_slot].role == NL_ROLE_COPY))
+			return true;
+	}
+	return false;
+}
+
 /* The work sparse stream s makes from now on, after its record of clock
  * `rec` and the next batch's copy by another thread, stays on its batch
  * while that record may be an allocator's: held for batch next, until a
@@ -531,7 +557,13 @@ bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stre
  * after the stream's work when the same thread copied on the pipeline's
  * copy stream since that work (a prefetching loop's next step began: its
  * input_dist runs on, and one batch's repeated launches of one kernel
- * have no copy between them). So is such a launch after the record when
+ * have no copy between them), or made compute take a batch of the
+ * pipeline since (took_since: the loop's next step began; a loader
+ * thread's copy is no sign. Before, a loader's loop that dropped a take
+ * with its record and D's next wait on the copy stream kept the next
+ * stage on the batch before, and every later stage was charged a batch
+ * early: healthy batches accused sparse->forward, random program
+ * 138246). So is such a launch after the record when
  * the next batch's copy, by any thread, came since the stream's
  * last work (before the record or after it) and its segment is still
  * open (its record dropped with D's wait on it), unless that
@@ -573,7 +605,8 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		return;
 	}
 	if (again && last->work && last->token == s->token && last->tid == c->tid &&
-	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c))) {
+	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c) ||
+	     took_since(p, s, last->ts, c))) {
 		take_next_stage(p, s, true);
 		return;
 	}
