@@ -1345,6 +1345,207 @@ static void eval_guess_taken_again(void **state)
 			eval_fill_turn(n, 3, 2, v);
 }
 
+/* A training batch of two copies on M, staged on D: D.wait_stream(M),
+ * input_dist. */
+static void stage_two_copies(struct tb *t, uint64_t M, uint64_t D)
+{
+	tb_copy(t, M, 1, 4096);
+	tb_copy(t, M, 1, 4096);
+	tb_wait_stream(t, D, M);
+	tb_kernel(t, D, K_INPUT_DIST);
+}
+
+/* Training at depth 1 with a data-dist stage, two copies a batch, then an
+ * evaluation turn on streams of its own, one copy a batch, at depth 2:
+ * its first batch's copy record dropped with the data-dist wait on it (a
+ * fresh wait_stream), so the turn's first record follows two copies,
+ * training's size, and the turn's data-dist stream begins with the first
+ * batch's input_dist, no wait before it. Each step i then takes batch i
+ * on compute, copies batch i + 2 and records, runs forward(i), waits on
+ * batch i + 1's copy record on d, runs its input_dist and records, and
+ * runs backward(i) on the autograd thread. Then training again,
+ * and with `second` a clean second turn on the same streams and more
+ * training. Variant bits: events reused, launches counted, `second`,
+ * `ahead`: training's next batch copied and its data-dist stage run
+ * before each turn (taken after it). */
+static void eval_turn_split_fill(int neval, int v)
+{
+	enum { TRAIN = 12 };
+	bool reuse = v & 1, second = v & 4, ahead = v & 8;
+	struct tb *t = tb_new(NULL);
+	uint64_t M, D, C, m, d, pool[6];
+	int turns = second ? 2 : 1, ntrain = 0;
+
+	t->counted = v & 2;
+	t->reuse_events = reuse;
+	M = tb_stream_create(t, 1);
+	D = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	for (int i = 0; i < 6; i++)
+		pool[i] = tb_event_create(t);
+	for (int i = 0; i < TRAIN; i++, ntrain++) {
+		stage_two_copies(t, M, D);
+		tb_wait_stream(t, C, D);
+		two_thread_step(t, C);
+	}
+	m = tb_stream_create(t, 1);
+	d = tb_stream_create(t, 1);
+	for (int turn = 0; turn < turns; turn++) {
+		uint64_t cr[16], tr[16];
+
+		if (ahead) /* training's next batch staged before the turn */
+			stage_two_copies(t, M, D);
+		assert_true(neval <= 16);
+		for (int i = 0; i < neval; i++) {
+			cr[i] = reuse ? pool[i % 3] : tb_event_create(t);
+			tr[i] = reuse ? pool[3 + i % 3] : tb_event_create(t);
+		}
+		tb_copy(t, m, 1, 4096);
+		if (turn)
+			tb_record(t, cr[0], m);
+		tb_copy(t, m, 1, 4096);
+		tb_record(t, cr[1], m);
+		if (turn)
+			tb_wait(t, d, cr[0]);
+		tb_kernel(t, d, K_INPUT_DIST);
+		tb_record(t, tr[0], d);
+		for (int i = 0; i < neval; i++) {
+			tb_wait(t, C, tr[i]);
+			if (i + 2 < neval) {
+				tb_copy(t, m, 1, 4096);
+				tb_record(t, cr[i + 2], m);
+			}
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+			if (i + 1 < neval) {
+				tb_wait(t, d, cr[i + 1]);
+				tb_kernel(t, d, K_INPUT_DIST);
+				tb_record(t, tr[i + 1], d);
+			}
+			t->tid = TB_AUTOGRAD;
+			tb_kernel(t, C, K_BWD_GEMM);
+			tb_kernel(t, C, K_TRITON);
+			t->tid = TB_MAIN;
+		}
+		for (int i = 0; i < 3; i++, ntrain++) {
+			if (!ahead || i)
+				stage_two_copies(t, M, D);
+			tb_wait_stream(t, C, D);
+			two_thread_step(t, C);
+		}
+	}
+	tb_end(t);
+	if (t->n != ntrain + turns * neval)
+		fail_msg("v %d neval %d: %d audits, want %d", v, neval, t->n,
+			 ntrain + turns * neval);
+	expect(t, 0, ntrain, -1, 0);
+	expect(t, 1, turns * neval, 0, 1u << NL_EDGE_COPY_SPARSE);
+	tb_free(t);
+}
+
+/* eval_turn_split_fill, turns of 3 to 6 batches. The turn's first segment,
+ * two copies, is first taken for one batch of training's size (a guess
+ * no size cut, left one batch); the turn's next segment, one copy,
+ * refutes it and splits the fill: its second copy and the record after
+ * it move to a second batch, and that record's event now carries the
+ * second batch too (recut_fill). Before, the event still carried the
+ * first: the data-dist wait on it, after the split, brought the first
+ * batch back, the second batch's input_dist was charged to the first,
+ * every later stage of the turn a batch early, and with training's next
+ * batch staged before the turn (`ahead`, 32 of the 64 runs) the turn's
+ * last batch was skipped target_exited (random program 342074). */
+static void eval_turn_split_fill_record(void **state)
+{
+	(void)state;
+	for (int n = 3; n <= 6; n++)
+		for (int v = 0; v < 16; v++)
+			eval_turn_split_fill(n, v);
+}
+
+/* Training at depth 1 without a data-dist stage, three copies a batch,
+ * its step on two threads; then two evaluation turns of `neval` batches
+ * of `ec` copies each on one copy stream of their own, copied ahead by a
+ * batch (each batch's record made before the batch before is taken), the
+ * first turn's last take dropped with its record (a fresh wait_stream):
+ * its copies stay in an open segment; training between and after the
+ * turns. Variant bits: launches counted, events reused, copies by a
+ * loader thread. */
+static void eval_turns_last_take_dropped(int neval, int ec, int v)
+{
+	enum { TRAIN = 10 };
+	struct tb *t = tb_new(NULL);
+	uint64_t M, m, C, pool[2];
+	int ntrain = 0;
+
+	t->counted = v & 1;
+	t->reuse_events = v & 2;
+	M = tb_stream_create(t, 1);
+	C = tb_stream_create(t, 1);
+	pool[0] = tb_event_create(t);
+	pool[1] = tb_event_create(t);
+	for (int i = 0; i < TRAIN; i++, ntrain++) {
+		for (int c = 0; c < 3; c++)
+			tb_copy(t, M, 1, 4096);
+		tb_wait_stream(t, C, M);
+		two_thread_step(t, C);
+	}
+	m = tb_stream_create(t, 1);
+	for (int turn = 0; turn < 2; turn++) {
+		uint64_t ev[8];
+
+		for (int i = 0; i <= neval; i++) {
+			if (i < neval) { /* batch i copied, its record (ev[i]) */
+				if (v & 4)
+					tb_loader_copies(t, m, ec);
+				else
+					for (int c = 0; c < ec; c++)
+						tb_copy(t, m, 1, 4096);
+				ev[i] = 0;
+				if (turn || i < neval - 1) {
+					ev[i] = v & 2 ? pool[i % 2] : tb_event_create(t);
+					tb_record(t, ev[i], m);
+				}
+			}
+			if (i >= 1) { /* step i - 1 */
+				if (ev[i - 1])
+					tb_wait(t, C, ev[i - 1]);
+				two_thread_step(t, C);
+			}
+		}
+		for (int i = 0; i < 4; i++, ntrain++) {
+			for (int c = 0; c < 3; c++)
+				tb_copy(t, M, 1, 4096);
+			tb_wait_stream(t, C, M);
+			two_thread_step(t, C);
+		}
+	}
+	tb_end(t);
+	if (t->n != ntrain + 2 * neval)
+		fail_msg("neval %d ec %d v %d: %d audits, want %d", neval, ec, v, t->n,
+			 ntrain + 2 * neval);
+	expect(t, 0, ntrain, -1, 0);
+	expect(t, 1, 2 * neval, neval - 1, 1u << NL_EDGE_COPY_FORWARD);
+	tb_free(t);
+}
+
+/* eval_turns_last_take_dropped, turns of 2 to 4 batches of one or two
+ * copies. The first turn's last batch's copies stay in an open segment
+ * until the second turn: its first segment then holds two batches'
+ * copies, a guess its next segment splits, and the record after the
+ * second batch's copies carries that batch (recut_fill), so compute's
+ * take of it is no take of the first turn's last batch. Before, it was:
+ * with turns of two batches copied by a loader thread (8 of the 48 runs)
+ * the first turn's copy->forward was missed (random programs 319334 and
+ * 217138 left the second turn's last batch skipped as well). */
+static void eval_turn_last_take_record(void **state)
+{
+	(void)state;
+	for (int ec = 1; ec <= 2; ec++)
+		for (int n = 2; n <= 4; n++)
+			for (int v = 0; v < 8; v++)
+				eval_turns_last_take_dropped(n, ec, v);
+}
+
 /* ---- turn loops judged by a model of their own happens-before ----------
  *
  * The loops below are checked against a vector clock per stream kept by
@@ -3857,6 +4058,8 @@ int main(void)
 		cmocka_unit_test(eval_fill_of_smaller_batches),
 		cmocka_unit_test(eval_fill_cut_by_restart),
 		cmocka_unit_test(eval_guess_taken_again),
+		cmocka_unit_test(eval_turn_split_fill_record),
+		cmocka_unit_test(eval_turn_last_take_record),
 		cmocka_unit_test(turn_loops_by_clocks),
 		cmocka_unit_test(turn_loops_by_clocks_noisy),
 		cmocka_unit_test(turn_loops_by_clocks_two_copy_streams),

@@ -665,6 +665,15 @@ static bool recut_fill(struct nl_engine *e, struct nl_proc *p, int slot, bool en
 			nl_close_segment(p, m);
 			nl_mint(e, p, m, r->ts);
 		}
+		/* split: a record after the copies moved on carries their
+		 * batch now (retoken_fill gives only batches after the
+		 * first). Before, it still carried the first: a wait on it
+		 * after the split brought that batch back, every later stage
+		 * of the turn was charged a batch early and its last batch
+		 * skipped, or a take of it missed the turn's last fault
+		 * (random programs 342074, 319334) */
+		if (split && r->token == first && nl_api_info[r->api].kind == NL_K_EVENT_RECORD)
+			nl_retoken_events(p, slot, r->clock - 1, r->clock, first, m->token, false);
 		r->token = m->token;
 		nl_account_ring(e, p, slot, r, m->token);
 		idx += r->work;
