@@ -1641,8 +1641,12 @@ static uint32_t vc_truth(const struct vc_model *m, int p, int k)
 struct vc_pipe {
 	struct vc_model *m;
 	uint64_t M, D, C, M2;
-	bool has_sparse, drop_cs, noise;
+	bool has_sparse, drop_cs, noise, loader;
 	uint64_t noise_ev;
+	/* with `loader`: batch k's copy record, made by the loader thread
+	 * after its copies, and its copy stream's clock then */
+	uint64_t crec[VC_BATCHES];
+	uint32_t cv[VC_BATCHES][VC_STREAMS];
 	int p, n, copied, sparsed, fwd, drop_b;
 };
 
@@ -1659,14 +1663,42 @@ static void vp_copy(struct tb *t, struct vc_pipe *x)
 
 	if (x->copied >= x->n)
 		return;
+	if (x->loader)
+		t->tid = TB_LOADER;
 	for (int c = 0; c < 3; c++) {
 		tb_copy(t, M, 1, 4096);
 		b->copy_last = vc_op_on(x->m, M);
 		if (!c)
 			b->copy_ts = t->now;
 	}
+	if (x->loader) {
+		x->crec[x->copied] = tb_event_create(t);
+		tb_record(t, x->crec[x->copied], M);
+		memcpy(x->cv[x->copied], x->m->v[vc_slot(x->m, M)], sizeof(x->cv[0]));
+	}
+	t->tid = TB_MAIN;
 	b->copied = true;
 	x->copied++;
+}
+
+/* stream `to` waits on batch k's copies: with `loader` on the record the
+ * loader made after them (destroyed after the wait), else by a
+ * wait_stream on the copy stream now; `wait` false drops the wait */
+static void vp_wait_copy(struct tb *t, struct vc_pipe *x, uint64_t to, int k, bool wait)
+{
+	int d = vc_slot(x->m, to);
+
+	if (!x->loader) {
+		vc_wait(t, x->m, to, vp_copy_stream(x, k), wait);
+		return;
+	}
+	if (!wait)
+		return;
+	tb_wait(t, to, x->crec[k]);
+	tb_event_destroy(t, x->crec[k]);
+	for (int i = 0; i < VC_STREAMS; i++)
+		if (x->cv[k][i] > x->m->v[d][i])
+			x->m->v[d][i] = x->cv[k][i];
 }
 
 static void vp_sparse(struct tb *t, struct vc_pipe *x)
@@ -1675,7 +1707,7 @@ static void vp_sparse(struct tb *t, struct vc_pipe *x)
 
 	if (!x->has_sparse || x->sparsed >= x->copied)
 		return;
-	vc_wait(t, x->m, x->D, vp_copy_stream(x, x->sparsed), !(x->drop_cs && x->sparsed == x->drop_b));
+	vp_wait_copy(t, x, x->D, x->sparsed, !(x->drop_cs && x->sparsed == x->drop_b));
 	for (int k = 0; k < 2; k++) {
 		tb_kernel(t, x->D, K_INPUT_DIST);
 		b->sparse_last = vc_op_on(x->m, x->D);
@@ -1722,8 +1754,10 @@ static void vp_take_step(struct tb *t, struct vc_pipe *x, bool sparse_next)
 {
 	struct vc_batch *b = &x->m->b[x->p][x->fwd];
 
-	vc_wait(t, x->m, x->C, x->has_sparse ? x->D : vp_copy_stream(x, x->fwd),
-		!(!x->drop_cs && x->fwd == x->drop_b));
+	if (x->has_sparse)
+		vc_wait(t, x->m, x->C, x->D, !(!x->drop_cs && x->fwd == x->drop_b));
+	else
+		vp_wait_copy(t, x, x->C, x->fwd, x->fwd != x->drop_b);
 	if (sparse_next)
 		vp_sparse(t, x);
 	b->fwd_first = vc_op_on(x->m, x->C);
@@ -1813,7 +1847,7 @@ static int vc_wrong(struct tb *t, const struct vc_model *m, const int n[2], cons
  * batch after it (`tdrop`); `cs` says which of a batch's two waits. */
 struct turn_loop {
 	int depth, neval, fill, drop_b, train;
-	bool sparse, null, pre, tdrop, cs, counted, reuse, noise, alt, again;
+	bool sparse, null, pre, tdrop, cs, counted, reuse, noise, alt, again, loader;
 };
 
 static int turn_loop_wrong(const struct turn_loop *l)
@@ -1835,6 +1869,7 @@ static int turn_loop_wrong(const struct turn_loop *l)
 	tr.M2 = l->alt ? tb_stream_create(t, 1) : 0;
 	tr.D = l->sparse ? tb_stream_create(t, 1) : 0;
 	tr.noise = ev.noise = l->noise;
+	tr.loader = ev.loader = l->loader;
 	tr.C = ev.C = l->null ? 0 : tb_stream_create(t, 1);
 	vp_run(t, &tr, l->depth, ntrain);
 	for (int k = 0; l->depth == 1 && l->pre && k < 2; k++) {
@@ -1863,9 +1898,9 @@ static int turn_loop_wrong(const struct turn_loop *l)
 	vp_run(t, &tr, l->depth, n[0]);
 	tb_end(t);
 	snprintf(what, sizeof(what),
-		 "depth %d sparse %d null %d pre %d neval %d fill %d drop %d cs %d tdrop %d counted %d reuse %d noise %d alt %d again %d",
+		 "depth %d sparse %d null %d pre %d neval %d fill %d drop %d cs %d tdrop %d counted %d reuse %d noise %d alt %d again %d loader %d",
 		 l->depth, l->sparse, l->null, l->pre, l->neval, l->fill, l->drop_b, l->cs, l->tdrop,
-		 l->counted, l->reuse, l->noise, l->alt, l->again);
+		 l->counted, l->reuse, l->noise, l->alt, l->again, l->loader);
 	wrong = vc_wrong(t, &m, n, what);
 	tb_free(t);
 	return wrong;
@@ -1881,12 +1916,13 @@ static int turn_loop_wrong(const struct turn_loop *l)
  * batch's two with a data-dist stage) in the turn's first four batches or
  * in training's first after the turn, named and counted, fresh and
  * reused events: 2,512 loops, each audit against the model. */
-static void turn_loops_grid(bool noise, bool alt, bool again, int train)
+static void turn_loops_grid(bool noise, bool alt, bool again, int train, bool loader)
 {
 	int runs = 0, wrong = 0;
 
 	for (int v = 0; v < 2 * 2 * 2 * 2 * 3 * 2 * 3 * 3 * 6 * 2 * 2; v++) {
-		struct turn_loop l = { .noise = noise, .alt = alt, .again = again, .train = train };
+		struct turn_loop l = { .noise = noise, .alt = alt, .again = again, .train = train,
+				       .loader = loader };
 		int r = v;
 
 		l.counted = r % 2;
@@ -1909,8 +1945,8 @@ static void turn_loops_grid(bool noise, bool alt, bool again, int train)
 		runs++;
 		wrong += turn_loop_wrong(&l) != 0;
 	}
-	print_message("turn loops (noise %d, two copy streams %d, a second turn %d, training %d): %d, wrong %d\n",
-		      noise, alt, again, train ? train : 5, runs, wrong);
+	print_message("turn loops (noise %d, two copy streams %d, a second turn %d, training %d, loader %d): %d, wrong %d\n",
+		      noise, alt, again, train ? train : 5, loader, runs, wrong);
 	assert_int_equal(wrong, 0);
 }
 
@@ -1920,7 +1956,7 @@ static void turn_loops_grid(bool noise, bool alt, bool again, int train)
 static void turn_loops_by_clocks(void **state)
 {
 	(void)state;
-	turn_loops_grid(false, false, false, 0);
+	turn_loops_grid(false, false, false, 0, false);
 }
 
 /* The same loops with what PyTorch adds to each step (an allocator event
@@ -1934,7 +1970,7 @@ static void turn_loops_by_clocks(void **state)
 static void turn_loops_by_clocks_noisy(void **state)
 {
 	(void)state;
-	turn_loops_grid(true, false, true, 0);
+	turn_loops_grid(true, false, true, 0, false);
 }
 
 /* The same loops with training's batches copied on two copy streams in
@@ -1942,7 +1978,7 @@ static void turn_loops_by_clocks_noisy(void **state)
 static void turn_loops_by_clocks_two_copy_streams(void **state)
 {
 	(void)state;
-	turn_loops_grid(false, true, false, 0);
+	turn_loops_grid(false, true, false, 0, false);
 }
 
 /* Everything at once: two copy streams in turn, PyTorch's noise and a
@@ -1955,7 +1991,16 @@ static void turn_loops_by_clocks_two_copy_streams(void **state)
 static void turn_loops_by_clocks_long_training(void **state)
 {
 	(void)state;
-	turn_loops_grid(true, true, true, 17);
+	turn_loops_grid(true, true, true, 17, false);
+}
+
+/* The same loops, noisy, with a second turn, every batch's copies made by
+ * a loader thread, which records an event after them; the main thread
+ * waits on that record (a dropped wait leaves the record). */
+static void turn_loops_by_clocks_loader(void **state)
+{
+	(void)state;
+	turn_loops_grid(true, false, true, 0, true);
 }
 
 /* After a short training run: an evaluation of n batches at depth 1 on
@@ -4064,6 +4109,7 @@ int main(void)
 		cmocka_unit_test(turn_loops_by_clocks_noisy),
 		cmocka_unit_test(turn_loops_by_clocks_two_copy_streams),
 		cmocka_unit_test(turn_loops_by_clocks_long_training),
+		cmocka_unit_test(turn_loops_by_clocks_loader),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
