@@ -628,7 +628,7 @@ static void test_guess_taken_again(void **state)
  * the data-dist stream's wait for the next: the next input_dist came
  * right after the one before with no record between, and only the main
  * thread's take of an older batch between them showed a new step
- * (took_since). Before, every later stage was charged a batch early and
+ * (stepped_since). Before, every later stage was charged a batch early and
  * healthy batches were accused sparse->forward (138246), or a dropped
  * take was missed (478734). Both modes. */
 static const uint64_t loader_step[] = { 138246, 478734 };
@@ -656,6 +656,20 @@ static void test_split_fill_record(void **state)
 	seeds_agree(split_fill_record, 2, true);
 }
 
+/* The same with the next input_dist after the all-to-all's end event
+ * (574676), or at depth 3 in TorchRec's order with only compute's forward
+ * of the batch before between the two stages (512193, a healthy batch
+ * accused sparse->forward): the launching thread's work on compute since
+ * the stream's last work marks the step (stepped_since). Both modes. */
+static const uint64_t step_on_compute[] = { 574676, 512193 };
+
+static void test_step_on_compute(void **state)
+{
+	(void)state;
+	seeds_agree(step_on_compute, 2, false);
+	seeds_agree(step_on_compute, 2, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -678,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_guess_taken_again),
 		cmocka_unit_test(test_loader_step),
 		cmocka_unit_test(test_split_fill_record),
+		cmocka_unit_test(test_step_on_compute),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

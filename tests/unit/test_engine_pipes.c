@@ -1648,6 +1648,8 @@ struct vc_pipe {
 	uint64_t crec[VC_BATCHES];
 	uint32_t cv[VC_BATCHES][VC_STREAMS];
 	int p, n, copied, sparsed, fwd, drop_b;
+	int drop_b2; /* a second dropped wait (0: none), drop_cs2 which */
+	bool drop_cs2;
 };
 
 /* batch k's copy stream: with M2, batches alternate between M and M2 */
@@ -1707,7 +1709,9 @@ static void vp_sparse(struct tb *t, struct vc_pipe *x)
 
 	if (!x->has_sparse || x->sparsed >= x->copied)
 		return;
-	vp_wait_copy(t, x, x->D, x->sparsed, !(x->drop_cs && x->sparsed == x->drop_b));
+	vp_wait_copy(t, x, x->D, x->sparsed,
+		     !(x->drop_cs && x->sparsed == x->drop_b) &&
+			     !(x->drop_b2 && x->drop_cs2 && x->sparsed == x->drop_b2));
 	for (int k = 0; k < 2; k++) {
 		tb_kernel(t, x->D, K_INPUT_DIST);
 		b->sparse_last = vc_op_on(x->m, x->D);
@@ -1754,10 +1758,13 @@ static void vp_take_step(struct tb *t, struct vc_pipe *x, bool sparse_next)
 {
 	struct vc_batch *b = &x->m->b[x->p][x->fwd];
 
+	bool keep = !(!x->drop_cs && x->fwd == x->drop_b) &&
+		    !(x->drop_b2 && !x->drop_cs2 && x->fwd == x->drop_b2);
+
 	if (x->has_sparse)
-		vc_wait(t, x->m, x->C, x->D, !(!x->drop_cs && x->fwd == x->drop_b));
+		vc_wait(t, x->m, x->C, x->D, keep);
 	else
-		vp_wait_copy(t, x, x->C, x->fwd, x->fwd != x->drop_b);
+		vp_wait_copy(t, x, x->C, x->fwd, keep);
 	if (sparse_next)
 		vp_sparse(t, x);
 	b->fwd_first = vc_op_on(x->m, x->C);
@@ -1992,6 +1999,81 @@ static void turn_loops_by_clocks_long_training(void **state)
 {
 	(void)state;
 	turn_loops_grid(true, true, true, 17, false);
+}
+
+/* A training loop of 14 batches judged by the clock model, with two
+ * waits dropped: compute's take of batch 8 and the data-dist wait of
+ * batch 8 + gap (kind 0), the data-dist wait and the take of batch 8
+ * (kind 1), the takes of 8 and 8 + gap (kind 2), or the data-dist waits
+ * of both (kind 3). Depth 1 to 3 (TorchRec's order beyond 1), with a
+ * data-dist stage where a wait of it is dropped and also without for
+ * kind 2, compute created or the null stream, copies and their records
+ * by a loader thread or not, PyTorch's noise or not, named and counted,
+ * fresh and reused events. The number of wrong audits. */
+static int two_drops_wrong(int v, bool *ran)
+{
+	struct vc_model m = { .n = 0 };
+	struct tb *t;
+	int n[2] = { 14, 0 }, r = v, depth, kind, gap, wrong;
+	bool sparse, acs, bcs;
+	struct vc_pipe x = { .m = &m, .p = 0, .n = 14 };
+	char what[160];
+
+	depth = 1 + r % 3;
+	sparse = (r /= 3) % 2;
+	x.C = (r /= 2) % 2; /* 1: created below, 0: the null stream */
+	x.loader = (r /= 2) % 2;
+	x.noise = (r /= 2) % 2;
+	kind = (r /= 2) % 4;
+	gap = 1 + (r /= 4) % 3;
+	r /= 3;
+	acs = kind == 1 || kind == 3;
+	bcs = kind == 0 || kind == 3;
+	*ran = !((acs || bcs) && !sparse) && !(kind == 1 && gap > 1);
+	if (!*ran)
+		return 0;
+	t = tb_new(NULL);
+	t->counted = r % 2;
+	t->reuse_events = (r / 2) % 2;
+	x.has_sparse = sparse;
+	x.M = tb_stream_create(t, 1);
+	x.D = sparse ? tb_stream_create(t, 1) : 0;
+	x.C = x.C ? tb_stream_create(t, 1) : 0;
+	x.drop_b = 8;
+	x.drop_cs = acs;
+	x.drop_b2 = kind == 1 ? 8 : 8 + gap;
+	x.drop_cs2 = bcs;
+	vp_run(t, &x, depth, 14);
+	tb_end(t);
+	snprintf(what, sizeof(what),
+		 "depth %d sparse %d null %d loader %d noise %d kind %d gap %d counted %d reuse %d",
+		 depth, sparse, !x.C, x.loader, x.noise, kind, gap, t->counted, t->reuse_events);
+	wrong = vc_wrong(t, &m, n, what);
+	tb_free(t);
+	return wrong;
+}
+
+/* Every two_drops_wrong loop: 1,248, each audit against the model. With
+ * compute's take of k - 1 dropped with its record (a fresh event) and the
+ * data-dist wait of k, at depth 3 in TorchRec's order, input_dist(k) came
+ * right after the stage of k - 1 with only compute's forward of k - 2 and
+ * a loader's copy between, or after the all-to-all's end event of k - 1
+ * (12 loops wrong before: every later stage charged a batch early and
+ * healthy batches accused sparse->forward). */
+static void train_loops_two_drops_by_clocks(void **state)
+{
+	int runs = 0, wrong = 0;
+
+	(void)state;
+	for (int v = 0; v < 3 * 2 * 2 * 2 * 2 * 4 * 3 * 2 * 2; v++) {
+		bool ran;
+		int w = two_drops_wrong(v, &ran);
+
+		runs += ran;
+		wrong += w != 0;
+	}
+	print_message("training loops with two waits dropped: %d, wrong %d\n", runs, wrong);
+	assert_int_equal(wrong, 0);
 }
 
 /* The same loops, noisy, with a second turn, every batch's copies made by
@@ -4110,6 +4192,7 @@ int main(void)
 		cmocka_unit_test(turn_loops_by_clocks_two_copy_streams),
 		cmocka_unit_test(turn_loops_by_clocks_long_training),
 		cmocka_unit_test(turn_loops_by_clocks_loader),
+		cmocka_unit_test(train_loops_two_drops_by_clocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

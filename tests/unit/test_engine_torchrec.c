@@ -1012,7 +1012,7 @@ static struct tb *loader_step_loop(int n, int ahead, bool null_compute, int drop
  * (k - 1 sparse->forward), or both. With both, D's input_dist of k comes
  * right after its input_dist of k - 1 with no record between, and the only
  * sign of a new batch is the main thread's take of k - 2 between them, a
- * step of the loop begun (took_since); the loader's copy between them is
+ * step of the loop begun (stepped_since); the loader's copy between them is
  * no sign, another thread's. Before, k's stage stayed k - 1's, every
  * later stage was charged a batch early: k named sparse->forward, and
  * healthy later batches accused (random program 138246). */
@@ -2052,10 +2052,10 @@ static void retake_after_restart_loop(void **state)
  * k = N-2 with D's record after input_dist(k), the last one with D's wait
  * on its copy. input_dist(N-1) follows input_dist(k) with no record
  * between; the main thread's take of k-1 came between them, so it is the
- * last batch's, begun without its edge (took_since; before, it was
+ * last batch's, begun without its edge (stepped_since; before, it was
  * charged to k). forward(k) begins again in k-1's window (a restart
  * charged to k), forward(N-1) in k's, with no take: the last batch is
- * copy->sparse and sparse->forward. Before took_since, that restart
+ * copy->sparse and sparse->forward. Before stepped_since, that restart
  * after the last batch's copies, which no data-dist wait ordered, made
  * it copy->sparse alone (restarted_unstaged), and before that the last
  * batch was skipped target_exited

@@ -409,13 +409,14 @@ static bool recorded_since(const struct nl_proc *p, const struct nl_stream *s, u
 }
 
 /* The thread of call c made compute take a batch of s's pipeline since ts
- * (a wait on a record of one of its producer streams): the loop's next
- * step began. A loop issues one sparse stage and one take per step, in
- * either order, so the same kernel launched again on s after such a take
- * is the next batch's stage, wherever the copies came from (a loader
- * thread's copy is no sign: it may come inside one batch's stage). */
-static bool took_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
-		       const struct nl_call *c)
+ * (a wait on a record of one of its producer streams), or launched work
+ * on compute: the loop's next step began. A loop issues one sparse stage
+ * and one take per step, in either order, and its forward between them,
+ * so the same kernel launched again on s after either is the next
+ * batch's stage, wherever the copies came from (a loader thread's copy
+ * is no sign: it may come inside one batch's stage). */
+static bool stepped_since(const struct nl_proc *p, const struct nl_stream *s, uint64_t ts,
+			  const struct nl_call *c)
 {
 	const struct nl_stream *x;
 
@@ -424,11 +425,13 @@ static bool took_since(const struct nl_proc *p, const struct nl_stream *s, uint6
 	x = &p->s[p->compute_slot];
 	for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 		const struct nl_ring_op *r = &x->ring[k % NL_RING];
+		const struct nl_stream *f = r->ev_slot >= 0 ? &p->s[r->ev_slot] : NULL;
 
-		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->tid == c->tid &&
-		    r->ts > ts && r->ts < c->ts_ns && r->ev_slot >= 0 &&
-		    p->s[r->ev_slot].pipe == s->pipe &&
-		    (p->s[r->ev_slot].role == NL_ROLE_SPARSE || p->s[r->ev_slot].role == NL_ROLE_COPY))
+		if (r->tid != c->tid || r->ts <= ts || r->ts >= c->ts_ns)
+			continue;
+		if (r->work || (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && f &&
+				f->pipe == s->pipe &&
+				(f->role == NL_ROLE_SPARSE || f->role == NL_ROLE_COPY)))
 			return true;
 	}
 	return false;
@@ -558,12 +561,13 @@ bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stre
  * copy stream since that work (a prefetching loop's next step began: its
  * input_dist runs on, and one batch's repeated launches of one kernel
  * have no copy between them), or made compute take a batch of the
- * pipeline since (took_since: the loop's next step began; a loader
- * thread's copy is no sign. Before, a loader's loop that dropped a take
- * with its record and D's next wait on the copy stream kept the next
- * stage on the batch before, and every later stage was charged a batch
- * early: healthy batches accused sparse->forward, random program
- * 138246). So is such a launch after the record when
+ * pipeline or launched work on compute since the stream's last work, its
+ * ops after that no wait (stepped_since: the loop's next step
+ * began; a loader thread's copy is no sign. Before, a loader's loop that
+ * dropped a take with its record and D's next wait on the copy stream
+ * kept the next stage on the batch before, and every later stage was
+ * charged a batch early: healthy batches accused sparse->forward, random
+ * programs 138246, 574676, 512193). So is such a launch after the record when
  * the next batch's copy, by any thread, came since the stream's
  * last work (before the record or after it) and its segment is still
  * open (its record dropped with D's wait on it), unless that
@@ -605,10 +609,35 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		return;
 	}
 	if (again && last->work && last->token == s->token && last->tid == c->tid &&
-	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c) ||
-	     took_since(p, s, last->ts, c))) {
+	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c))) {
 		take_next_stage(p, s, true);
 		return;
+	}
+	/* or the same thread made compute take a batch, or launched work on
+	 * compute, since the stream's last work (its ops after it records,
+	 * an all-to-all's end event, no wait): at depth 3 in TorchRec's order
+	 * forward(k - 2) comes between the stages of k - 1 and k, and where
+	 * compute's take of k - 1 was dropped with its record and the
+	 * stream's wait for k too, it is the only sign of the step
+	 * (train_loops_two_drops_by_clocks) */
+	if (again) {
+		const struct nl_ring_op *lw = NULL;
+
+		for (uint32_t k = s->nring; k > nl_ring_start(s); k--) {
+			const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT)
+				break;
+			if (r->work) {
+				lw = r;
+				break;
+			}
+		}
+		if (lw && lw->token == s->token && lw->tid == c->tid &&
+		    stepped_since(p, s, lw->ts, c)) {
+			take_next_stage(p, s, true);
+			return;
+		}
 	}
 	/* with records between too, not the hand-off to the collective
 	 * stream: a record compute's take, dropped, was for (random program
