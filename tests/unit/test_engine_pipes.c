@@ -1642,6 +1642,8 @@ struct vc_pipe {
 	struct vc_model *m;
 	uint64_t M, D, C, M2;
 	bool has_sparse, drop_cs, noise, loader;
+	/* at depth 1: batch i + 1 copied and staged after forward(i) */
+	bool fwd_first;
 	uint64_t noise_ev;
 	/* with `loader`: batch k's copy record, made by the loader thread
 	 * after its copies, and its copy stream's clock then */
@@ -1783,6 +1785,18 @@ static void vp_take_step(struct tb *t, struct vc_pipe *x, bool sparse_next)
  * takes i, stages i + 1, runs forward and copies i + d */
 static void vp_run(struct tb *t, struct vc_pipe *x, int depth, int upto)
 {
+	if (depth == 1 && x->fwd_first) {
+		if (x->copied <= x->fwd) {
+			vp_copy(t, x);
+			vp_sparse(t, x);
+		}
+		while (x->fwd < upto) {
+			vp_take_step(t, x, false);
+			vp_copy(t, x);
+			vp_sparse(t, x);
+		}
+		return;
+	}
 	if (depth == 1) {
 		while (x->fwd < upto) {
 			if (x->copied <= x->fwd)
@@ -2005,7 +2019,8 @@ static void turn_loops_by_clocks_long_training(void **state)
  * waits dropped: compute's take of batch a and the data-dist wait of
  * batch a + gap (kind 0), the data-dist wait and the take of batch a
  * (kind 1), the takes of a and a + gap (kind 2), or the data-dist waits
- * of both (kind 3). Depth 1 to 3 (TorchRec's order beyond 1), with a
+ * of both (kind 3). Depth 1 to 3 (TorchRec's order beyond 1; at depth 1
+ * also forward(i) enqueued before copy(i + 1) and its stage), with a
  * data-dist stage where a wait of it is dropped and also without for
  * kind 2, compute created or the null stream, copies and their records
  * by a loader thread or not, PyTorch's noise or not, named and counted,
@@ -2019,8 +2034,9 @@ static int two_drops_wrong(int v, int a, bool *ran)
 	struct vc_pipe x = { .m = &m, .p = 0, .n = 14 };
 	char what[160];
 
-	depth = 1 + r % 3;
-	sparse = (r /= 3) % 2;
+	depth = r % 4 ? r % 4 : 1; /* 0: depth 1, forward(i) first */
+	x.fwd_first = !(r % 4);
+	sparse = (r /= 4) % 2;
 	x.C = (r /= 2) % 2; /* 1: created below, 0: the null stream */
 	x.loader = (r /= 2) % 2;
 	x.noise = (r /= 2) % 2;
@@ -2046,15 +2062,16 @@ static int two_drops_wrong(int v, int a, bool *ran)
 	vp_run(t, &x, depth, 14);
 	tb_end(t);
 	snprintf(what, sizeof(what),
-		 "first %d depth %d sparse %d null %d loader %d noise %d kind %d gap %d counted %d reuse %d",
-		 a, depth, sparse, !x.C, x.loader, x.noise, kind, gap, t->counted, t->reuse_events);
+		 "first %d depth %d fwd_first %d sparse %d null %d loader %d noise %d kind %d gap %d counted %d reuse %d",
+		 a, depth, x.fwd_first, sparse, !x.C, x.loader, x.noise, kind, gap, t->counted,
+		 t->reuse_events);
 	wrong = vc_wrong(t, &m, n, what);
 	tb_free(t);
 	return wrong;
 }
 
 /* Every two_drops_wrong loop, the first drop at batch 2 (right after a
- * depth-3 fill) and at 8: 2,496, each audit against the model. With
+ * depth-3 fill) and at 8: 3,328, each audit against the model. With
  * compute's take of k - 1 dropped with its record (a fresh event) and the
  * data-dist wait of k, at depth 3 in TorchRec's order, input_dist(k) came
  * right after the stage of k - 1 with only compute's forward of k - 2 and
@@ -2070,7 +2087,7 @@ static void train_loops_two_drops_by_clocks(void **state)
 
 	(void)state;
 	for (int a = 2; a <= 8; a += 6)
-		for (int v = 0; v < 3 * 2 * 2 * 2 * 2 * 4 * 3 * 2 * 2; v++) {
+		for (int v = 0; v < 4 * 2 * 2 * 2 * 2 * 4 * 3 * 2 * 2; v++) {
 			bool ran;
 			int w = two_drops_wrong(v, a, &ran);
 
