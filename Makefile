@@ -120,7 +120,9 @@ FUZZ_AUDIT_FIRST ?= 1
 FUZZ_AUDIT_OUT ?= $(B)/audit/found
 # --- valgrind: the core unit tests again, without ASan (it and valgrind exclude
 # each other); not test_sim*, see docs/fuzzing.md; not test_audit_random, whose
-# sample of random programs takes valgrind minutes (ASan runs it in make test)
+# sample of random programs takes valgrind minutes (ASan runs it in make test);
+# the clock-judged loop grids of test_engine_pipes run every fourth loop there
+# (tests/valgrind/run.sh sets NL_VALGRIND)
 VG_CFLAGS    ?= -O1 -g
 CORE_VG_OBJS := $(patsubst user/%.c,$(B)/vg/user/%.o,$(CORE_SRCS))
 VG_LIB       := $(B)/vg/libnanlog-core-vg.a
