@@ -811,29 +811,11 @@ static void compute_wait_superseded_before_work(void **state)
  * input_dist after compute took batch k-3 is batch k's (the oldest batch
  * it has no op of), not k-2's, which reached it two steps before: one
  * untrusted batch, copy->sparse on k. Fresh and reused events. */
+static struct tb *depth3_drops(int n, int drop, int drop_end, int drop_x, bool reuse);
+
 static struct tb *depth3_loop(int n, int drop, bool reuse)
 {
-	struct four q;
-	struct tb *t = four_streams(&q, n, reuse);
-	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
-
-	for (int k = 0; k < n + 3; k++) {
-		if (k >= 3) { /* step k - 3 */
-			int i = k - 3;
-
-			tb_wait(t, D, done[i]);
-			tb_kernel(t, D, K_DIST_INIT);
-			tb_wait_stream(t, C, D);
-			tb_kernel(t, C, K_LOOKUP);
-			tb_kernel(t, C, K_GEMM);
-		}
-		if (k < n)
-			copy_and_dist(t, M, D, X, done[k], k != drop);
-		if (k >= 3)
-			tb_kernel(t, C, K_TRITON);
-	}
-	tb_end(t);
-	return t;
+	return depth3_drops(n, drop, -1, -1, reuse);
 }
 
 /* loop(n, -1, reuse) clean, then loop(n, k, reuse) for every k from
@@ -950,6 +932,70 @@ static void collective_left_behind(void **state)
 			struct tb *t = late_take_drops(8, -1, k, k - 1, reuse);
 
 			expect_two(t, 8, k - 1, EDGE(SPARSE_FORWARD), k, EDGE(COPY_SPARSE), reuse);
+			tb_free(t);
+		}
+}
+
+/* depth3_loop with D's wait on the all-to-all's end of batch a dropped
+ * (a fresh event: with its record) and the collective stream's wait on D
+ * for batch a + 1 dropped too. D went on from a (input_dist, handed to
+ * X) to take back a - 3, a - 2 and a - 1 from X before their dist_init,
+ * and to a + 1 from the copy stream, never taking a back; X, still
+ * carrying a, runs a + 1's all-to-all with no wait on D. That all-to-all
+ * is a + 1's, begun without its edge (copy->sparse), and a's is not
+ * ordered before its forward (sparse->forward): the batch D went on from
+ * need not be the one it took back last (collective_left, for every
+ * batch between). Before, only the one D held when it waited on the copy
+ * stream was looked at: a + 1's all-to-all stayed a's, and the wait of D
+ * on it later gave a back, its take then covering both: a was trusted and
+ * the run's evidence valid (random programs 60448, 130067, 388364). */
+static struct tb *depth3_end_drops(int n, int a, bool reuse)
+{
+	return depth3_drops(n, -1, a, a + 1, reuse);
+}
+
+/* depth3_loop's steps, with D's wait on the copy of batch `drop`, its
+ * wait on the all-to-all's end of `drop_end`, and the collective stream's
+ * wait on D for `drop_x` dropped (-1: none) */
+static struct tb *depth3_drops(int n, int drop, int drop_end, int drop_x, bool reuse)
+{
+	struct four q;
+	struct tb *t = four_streams(&q, n, reuse);
+	uint64_t M = q.M, D = q.D, X = q.X, C = q.C, *done = q.done;
+
+	for (int k = 0; k < n + 3; k++) {
+		if (k >= 3) { /* step k - 3 */
+			int i = k - 3;
+
+			if (i != drop_end)
+				tb_wait(t, D, done[i]);
+			tb_kernel(t, D, K_DIST_INIT);
+			tb_wait_stream(t, C, D);
+			tb_kernel(t, C, K_LOOKUP);
+			tb_kernel(t, C, K_GEMM);
+		}
+		if (k < n) { /* copy_and_dist, its two waits droppable */
+			tb_copy(t, M, 1, 4096);
+			tb_wait_stream_or_drop(t, D, M, k != drop);
+			tb_kernel(t, D, K_INPUT_DIST);
+			tb_wait_stream_or_drop(t, X, D, k != drop_x);
+			tb_alltoall(t, X, done[k]);
+		}
+		if (k >= 3)
+			tb_kernel(t, C, K_TRITON);
+	}
+	tb_end(t);
+	return t;
+}
+
+static void depth3_collective_left_behind(void **state)
+{
+	(void)state;
+	for (int reuse = 0; reuse < 2; reuse++)
+		for (int a = 1; a < 6; a++) {
+			struct tb *t = depth3_end_drops(8, a, reuse);
+
+			expect_two(t, 8, a, EDGE(SPARSE_FORWARD), a + 1, EDGE(COPY_SPARSE), reuse * 10 + a);
 			tb_free(t);
 		}
 }
@@ -4205,6 +4251,7 @@ int main(void)
 		cmocka_unit_test(first_collective_without_edge),
 		cmocka_unit_test(handoff_reaches_collective_stream),
 		cmocka_unit_test(collective_left_behind),
+		cmocka_unit_test(depth3_collective_left_behind),
 		cmocka_unit_test(loader_take_between_stages),
 		cmocka_unit_test(allocator_record_between_input_dists),
 		cmocka_unit_test(loader_between_input_dists),
