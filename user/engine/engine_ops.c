@@ -2003,24 +2003,23 @@ static void hand_within(struct nl_stream *x, int64_t tok)
  * worked on it already, has done T's part. Its work before its next wait
  * is the next copied batch's, as after a take (the hand-off rule inside
  * the sparse stage): an all-to-all of the next batch begun without its
- * wait on d is that batch's, not a late op of T. The caller asks for
- * every batch from the one d held to the one it went on to: at depth 3 d
+ * wait on d is that batch's, not a late op of T. T is any batch from the
+ * one d held before (`from`) up to the one it went on to: at depth 3 d
  * handed T to the collective stream, then took older batches back before
  * their dist_init, and went on from one of those
  * (depth3_collective_left_behind). */
-static void collective_left(struct nl_proc *p, const struct nl_stream *d, int64_t tok)
+static void collective_left(struct nl_proc *p, const struct nl_stream *d, int64_t from)
 {
-	const struct nl_batch *b = nl_batch_of(p, tok);
-
-	if (!b)
-		return;
 	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *x = &p->s[i];
+		const struct nl_batch *b;
 
 		if (x == d || !x->used || x->role != NL_ROLE_SPARSE || x->pipe != d->pipe ||
-		    x->fed_by_copy || x->token != tok || x->handed || !nl_worked_stream(b, (int)i))
+		    x->fed_by_copy || x->token < from || x->token >= d->token || x->handed)
 			continue;
-		hand_within(x, tok);
+		b = nl_batch_of(p, x->token);
+		if (b && nl_worked_stream(b, (int)i))
+			hand_within(x, x->token);
 	}
 }
 
@@ -2416,8 +2415,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		if (s->role == NL_ROLE_SPARSE && s->fed_by_copy && from && from->role == NL_ROLE_COPY &&
 		    before != NL_NO_TOKEN && s->token > before &&
 		    nl_tok_pipe(s->token) == nl_tok_pipe(before))
-			for (int64_t t = before; t < s->token; t++)
-				collective_left(p, s, t);
+			collective_left(p, s, before);
 	}
 	/* fed again, whatever it brought: no work held, no hand-in */
 	s->hold_clock = 0;
