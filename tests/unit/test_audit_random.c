@@ -686,6 +686,21 @@ static void test_collective_left_depth3(void **state)
 	seeds_agree(collective_left_depth3, 2, true);
 }
 
+/* Two data-dist waits dropped in a row (the first with its record), the
+ * copies made by a loader thread: the first batch's stage came inside
+ * the segment of the batch before, after the loader's copy, and the next
+ * stage after the copy of the batch after. Before, every later stage was
+ * charged a batch early, a fault missed and the last batch skipped
+ * (534554, 384314, 492238). Both modes. */
+static const uint64_t stage_behind[] = { 534554, 384314, 492238 };
+
+static void test_stage_behind(void **state)
+{
+	(void)state;
+	seeds_agree(stage_behind, 3, false);
+	seeds_agree(stage_behind, 3, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -710,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_split_fill_record),
 		cmocka_unit_test(test_step_on_compute),
 		cmocka_unit_test(test_collective_left_depth3),
+		cmocka_unit_test(test_stage_behind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,9 @@ void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upt
 }
 
 static void take_token(struct nl_proc *p, struct nl_stream *s, int64_t next);
+static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+			 const struct nl_call *c);
+static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied);
 
 /* Another sparse stream of s's pipeline worked on batch tok, or recorded
  * an event carrying it, after ts (as far as its ring remembers). */
@@ -271,11 +274,19 @@ void nl_hand_over_all(struct nl_proc *p, int64_t tok)
  * newer batch was copied it is the oldest newer one's that the stream has
  * no op of (next_batch), taken without the edge that
  * should have brought it (judged copy->sparse); otherwise it stays T's (a
- * late op). The newer batch's copy segment ends here: its consumer began. */
-void nl_take_over(struct nl_proc *p, struct nl_stream *s)
+ * late op). The newer batch's copy segment ends here: its consumer began.
+ * Where T's segment held the next batch's stage already (a launch
+ * `again`, stage_behind), the work is the one after's. */
+void nl_take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, bool again,
+		  const struct nl_call *c)
 {
-	int64_t next = next_batch(p, s, s->handed_tok);
+	int64_t next;
 
+	if (again && s->token == s->handed_tok && stage_behind(e, p, s, c)) {
+		take_next_stage(p, s, true);
+		return;
+	}
+	next = next_batch(p, s, s->handed_tok);
 	if (s->token != s->handed_tok || !nl_batch_of(p, next))
 		return;
 	take_token(p, s, next);
@@ -504,6 +515,92 @@ void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_ev
 	s->hold_clock = 0;
 }
 
+/* The last copy work op of batch b (0: none). */
+static uint64_t copy_work_end(const struct nl_batch *b)
+{
+	uint64_t ts = 0;
+
+	for (int i = 0; i < b->nbs; i++)
+		if (b->bs[i].stage == NL_STAGE_COPY && b->bs[i].has_work &&
+		    b->bs[i].last_work.ts > ts)
+			ts = b->bs[i].last_work.ts;
+	return ts;
+}
+
+/* Sparse stream s, holding batch T, begins a stage (launch c, the
+ * kernel T's stage began with, again) after a copy of a batch newer than
+ * the next one, n: n's stage began inside T's segment already. It began
+ * at the first launch again by c's thread after n's last copy, where T's
+ * stage began before that copy; those ops are n's (its wait on the copy
+ * stream dropped with its record, judged copy->sparse where n's copy is
+ * not ordered before them), and the stage begun now is the one after.
+ * Before, they stayed T's, the stage begun now was charged to n and every
+ * later one a batch early: n's successor's copy->sparse missed and the
+ * run's last batch skipped (random programs 534554, 384314: the loader
+ * thread's copy of n between the two stages is no sign by itself, it
+ * may come inside one stage; the next stage, after the copy of the batch
+ * after n, is). Not where a wait or a join came since that launch, nor
+ * with n's copy segment still open. */
+static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+			 const struct nl_call *c)
+{
+	int slot = (int)(s - p->s);
+	int64_t t = s->token, next = next_batch(p, s, t);
+	struct nl_batch *bt = nl_batch_of(p, t), *n = nl_batch_of(p, next);
+	const struct nl_ring_op *l = NULL, *f = NULL;
+	uint64_t end, moved = 0;
+	bool adopted, newer = false;
+
+	if (!bt || !n || bt->closed || n->closed || !n->copy_closed ||
+	    n->st[NL_STAGE_SPARSE].work || !(end = copy_work_end(n)))
+		return false;
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (l && nl_api_info[r->api].kind == NL_K_STREAM_WAIT)
+			return false;
+		if (r->token == t && r->work && !f)
+			f = r;
+		if (!l && r->token == t && r->work && r->again && r->tid == c->tid && r->ts > end)
+			l = r;
+	}
+	if (!l || !f || f->ts > end || s->last_join_ts >= l->ts)
+		return false;
+	for (uint32_t i = 0; i < p->w && !newer; i++) {
+		const struct nl_stream *m = &p->s[i];
+
+		if (!m->used || m->role != NL_ROLE_COPY || m->pipe != s->pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
+			const struct nl_ring_op *r = &m->ring[k % NL_RING];
+
+			if (r->work && r->token > next && nl_tok_pipe(r->token) == nl_tok_pipe(next) &&
+			    r->ts > l->ts) {
+				newer = true;
+				break;
+			}
+		}
+	}
+	if (!newer)
+		return false;
+	adopted = s->adopted;
+	s->adopted = !nl_copy_covered(n, s);
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->token != t || r->clock < l->clock)
+			continue;
+		nl_account_ring(e, p, slot, r, next);
+		moved++;
+	}
+	s->adopted = adopted;
+	nl_batch_cut(p, bt, slot, l->clock - 1, moved);
+	nl_retoken_events(p, slot, l->clock - 1, UINT32_MAX, t, next, true);
+	take_token(p, s, next);
+	s->hold_clock = 0;
+	return true;
+}
+
 /* Sparse stream s begins the next batch after the one it holds, begun
  * without its edge: the oldest newer one it has no op of (next_batch),
  * still open, not yet begun on a sparse stream, and copied (`copied`) or
@@ -516,6 +613,15 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
 	if (n && !n->closed && (!copied || n->st[NL_STAGE_COPY].work) &&
 	    !n->st[NL_STAGE_SPARSE].work)
 		take_token(p, s, next);
+}
+
+/* take_next_stage at a stage begun again by launch c, once the batch
+ * after the one s holds has its part of the segment (stage_behind) */
+static void advance_stage(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+			  const struct nl_call *c, bool copied)
+{
+	stage_behind(e, p, s, c);
+	take_next_stage(p, s, copied);
 }
 
 /* Sparse stream s begins its batch's stage again (sparse_again) right
@@ -576,7 +682,8 @@ bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stre
  * twice around a freed block's record_stream. Also on a sparse stream that
  * never waited, for the first of those and for a launch again right after
  * its record the collective stream waited on. */
-void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c)
+void nl_take_at_record(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, bool again,
+		       const struct nl_call *c)
 {
 	const struct nl_ring_op *last;
 	const struct nl_batch *n;
@@ -595,7 +702,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	if (!s->fed_by_copy) {
 		if (again && last->work && last->token == s->token && last->tid == c->tid &&
 		    copied_since(p, s, last->ts, c))
-			take_next_stage(p, s, true);
+			advance_stage(e, p, s, c, true);
 		/* or right after its record the collective stream waited
 		 * on (its hand-off of the batch, below): before, a stream
 		 * that never waited kept its first batch for the next
@@ -605,21 +712,21 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 		 * ordered) */
 		else if (again && s->rec_fed && nl_api_info[last->api].kind == NL_K_EVENT_RECORD &&
 			 last->token == s->token)
-			take_next_stage(p, s, true);
+			advance_stage(e, p, s, c, true);
 		return;
 	}
-	if (again && last->work && last->token == s->token && last->tid == c->tid &&
-	    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c))) {
-		take_next_stage(p, s, true);
-		return;
-	}
-	/* or the same thread made compute take a batch, or launched work on
-	 * compute, since the stream's last work (its ops after it records,
-	 * an all-to-all's end event, no wait): at depth 3 in TorchRec's order
-	 * forward(k - 2) comes between the stages of k - 1 and k, and where
-	 * compute's take of k - 1 was dropped with its record and the
-	 * stream's wait for k too, it is the only sign of the step
-	 * (train_loops_two_drops_by_clocks) */
+	/* the same thread copied, or recorded on the copy stream, since the
+	 * stream's last work (its ops after that records, such as an
+	 * all-to-all's end event, and no wait): the loop's next step began.
+	 * Before, only right after work did: where the stage ended with an
+	 * all-to-all whose end event only the watchdog queries, the next
+	 * batch's stage, its wait on the copy stream dropped, stayed on the
+	 * batch before (train_loops_stages_ahead_by_clocks). Or the same
+	 * thread made compute take a batch, or launched work on compute,
+	 * since then: at depth 3 in TorchRec's order forward(k - 2) comes
+	 * between the stages of k - 1 and k, and where compute's take of
+	 * k - 1 was dropped with its record and the stream's wait for k too,
+	 * it is the only sign of the step (train_loops_two_drops_by_clocks) */
 	if (again) {
 		const struct nl_ring_op *lw = NULL;
 
@@ -634,8 +741,10 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 			}
 		}
 		if (lw && lw->token == s->token && lw->tid == c->tid &&
-		    stepped_since(p, s, lw->ts, c)) {
-			take_next_stage(p, s, true);
+		    (((lw == last || !noise_records_last(p, s)) &&
+		      (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c))) ||
+		     stepped_since(p, s, lw->ts, c))) {
+			advance_stage(e, p, s, c, true);
 			return;
 		}
 	}
@@ -645,7 +754,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * on the batch before, whose dropped take was then missed) */
 	if (again && (nl_api_info[last->api].kind != NL_K_EVENT_RECORD || !s->rec_fed) &&
 	    went_on_after_end(p, s)) {
-		take_next_stage(p, s, false);
+		advance_stage(e, p, s, c, false);
 		return;
 	}
 	/* right after a record another sparse stream waited on (the hand-off
@@ -656,7 +765,7 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	 * copy segment closed or not (the dropped record would have closed it) */
 	if (again && s->rec_fed && nl_api_info[last->api].kind == NL_K_EVENT_RECORD &&
 	    last->token == s->token) {
-		take_next_stage(p, s, true);
+		advance_stage(e, p, s, c, true);
 		return;
 	}
 	if (s->rec_fed)
@@ -705,7 +814,10 @@ void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const
 	}
 	if (!nl_copy_covered(n, s) && !again)
 		return;
-	take_token(p, s, next);
+	if (again && stage_behind(e, p, s, c))
+		take_next_stage(p, s, true);
+	else
+		take_token(p, s, next);
 }
 
 /* Batch b's stage went on on another sparse stream after its work on one

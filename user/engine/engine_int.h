@@ -152,10 +152,12 @@ void nl_retoken_events(struct nl_proc *p, int slot, uint32_t after, uint32_t upt
  * that stream enqueued after the record goes to a newer batch copied by then. */
 void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev);
 /* Work on sparse stream s after compute took its batch (s->handed). */
-void nl_take_over(struct nl_proc *p, struct nl_stream *s);
+void nl_take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, bool again,
+		  const struct nl_call *c);
 /* Work on sparse stream s that no batch ever reached. */
 void nl_take_first(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
-void nl_take_at_record(struct nl_proc *p, struct nl_stream *s, bool again, const struct nl_call *c);
+void nl_take_at_record(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, bool again,
+		       const struct nl_call *c);
 /* The clock stream slot had when its work was held (hold_clock) */
 static inline uint32_t *nl_stream_hold_vc(const struct nl_proc *p, int slot)
 {

@@ -2547,7 +2547,7 @@ static void take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *
 		      const struct nl_call *c)
 {
 	split_fill_again(e, p, s, c);
-	nl_take_over(p, s);
+	nl_take_over(e, p, s, sparse_again(p, s, c), c);
 }
 
 /* TorchRec's step a: compute waited on the data-dist stream's record
@@ -2647,7 +2647,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 (older = nl_second_part_of(p, s, c)) != NL_NO_TOKEN)
 		; /* an older batch's second part: s holds its batch still */
 	else if (s->role == NL_ROLE_SPARSE && (s->fed_by_copy || !s->wait_clock))
-		nl_take_at_record(p, s, sparse_again(p, s, c), c);
+		nl_take_at_record(e, p, s, sparse_again(p, s, c), c);
 	else if (s->role == NL_ROLE_SPARSE)
 		nl_take_again_after_record(p, s, c);
 	else if (slot == p->compute_slot && s->token == NL_NO_TOKEN)
