@@ -701,6 +701,19 @@ static void test_stage_behind(void **state)
 	seeds_agree(stage_behind, 3, true);
 }
 
+/* Both of the all-to-all's waits dropped for a batch, the data-dist
+ * stream's record for the collective stream (a reused event) not waited
+ * on: its dist_init after that record is still the batch's, not the next
+ * batch's stage begun (221513, 49182). Both modes. */
+static const uint64_t handoff_again[] = { 221513, 49182 };
+
+static void test_handoff_again(void **state)
+{
+	(void)state;
+	seeds_agree(handoff_again, 2, false);
+	seeds_agree(handoff_again, 2, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_step_on_compute),
 		cmocka_unit_test(test_collective_left_depth3),
 		cmocka_unit_test(test_stage_behind),
+		cmocka_unit_test(test_handoff_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -634,8 +634,10 @@ static bool handed_on(const struct nl_proc *p, const struct nl_stream *s, uint32
  * before it, that no earlier work carried), nor the stream's first work
  * when nl_take_first gave it the oldest batch and it began after ts (it
  * began after the newer batch's copy, yet was the older batch's). A record
- * another sparse stream waited on (the hand-off to the collective stream)
- * does not end a segment: the work after it goes on with the batch, unless
+ * another sparse stream waited on (the hand-off to the collective stream),
+ * or of an event one waited on before (that hand-off's event recorded
+ * again, its wait dropped: handoff, op_record), does not end a segment:
+ * the work after it goes on with the batch, unless
  * it launches again the kernel the batch's sparse stage began with; that
  * work, on the batch the stream held, is not unfed either. Nor
  * does work the engine found to be the batch's own stage going on after
@@ -694,7 +696,7 @@ static uint64_t unfed_segment(const struct nl_proc *p, const struct nl_stream *s
 			/* a second record with nothing between (an allocator's
 			 * event, only queried) carries what the first did */
 			if (!rec) {
-				handed = handed_on(p, s, r->clock);
+				handed = handed_on(p, s, r->clock) || r->handoff;
 				if (!handed) {
 					fed = false;
 					seg = 0;

@@ -136,7 +136,7 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 		if (ev->created || ev->recorded)
 			ev->gen++; /* created again without a destroy we saw */
 		ev->created = true;
-		ev->recorded = ev->capture = ev->waited = false;
+		ev->recorded = ev->capture = ev->waited = ev->sparse_waited = false;
 		ev->records = 0;
 		break;
 	case NL_K_EVENT_DESTROY:

@@ -1559,7 +1559,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	struct nl_stream *s = &p->s[slot];
 	struct nl_event *ev = nl_event_get(e, p, handle);
 	uint32_t clock;
-	bool again = true;
+	bool again = true, hand;
 
 	if (records_again(p, s, slot, ev))
 		producer_again(e, p, slot, s->was_role, s->was_pipe, s->was_seg_k);
@@ -1598,10 +1598,21 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	memcpy(ev->vc, s->vc, p->w * sizeof(uint32_t));
 	/* a second record with nothing between (an allocator's event, only
 	 * queried) carries what the first did: a hand-off to the collective
-	 * stream stands */
+	 * stream stands. A record of an event another sparse stream waited
+	 * on before (the hand-off event, recorded again each batch) is a
+	 * hand-off too, waited on or not: where the collective stream's wait
+	 * on it was dropped with the data-dist stream's on the all-to-all's
+	 * end, the record ended the segment as compute's take would, and
+	 * dist_init after it was taken for the next batch's stage begun (its
+	 * copy ordered before it); every later stage was charged a batch
+	 * early, and at a redundant wait dropped later a healthy batch was
+	 * accused copy->sparse (train_loops_collective_pairs_by_clocks,
+	 * random programs 221513, 49182) */
+	hand = s->role == NL_ROLE_SPARSE && ev->sparse_waited;
 	if (!s->nring || nl_api_info[s->ring[(s->nring - 1) % NL_RING].api].kind != NL_K_EVENT_RECORD)
-		s->rec_fed = false;
+		s->rec_fed = hand;
 	nl_ring_push(p, s, clock, c, s->token, false);
+	s->ring[(s->nring - 1) % NL_RING].handoff = hand;
 	nl_account(e, p, slot, c, clock, s->token, false, false);
 	if (s->role == NL_ROLE_COPY) {
 		nl_pipe_of_stream(p, s)->seen_copy_record = true;
@@ -2270,6 +2281,8 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			p->edges++;
 			if (from)
 				p->s[ev->slot].waited_on = true;
+			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE)
+				ev->sparse_waited = true;
 			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE &&
 			    ev->clock == from->vc[ev->slot])
 				p->s[ev->slot].rec_fed = true;

@@ -299,6 +299,7 @@ void nl_ring_push(const struct nl_proc *p, struct nl_stream *s, uint32_t clock,
 	r->work = work;
 	r->again = false;
 	r->goes_on = false;
+	r->handoff = false;
 	r->joined = s->joined_now;
 	s->joined_now = false;
 	r->ev_slot = -1;

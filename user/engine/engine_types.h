@@ -96,6 +96,9 @@ struct nl_ring_op {
 	/* its batch came by an implicit join with the null stream at this op,
 	 * as by a wait right before it */
 	bool joined;
+	/* a record of an event another sparse stream waited on before (a
+	 * data-dist stream's hand-off event, recorded again) */
+	bool handoff;
 	/* a wait: the stream and clock of the record it waited on (-1: none) */
 	int16_t ev_slot;
 	uint32_t ev_clock;
@@ -202,6 +205,9 @@ struct nl_event {
 	 * allocator's (record_stream), only queried */
 	uint32_t records;
 	bool waited;
+	/* another sparse stream than the recording one waited on it: a
+	 * data-dist stream's hand-off to its collective stream */
+	bool sparse_waited;
 	uint64_t rec_ts, lru;
 	/* the recording stream, at the last record: its creation (0: not
 	 * seen), and its producer role (NL_ROLE_COPY, NL_ROLE_SPARSE fed by a
