@@ -2297,15 +2297,16 @@ static int stages_ahead_wrong(int v, int a, bool *ran, bool *weak)
 }
 
 /* Every stages_ahead_wrong loop, the first drop at batch 1 (among the
- * stages run before the first take) and at 4: 1,920, each audit against
- * the clock model. The stage of batch a + 1, its wait dropped, came
- * after the loader thread's copy of it, and the next one after the copy
- * of a + 2: the first stayed a's and the second was charged to a + 1,
- * every later stage a batch early, a + 2's copy->sparse missed and the
- * run's last batch skipped (312 loops wrong before, random programs
- * 534554, 384314); where the stage ended with an all-to-all whose end
- * event only the watchdog queries, the stage after a copy by the same
- * thread stayed on the batch before too. Where both stages run back to
+ * stages run before the first take) and at 4: 960 run (without a loader,
+ * only those whose records are all made), each audit against the clock
+ * model. The stage of batch a + 1, its wait dropped, came after the
+ * loader thread's copy of it, and the next one after the copy of a + 2:
+ * the first stayed a's and the second was charged to a + 1, every later
+ * stage a batch early, a + 2's copy->sparse missed and the run's last
+ * batch skipped (184 of the 832 decided loops wrong before, random
+ * programs 534554, 384314); where the stage ended with an all-to-all
+ * whose end event only the watchdog queries, the stage after a copy by
+ * the same thread stayed on the batch before too. Where both stages run back to
  * back before the first take with only the loader's copies between, and
  * no allocator's record between, the calls cannot tell them from one
  * stage that launches its kernel around the loader's copies (128 loops):
