@@ -500,6 +500,21 @@ static void seeds_agree(const uint64_t *v, size_t n, bool counted)
 	rp_counted_launches = false;
 }
 
+/* seeds_agree in both modes, launches named then counted */
+static void seeds_agree_both(const uint64_t *v, size_t n)
+{
+	seeds_agree(v, n, false);
+	seeds_agree(v, n, true);
+}
+
+/* A test that every seed of the array `set` agrees in both modes */
+#define SEEDS_TEST(set)                                     \
+	static void test_##set(void **state)                \
+	{                                                   \
+		(void)state;                                \
+		seeds_agree_both(set, NL_ARRAY_SIZE(set));  \
+	}
+
 static void test_counted_fixed(void **state)
 {
 	(void)state;
@@ -541,8 +556,7 @@ static const uint64_t behind_named[] = { 579454, 190166259 };
 static void test_fill_ahead(void **state)
 {
 	(void)state;
-	seeds_agree(fill_ahead, sizeof(fill_ahead) / sizeof(fill_ahead[0]), false);
-	seeds_agree(fill_ahead, sizeof(fill_ahead) / sizeof(fill_ahead[0]), true);
+	seeds_agree_both(fill_ahead, NL_ARRAY_SIZE(fill_ahead));
 	for (size_t i = 0; i < sizeof(behind_named) / sizeof(behind_named[0]); i++) {
 		struct rp_result r;
 
@@ -560,12 +574,7 @@ static void test_fill_ahead(void **state)
  * modes. */
 static const uint64_t unstaged_more[] = { 383458, 88837, 284908, 477374, 590046 };
 
-static void test_unstaged_more(void **state)
-{
-	(void)state;
-	seeds_agree(unstaged_more, sizeof(unstaged_more) / sizeof(unstaged_more[0]), false);
-	seeds_agree(unstaged_more, sizeof(unstaged_more) / sizeof(unstaged_more[0]), true);
-}
+SEEDS_TEST(unstaged_more)
 
 /* Healthy programs with two pipelines where a batch no forward window of
  * its own began (its take dropped, redundant: the record the batch before
@@ -582,8 +591,7 @@ static void test_passed_ordered(void **state)
 	struct rp_result r;
 
 	(void)state;
-	seeds_agree(passed_ordered, sizeof(passed_ordered) / sizeof(passed_ordered[0]), false);
-	seeds_agree(passed_ordered, sizeof(passed_ordered) / sizeof(passed_ordered[0]), true);
+	seeds_agree_both(passed_ordered, NL_ARRAY_SIZE(passed_ordered));
 	run_seed(48370, &r);
 	assert_int_equal(r.got[5].verdict, NL_VERDICT_UNTRUSTED);
 	assert_true(r.got[5].missing_mask & (1u << NL_EDGE_COPY_FORWARD));
@@ -599,12 +607,7 @@ static void test_passed_ordered(void **state)
 static const uint64_t cut_past_takes[] = { 57758,  100846, 158282, 169196,
 					   206293, 407991, 465437, 523115 };
 
-static void test_cut_past_takes(void **state)
-{
-	(void)state;
-	seeds_agree(cut_past_takes, sizeof(cut_past_takes) / sizeof(cut_past_takes[0]), false);
-	seeds_agree(cut_past_takes, sizeof(cut_past_takes) / sizeof(cut_past_takes[0]), true);
-}
+SEEDS_TEST(cut_past_takes)
 
 /* A program whose evaluation batches hold two copies, training's three:
  * training's size cut the turn's fill of six into two batches, a guess;
@@ -616,12 +619,7 @@ static void test_cut_past_takes(void **state)
  * now, in both modes. */
 static const uint64_t guess_taken_again[] = { 16630 };
 
-static void test_guess_taken_again(void **state)
-{
-	(void)state;
-	seeds_agree(guess_taken_again, 1, false);
-	seeds_agree(guess_taken_again, 1, true);
-}
+SEEDS_TEST(guess_taken_again)
 
 /* A loader thread's loop (copies and their records on the loader's
  * thread) that dropped compute's take of one batch with its record, and
@@ -633,12 +631,7 @@ static void test_guess_taken_again(void **state)
  * take was missed (478734). Both modes. */
 static const uint64_t loader_step[] = { 138246, 478734 };
 
-static void test_loader_step(void **state)
-{
-	(void)state;
-	seeds_agree(loader_step, 2, false);
-	seeds_agree(loader_step, 2, true);
-}
+SEEDS_TEST(loader_step)
 
 /* An evaluation turn's first segment held two batches' copies (a record
  * dropped with its wait, or a take with its record in the turn before),
@@ -649,12 +642,7 @@ static void test_loader_step(void **state)
  * copy->forward fault missed). Both modes. */
 static const uint64_t split_fill_record[] = { 342074, 319334 };
 
-static void test_split_fill_record(void **state)
-{
-	(void)state;
-	seeds_agree(split_fill_record, 2, false);
-	seeds_agree(split_fill_record, 2, true);
-}
+SEEDS_TEST(split_fill_record)
 
 /* The same with the next input_dist after the all-to-all's end event
  * (574676), or at depth 3 in TorchRec's order with only compute's forward
@@ -663,12 +651,7 @@ static void test_split_fill_record(void **state)
  * the stream's last work marks the step (stepped_since). Both modes. */
 static const uint64_t step_on_compute[] = { 574676, 512193 };
 
-static void test_step_on_compute(void **state)
-{
-	(void)state;
-	seeds_agree(step_on_compute, 2, false);
-	seeds_agree(step_on_compute, 2, true);
-}
+SEEDS_TEST(step_on_compute)
 
 /* The data-dist stream handed a batch to the collective stream, took
  * older batches back before their dist_init, and went on from one of
@@ -679,12 +662,7 @@ static void test_step_on_compute(void **state)
  * (60448, 388364). Both modes. */
 static const uint64_t collective_left_depth3[] = { 60448, 388364 };
 
-static void test_collective_left_depth3(void **state)
-{
-	(void)state;
-	seeds_agree(collective_left_depth3, 2, false);
-	seeds_agree(collective_left_depth3, 2, true);
-}
+SEEDS_TEST(collective_left_depth3)
 
 /* Two data-dist waits dropped in a row (the first with its record), the
  * copies made by a loader thread: the first batch's stage came inside
@@ -694,12 +672,7 @@ static void test_collective_left_depth3(void **state)
  * (534554, 384314, 492238). Both modes. */
 static const uint64_t stage_behind[] = { 534554, 384314, 492238 };
 
-static void test_stage_behind(void **state)
-{
-	(void)state;
-	seeds_agree(stage_behind, 3, false);
-	seeds_agree(stage_behind, 3, true);
-}
+SEEDS_TEST(stage_behind)
 
 /* Both of the all-to-all's waits dropped for a batch, the data-dist
  * stream's record for the collective stream (a reused event) not waited
@@ -707,12 +680,7 @@ static void test_stage_behind(void **state)
  * batch's stage begun (221513, 49182). Both modes. */
 static const uint64_t handoff_again[] = { 221513, 49182 };
 
-static void test_handoff_again(void **state)
-{
-	(void)state;
-	seeds_agree(handoff_again, 2, false);
-	seeds_agree(handoff_again, 2, true);
-}
+SEEDS_TEST(handoff_again)
 
 int main(void)
 {

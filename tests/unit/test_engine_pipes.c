@@ -2176,6 +2176,17 @@ static void train_loops_two_drops_by_clocks(void **state)
 	assert_int_equal(wrong, 0);
 }
 
+/* n words of the xorshift generator whose state is *rs */
+static void vc_rand(uint64_t *rs, uint32_t *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		*rs ^= *rs << 13;
+		*rs ^= *rs >> 7;
+		*rs ^= *rs << 17;
+		r[i] = (uint32_t)*rs;
+	}
+}
+
 /* Training loops of 16 batches with 2 to 4 waits dropped at random
  * (xorshift, fixed seed) among batches 2 to 13: compute's take, or with
  * a data-dist stage as likely its wait on the copy stream; depth 1 to 3
@@ -2198,12 +2209,7 @@ static void train_loops_many_drops_by_clocks(void **state)
 		struct tb *t;
 		char what[160];
 
-		for (int i = 0; i < 8; i++) {
-			rs ^= rs << 13;
-			rs ^= rs >> 7;
-			rs ^= rs << 17;
-			r[i] = (uint32_t)rs;
-		}
+		vc_rand(&rs, r, 8);
 		if (vc_skip(v))
 			continue;
 		order = r[0] % 4;
@@ -2389,12 +2395,7 @@ static void train_loops_collective_by_clocks(void **state)
 		uint32_t r[4];
 		char tag[16];
 
-		for (int i = 0; i < 4; i++) {
-			rs ^= rs << 13;
-			rs ^= rs >> 7;
-			rs ^= rs << 17;
-			r[i] = (uint32_t)rs;
-		}
+		vc_rand(&rs, r, 4);
 		if (vc_skip(v))
 			continue;
 		depth = 1 + (int)(r[0] % 3);
