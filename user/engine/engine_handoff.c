@@ -466,12 +466,35 @@ static void hold(struct nl_proc *p, struct nl_stream *s, uint32_t rec, int64_t n
 	s->hold_next = next;
 }
 
+/* Sparse stream s's ops of batch bt from clock `from` on are batch
+ * next's: booked again on it (judged as its stage begun without its edge
+ * where next's copy is not ordered before s's clock now), cut from bt,
+ * and the events recorded among them carry next. */
+static void move_ops(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+		     struct nl_batch *bt, uint32_t from, int64_t next)
+{
+	int slot = (int)(s - p->s);
+	bool adopted = s->adopted;
+	uint64_t moved = 0;
+
+	s->adopted = !nl_copy_covered(nl_batch_of(p, next), s);
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (r->clock < from || r->token != bt->token)
+			continue;
+		nl_account_ring(e, p, slot, r, next);
+		moved++;
+	}
+	s->adopted = adopted;
+	nl_batch_cut(p, bt, slot, from - 1, moved);
+	nl_retoken_events(p, slot, from - 1, UINT32_MAX, bt->token, next, true);
+}
+
 void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev, int waiter)
 {
 	struct nl_stream *s = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
 	struct nl_batch *bt, *bn;
-	uint64_t moved = 0;
-	bool adopted;
 
 	if (!s || !s->hold_clock)
 		return;
@@ -494,21 +517,8 @@ void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_ev
 		memcpy(keep, s->vc, p->w * sizeof(uint32_t));
 		memcpy(s->vc, nl_stream_hold_vc(p, ev->slot), p->w * sizeof(uint32_t));
 		s->vc[ev->slot] = own;
-		adopted = s->adopted;
-		s->adopted = !nl_copy_covered(bn, s);
-		for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
-			struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-			if (r->clock < s->hold_clock || r->token != s->hold_tok)
-				continue;
-			nl_account_ring(e, p, ev->slot, r, s->hold_next);
-			moved++;
-		}
-		s->adopted = adopted;
+		move_ops(e, p, s, bt, s->hold_clock, s->hold_next);
 		memcpy(s->vc, keep, p->w * sizeof(uint32_t));
-		nl_batch_cut(p, bt, ev->slot, s->hold_clock - 1, moved);
-		nl_retoken_events(p, ev->slot, s->hold_clock - 1, UINT32_MAX, s->hold_tok,
-				  s->hold_next, true);
 		if (s->token == s->hold_tok)
 			take_token(p, s, s->hold_next);
 	}
@@ -544,12 +554,11 @@ static uint64_t copy_work_end(const struct nl_batch *b)
 static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 			 const struct nl_call *c)
 {
-	int slot = (int)(s - p->s);
 	int64_t t = s->token, next = next_batch(p, s, t);
 	struct nl_batch *bt = nl_batch_of(p, t), *n = nl_batch_of(p, next);
 	const struct nl_ring_op *l = NULL, *f = NULL;
-	uint64_t end, moved = 0;
-	bool adopted, newer = false;
+	uint64_t end;
+	bool newer = false;
 
 	if (!bt || !n || bt->closed || n->closed || !n->copy_closed ||
 	    n->st[NL_STAGE_SPARSE].work || !(end = copy_work_end(n)))
@@ -583,19 +592,7 @@ static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	}
 	if (!newer)
 		return false;
-	adopted = s->adopted;
-	s->adopted = !nl_copy_covered(n, s);
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
-		struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-		if (r->token != t || r->clock < l->clock)
-			continue;
-		nl_account_ring(e, p, slot, r, next);
-		moved++;
-	}
-	s->adopted = adopted;
-	nl_batch_cut(p, bt, slot, l->clock - 1, moved);
-	nl_retoken_events(p, slot, l->clock - 1, UINT32_MAX, t, next, true);
+	move_ops(e, p, s, bt, l->clock, next);
 	take_token(p, s, next);
 	s->hold_clock = 0;
 	return true;
