@@ -1945,6 +1945,8 @@ static int vc_wrong(struct tb *t, const struct vc_model *m, const int n[2], cons
 struct turn_loop {
 	int depth, neval, fill, drop_b, train;
 	bool sparse, null, pre, tdrop, cs, counted, reuse, noise, alt, again, loader;
+	/* the take of batch drop_b + 1 of the turn dropped too */
+	bool drop2;
 };
 
 static int turn_loop_wrong(const struct turn_loop *l)
@@ -1956,7 +1958,8 @@ static int turn_loop_wrong(const struct turn_loop *l)
 	struct vc_pipe tr = { .m = &m, .has_sparse = l->sparse, .p = 0, .n = n[0],
 			      .drop_b = l->tdrop ? ntrain : -1, .drop_cs = l->cs };
 	struct vc_pipe ev = { .m = &m, .has_sparse = l->sparse, .p = 1, .n = l->neval,
-			      .drop_b = l->drop_b, .drop_cs = l->cs };
+			      .drop_b = l->drop_b, .drop_cs = l->cs,
+			      .take_mask = l->drop2 ? 1u << (l->drop_b + 1) : 0 };
 	char what[192];
 	int wrong;
 
@@ -1990,17 +1993,32 @@ static int turn_loop_wrong(const struct turn_loop *l)
 		ev.D = l->sparse ? stream_create_handle(t, 0x7e0000002000ull) : 0;
 		ev.n = n[1] = 2 * l->neval;
 		ev.drop_b = -1;
+		ev.take_mask = 0;
 		vp_run(t, &ev, l->depth, ev.n);
 	}
 	vp_run(t, &tr, l->depth, n[0]);
 	tb_end(t);
 	snprintf(what, sizeof(what),
-		 "depth %d sparse %d null %d pre %d neval %d fill %d drop %d cs %d tdrop %d counted %d reuse %d noise %d alt %d again %d loader %d",
-		 l->depth, l->sparse, l->null, l->pre, l->neval, l->fill, l->drop_b, l->cs, l->tdrop,
-		 l->counted, l->reuse, l->noise, l->alt, l->again, l->loader);
+		 "depth %d sparse %d null %d pre %d neval %d fill %d drop %d%s cs %d tdrop %d counted %d reuse %d noise %d alt %d again %d loader %d",
+		 l->depth, l->sparse, l->null, l->pre, l->neval, l->fill, l->drop_b,
+		 l->drop2 ? "+1" : "", l->cs, l->tdrop, l->counted, l->reuse, l->noise, l->alt,
+		 l->again, l->loader);
 	wrong = vc_wrong(t, &m, n, what);
 	tb_free(t);
 	return wrong;
+}
+
+/* The part of turn loop v every grid varies (named or counted, fresh or
+ * reused events, compute created or the null stream, a data-dist stage or
+ * not, depth 1 to 3); what is left of v for the rest. */
+static int turn_loop_base(struct turn_loop *l, int v)
+{
+	l->counted = v % 2;
+	l->reuse = (v /= 2) % 2;
+	l->null = (v /= 2) % 2;
+	l->sparse = (v /= 2) % 2;
+	l->depth = 1 + (v /= 2) % 3;
+	return v / 3;
 }
 
 /* Every turn loop of the grid (with the variants asked for: PyTorch's
@@ -2022,12 +2040,8 @@ static void turn_loops_grid(bool noise, bool alt, bool again, int train, bool lo
 				       .loader = loader };
 		int r = v;
 
-		l.counted = r % 2;
-		l.reuse = (r /= 2) % 2;
-		l.null = (r /= 2) % 2;
-		l.sparse = (r /= 2) % 2;
-		l.depth = 1 + (r /= 2) % 3;
-		l.pre = (r /= 3) % 2;
+		r = turn_loop_base(&l, r);
+		l.pre = r % 2;
 		l.fill = 1 + (r /= 2) % 3;
 		l.neval = 2 + (r /= 3) % 3;
 		l.drop_b = (r /= 3) % 6 - 1;
@@ -2089,6 +2103,37 @@ static void turn_loops_by_clocks_long_training(void **state)
 {
 	(void)state;
 	turn_loops_grid(true, true, true, 17, false);
+}
+
+/* Turn loops whose turn drops the takes of two batches in a row, k and
+ * k + 1 (the turn's first three batches): depth 1 to 3, with a data-dist
+ * stage and without, compute created and the null stream, a loader or
+ * not, PyTorch's noise or not, turns of 3 and 4 batches, named and
+ * counted, fresh and reused events. In 256 of them compute begins both
+ * batches' steps in training's window while training's next batch,
+ * prefetched, waits for its take: both restarts are the turn's
+ * (nl_restarts_not_its). */
+static void turn_loops_two_takes_dropped_by_clocks(void **state)
+{
+	int runs = 0, wrong = 0;
+
+	(void)state;
+	for (int v = 0; v < 2 * 2 * 2 * 2 * 3 * 2 * 3 * 2 * 2; v++) {
+		struct turn_loop l = { .fill = 1, .drop2 = true };
+		int r = v;
+
+		r = turn_loop_base(&l, r);
+		l.neval = 3 + r % 2;
+		l.drop_b = (r /= 2) % 3;
+		l.loader = (r /= 3) % 2;
+		l.noise = (r /= 2) % 2;
+		if (l.drop_b + 1 >= l.neval || vc_skip(v))
+			continue;
+		runs++;
+		wrong += turn_loop_wrong(&l) != 0;
+	}
+	print_message("turn loops, two takes dropped in a row: %d, wrong %d\n", runs, wrong);
+	assert_int_equal(wrong, 0);
 }
 
 /* A training loop of 14 batches judged by the clock model, with two
@@ -4574,6 +4619,7 @@ int main(void)
 		cmocka_unit_test(turn_loops_by_clocks_two_copy_streams),
 		cmocka_unit_test(turn_loops_by_clocks_long_training),
 		cmocka_unit_test(turn_loops_by_clocks_loader),
+		cmocka_unit_test(turn_loops_two_takes_dropped_by_clocks),
 		cmocka_unit_test(train_loops_two_drops_by_clocks),
 		cmocka_unit_test(train_loops_many_drops_by_clocks),
 		cmocka_unit_test(train_loops_stages_ahead_by_clocks),

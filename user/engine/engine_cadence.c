@@ -1503,8 +1503,14 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			}
 			xq->again_before_ts = same ? xq->again_ts : 0;
 			xq->again_ts = c->ts_ns;
-			if (!within)
+			if (!same)
+				xq->again_n = 0;
+			if (!within) {
 				xq->again_hits = w->first_hits + 1;
+				if (xq->again_n < NL_AGAIN_MAX)
+					xq->again_at[xq->again_n] = c->ts_ns;
+				xq->again_n++;
+			}
 			xq->again_tok = b->token;
 			xq->again_not_its = false;
 		}
@@ -1536,6 +1542,64 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		return;
 	}
 	restart_take(p, slot, b, w, pair, c);
+}
+
+/* Compute's step began again in windows of gq's pipeline while its next
+ * batch (again_tok) was due but not ordered, and nl_step_begins kept
+ * those restarts (again_at, each a step of its own); a wait gives that
+ * batch its forward now, so they were not its. Each was another
+ * pipeline's batch's forward, begun without its edge: in order, the
+ * oldest batches of the one other pipeline that has them due, copied
+ * before the restart and not ordered before compute (s). They are passed
+ * over now, as their watches would have marked them, so that the wait
+ * that covers one later is not its take. Before, they were found at exit
+ * only (restarted_elsewhere), after a later wait had taken the first:
+ * its fault was missed and the pipeline's last batch skipped
+ * target_exited, or, with two restarts, one batch passed over and the
+ * next missed (random programs 87852, 157346, 33060). Nothing is passed
+ * over where a restart finds no such batch, or one in more than one
+ * pipeline, or more restarts were kept than are remembered. */
+void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl_pipe *gq)
+{
+	struct nl_batch *found[NL_AGAIN_MAX];
+	uint32_t n = gq->again_n;
+
+	if (!n || n > NL_AGAIN_MAX)
+		return;
+	for (uint32_t k = 0; k < n; k++) {
+		found[k] = NULL;
+		for (int i = 0; i < p->npipes; i++) {
+			const struct nl_pipe *q = &p->pipes[i];
+			struct nl_batch *b = NULL;
+
+			if (q == gq || !q->used)
+				continue;
+			for (int64_t t = after_forward(q); t < q->next_token && !b; t++) {
+				b = nl_batch_of(p, t);
+				if (b && (b->closed || b->fwd_started ||
+					  b->watch[NL_CONSUMER_COMPUTE].repeat))
+					b = NULL;
+				for (uint32_t j = 0; b && j < k; j++)
+					if (found[j] == b)
+						b = NULL;
+			}
+			if (!due_now(q, b) || nl_producers_last(b) >= gq->again_at[k] ||
+			    !nl_unordered_producer(b, s, NL_CONSUMER_COMPUTE))
+				continue;
+			if (found[k])
+				return;
+			found[k] = b;
+		}
+		if (!found[k])
+			return;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		found[k]->watch[NL_CONSUMER_COMPUTE].repeat = true;
+		found[k]->watch[NL_CONSUMER_COMPUTE].mark_ts = gq->again_at[k];
+		nl_hand_over_all(p, found[k]->token);
+	}
+	gq->again_ts = gq->again_before_ts = 0;
+	gq->again_n = 0;
 }
 
 /* Compute's first work op with its token: the take of that batch was

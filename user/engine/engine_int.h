@@ -114,6 +114,8 @@ void nl_hand_over(struct nl_stream *s, int64_t tok);
 void nl_hand_over_all(struct nl_proc *p, int64_t tok);
 /* Compute's first work op in the window of its token: was the take tight? */
 void nl_note_window(struct nl_proc *p, const struct nl_stream *s);
+/* Restarts kept for a batch a wait now takes: another pipeline's, passed over */
+void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl_pipe *gq);
 /* Every copy op of batch b is ordered before stream s's clock. */
 bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
 

@@ -2365,8 +2365,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 					g->fwd_waited = true;
 					/* a restart seen before, that could have
 					 * been this batch's forward, was not */
-					if (gq->again_ts && gq->again_tok == got)
+					if (gq->again_ts && gq->again_tok == got) {
 						gq->again_not_its = true;
+						nl_restarts_not_its(p, s, gq);
+					}
 				}
 			}
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && news &&

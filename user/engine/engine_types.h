@@ -17,6 +17,7 @@
 #define NL_NO_TOKEN INT64_C(-1)
 #define NL_RING 64           /* recent ops remembered per stream, for reports */
 #define NL_LONE_HIST 8       /* lone restarts kept per pipeline */
+#define NL_AGAIN_MAX 4       /* restarts kept per pipeline for its next batch */
 #define NL_MAX_THREADS 64    /* threads remembered per process (LRU) */
 #define NL_FWD_HISTORY 16    /* forward windows remembered for overlap */
 #define NL_DEPTH_MAX 8       /* depth histogram buckets (last one: >= 7) */
@@ -486,6 +487,10 @@ struct nl_pipe {
 	/* the window's launches of the step's first kernel up to and with
 	 * the restart at again_ts */
 	uint32_t again_hits;
+	/* the restarts kept so for again_tok, each a step of its own: how
+	 * many, and when the first NL_AGAIN_MAX were */
+	uint32_t again_n;
+	uint64_t again_at[NL_AGAIN_MAX];
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
