@@ -693,6 +693,17 @@ static const uint64_t restarts_not_its[] = { 87852, 157346, 33060 };
 
 SEEDS_TEST(restarts_not_its)
 
+/* An evaluation turn whose data-dist stream records an allocator's event
+ * after each stage: the data-dist wait of a batch dropped with its copy
+ * record, its input_dist launched again in the segment of the batch
+ * before after its copy (closed by a record in 127620, still open in
+ * 94550 and 172466), and compute taking the stage twice. Before, the
+ * second take stayed the batch before's, and the batch, never staged,
+ * was skipped with its copy->sparse unnamed. Both modes. */
+static const uint64_t retake_behind[] = { 127620, 94550, 172466 };
+
+SEEDS_TEST(retake_behind)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -720,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_stage_behind),
 		cmocka_unit_test(test_handoff_again),
 		cmocka_unit_test(test_restarts_not_its),
+		cmocka_unit_test(test_retake_behind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

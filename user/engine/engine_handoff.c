@@ -537,6 +537,38 @@ static uint64_t copy_work_end(const struct nl_batch *b)
 	return ts;
 }
 
+/* The launch again by thread `tid` (NULL: the thread sparse stream s's
+ * stage of batch t began on) in s's segment of t where the stage of the
+ * next batch n began inside it: the first after n's last copy, t's stage
+ * begun before that copy, and no wait or join of s since (NULL: none).
+ * With `tid`, only once n's copy segment is closed (stage_behind); without,
+ * also while it is open (a loader's copies, their record dropped with the
+ * data-dist wait: nl_retake_behind). */
+static const struct nl_ring_op *begun_inside(const struct nl_stream *s, int64_t t,
+					     const struct nl_batch *n, const uint32_t *tid)
+{
+	const struct nl_ring_op *l = NULL, *f = NULL;
+	uint64_t end;
+
+	if (!n || n->closed || (!n->copy_closed && tid) || n->st[NL_STAGE_SPARSE].work ||
+	    !(end = copy_work_end(n)))
+		return NULL;
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
+		const struct nl_ring_op *r = &s->ring[k % NL_RING];
+
+		if (l && nl_api_info[r->api].kind == NL_K_STREAM_WAIT)
+			return NULL;
+		if (r->token == t && r->work && !f)
+			f = r;
+		if (!l && f && r->token == t && r->work && r->again &&
+		    r->tid == (tid ? *tid : f->tid) && r->ts > end)
+			l = r;
+	}
+	if (!l || f->ts > end || s->last_join_ts >= l->ts)
+		return NULL;
+	return l;
+}
+
 /* Sparse stream s, holding batch T, begins a stage (launch c, the
  * kernel T's stage began with, again) after a copy of a batch newer than
  * the next one, n: n's stage began inside T's segment already. It began
@@ -556,24 +588,10 @@ static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 {
 	int64_t t = s->token, next = next_batch(p, s, t);
 	struct nl_batch *bt = nl_batch_of(p, t), *n = nl_batch_of(p, next);
-	const struct nl_ring_op *l = NULL, *f = NULL;
-	uint64_t end;
+	const struct nl_ring_op *l;
 	bool newer = false;
 
-	if (!bt || !n || bt->closed || n->closed || !n->copy_closed ||
-	    n->st[NL_STAGE_SPARSE].work || !(end = copy_work_end(n)))
-		return false;
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
-		const struct nl_ring_op *r = &s->ring[k % NL_RING];
-
-		if (l && nl_api_info[r->api].kind == NL_K_STREAM_WAIT)
-			return false;
-		if (r->token == t && r->work && !f)
-			f = r;
-		if (!l && r->token == t && r->work && r->again && r->tid == c->tid && r->ts > end)
-			l = r;
-	}
-	if (!l || !f || f->ts > end || s->last_join_ts >= l->ts)
+	if (!bt || bt->closed || !(l = begun_inside(s, t, n, &c->tid)))
 		return false;
 	for (uint32_t i = 0; i < p->w && !newer; i++) {
 		const struct nl_stream *m = &p->s[i];
@@ -596,6 +614,48 @@ static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	take_token(p, s, next);
 	s->hold_clock = 0;
 	return true;
+}
+
+/* Compute, holding batch t whose forward began, waits again on a record
+ * of sparse stream s (at `slot`) carrying t, and s did no work compute had
+ * not seen before that wait (its clock of s then: `seen`): a second take
+ * of the stage compute took already. Where the next batch n's stage began
+ * inside t's segment (begun_inside: the launch again of t's first kernel
+ * after n's copy, by the thread t's stage began on), that take is n's:
+ * those ops are n's stage, begun without its edge where n's copy is not
+ * ordered before them (its wait on the copy stream dropped with its
+ * record), and compute takes n (returned; NL_NO_TOKEN: not so). Before,
+ * they stayed t's, compute's next step was charged to t too, and n, never
+ * staged, was skipped target_exited with its copy->sparse unnamed
+ * (random programs 127620, 94550: an evaluation turn whose data-dist
+ * stream records an allocator's event after each stage, which keeps the
+ * launch again from beginning a stage by itself, stage_behind). A data-dist
+ * stream that launches its first kernel again inside one stage, compute
+ * taking each stage once, is not touched: no second take. Nor is a batch
+ * whose forward no wait of compute began (a step begun again taken for
+ * it): its first take may be this one (random program 190802386, a
+ * healthy batch accused when it was). */
+int64_t nl_retake_behind(struct nl_engine *e, struct nl_proc *p, int slot, int64_t t,
+			 uint32_t seen)
+{
+	struct nl_stream *s = &p->s[slot];
+	int64_t next = next_batch(p, s, t);
+	struct nl_batch *bt = nl_batch_of(p, t);
+	const struct nl_ring_op *l;
+	uint32_t last = 0;
+
+	if (!bt || bt->closed || !bt->st[NL_STAGE_FORWARD].work || !bt->fwd_waited)
+		return NL_NO_TOKEN;
+	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+		if (s->ring[k % NL_RING].work)
+			last = s->ring[k % NL_RING].clock;
+	if (!last || last > seen || !(l = begun_inside(s, t, nl_batch_of(p, next), NULL)))
+		return NL_NO_TOKEN;
+	move_ops(e, p, s, bt, l->clock, next);
+	if (s->token == t)
+		take_token(p, s, next);
+	s->hold_clock = 0;
+	return next;
 }
 
 /* Sparse stream s begins the next batch after the one it holds, begun

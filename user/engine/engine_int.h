@@ -114,6 +114,12 @@ void nl_hand_over(struct nl_stream *s, int64_t tok);
 void nl_hand_over_all(struct nl_proc *p, int64_t tok);
 /* Compute's first work op in the window of its token: was the take tight? */
 void nl_note_window(struct nl_proc *p, const struct nl_stream *s);
+/* Compute takes batch t again from sparse stream slot, whose work it had
+ * seen (its clock of it before the wait: seen), and the next batch's
+ * stage began inside t's segment: moved there; that batch (NL_NO_TOKEN:
+ * none) */
+int64_t nl_retake_behind(struct nl_engine *e, struct nl_proc *p, int slot, int64_t t,
+			 uint32_t seen);
 /* Restarts kept for a batch a wait now takes: another pipeline's, passed over */
 void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl_pipe *gq);
 /* Every copy op of batch b is ordered before stream s's clock. */

@@ -2270,6 +2270,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
 		bool news = nl_vc_news(s->vc, ev->vc, p->w);
 		int64_t before = s->token;
+		uint32_t seen = ev->slot >= 0 ? s->vc[ev->slot] : 0; /* before the wait */
 
 		if (news) {
 			nl_vc_join(s->vc, ev->vc, p->w);
@@ -2377,8 +2378,14 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 
 				/* a second take of the batch compute works on, on
 				 * the data-dist side (merged_stage) */
-				if (h && h->st[NL_STAGE_FORWARD].work)
-					h->sparse_retake = true;
+				if (h && h->st[NL_STAGE_FORWARD].work) {
+					int64_t n = nl_retake_behind(e, p, ev->slot, got, seen);
+
+					if (n != NL_NO_TOKEN)
+						got = n;
+					else
+						h->sparse_retake = true;
+				}
 			}
 			nl_set_token(p, slot, got, c->ts_ns);
 		}
