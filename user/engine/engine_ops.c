@@ -2381,10 +2381,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				if (h && h->st[NL_STAGE_FORWARD].work) {
 					int64_t n = nl_retake_behind(e, p, ev->slot, got, seen);
 
-					if (n != NL_NO_TOKEN)
+					if (n != NL_NO_TOKEN) {
+						/* the take was the next batch's */
 						got = n;
-					else
+						nl_batch_of(p, n)->fwd_waited = true;
+					} else {
 						h->sparse_retake = true;
+					}
 				}
 			}
 			nl_set_token(p, slot, got, c->ts_ns);
