@@ -491,6 +491,17 @@ static void move_ops(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s
 	nl_retoken_events(p, slot, from - 1, UINT32_MAX, bt->token, next, true);
 }
 
+/* ...and s, still holding bt, holds next now: the stage found begun
+ * inside bt's segment (stage_behind, nl_retake_behind) */
+static void move_stage(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+		       struct nl_batch *bt, uint32_t from, int64_t next)
+{
+	move_ops(e, p, s, bt, from, next);
+	if (s->token == bt->token)
+		take_token(p, s, next);
+	s->hold_clock = 0;
+}
+
 void nl_hold_resolved(struct nl_engine *e, struct nl_proc *p, const struct nl_event *ev, int waiter)
 {
 	struct nl_stream *s = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
@@ -610,9 +621,7 @@ static bool stage_behind(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	}
 	if (!newer)
 		return false;
-	move_ops(e, p, s, bt, l->clock, next);
-	take_token(p, s, next);
-	s->hold_clock = 0;
+	move_stage(e, p, s, bt, l->clock, next);
 	return true;
 }
 
@@ -641,20 +650,12 @@ int64_t nl_retake_behind(struct nl_engine *e, struct nl_proc *p, int slot, int64
 	struct nl_stream *s = &p->s[slot];
 	int64_t next = next_batch(p, s, t);
 	struct nl_batch *bt = nl_batch_of(p, t);
-	const struct nl_ring_op *l;
-	uint32_t last = 0;
+	const struct nl_ring_op *l, *lw = nl_ring_last_work(s);
 
-	if (!bt || bt->closed || !bt->st[NL_STAGE_FORWARD].work || !bt->fwd_waited)
+	if (!bt || bt->closed || !bt->st[NL_STAGE_FORWARD].work || !bt->fwd_waited ||
+	    !lw || lw->clock > seen || !(l = begun_inside(s, t, nl_batch_of(p, next), NULL)))
 		return NL_NO_TOKEN;
-	for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
-		if (s->ring[k % NL_RING].work)
-			last = s->ring[k % NL_RING].clock;
-	if (!last || last > seen || !(l = begun_inside(s, t, nl_batch_of(p, next), NULL)))
-		return NL_NO_TOKEN;
-	move_ops(e, p, s, bt, l->clock, next);
-	if (s->token == t)
-		take_token(p, s, next);
-	s->hold_clock = 0;
+	move_stage(e, p, s, bt, l->clock, next);
 	return next;
 }
 

@@ -31,6 +31,7 @@ struct nl_thread *nl_thread_get(struct nl_proc *p, uint32_t tid);
 void nl_ring_push(const struct nl_proc *p, struct nl_stream *s, uint32_t clock,
 		  const struct nl_call *c, int64_t token, bool work);
 /* The time of the stream's last remembered work op (0: none remembered). */
+const struct nl_ring_op *nl_ring_last_work(const struct nl_stream *s);
 uint64_t nl_ring_last_work_ts(const struct nl_stream *s);
 /* The first op of token `token` on the stream with clock > after (NULL: not remembered). */
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,

@@ -2282,11 +2282,11 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			p->edges++;
 			if (from)
 				p->s[ev->slot].waited_on = true;
-			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE)
+			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE) {
 				ev->sparse_waited = true;
-			if (from && from->role == NL_ROLE_SPARSE && s->role == NL_ROLE_SPARSE &&
-			    ev->clock == from->vc[ev->slot])
-				p->s[ev->slot].rec_fed = true;
+				if (ev->clock == from->vc[ev->slot])
+					p->s[ev->slot].rec_fed = true;
+			}
 			if (from && from->role == NL_ROLE_COPY) {
 				s->fed_by_copy = true;
 				p->s[ev->slot].copy_waited = true;

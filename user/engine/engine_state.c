@@ -307,13 +307,21 @@ void nl_ring_push(const struct nl_proc *p, struct nl_stream *s, uint32_t clock,
 	s->nring++;
 }
 
-/* The time of the last work op the stream's ring remembers. */
-uint64_t nl_ring_last_work_ts(const struct nl_stream *s)
+/* The last work op the stream's ring remembers (NULL: none). */
+const struct nl_ring_op *nl_ring_last_work(const struct nl_stream *s)
 {
 	for (uint32_t k = s->nring; k > nl_ring_start(s); k--)
 		if (s->ring[(k - 1) % NL_RING].work)
-			return s->ring[(k - 1) % NL_RING].ts;
-	return 0;
+			return &s->ring[(k - 1) % NL_RING];
+	return NULL;
+}
+
+/* ...its time (0: none). */
+uint64_t nl_ring_last_work_ts(const struct nl_stream *s)
+{
+	const struct nl_ring_op *r = nl_ring_last_work(s);
+
+	return r ? r->ts : 0;
 }
 
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
