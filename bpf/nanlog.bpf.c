@@ -87,13 +87,23 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Records this CPU lost since its last record went out (NL_ARG_LOST_BEFORE). */
+/*
+ * Records lost and not told yet (NL_ARG_LOST_BEFORE), on any CPU: the next
+ * record to go out, from whichever CPU, tells them and takes them (xchg).
+ * A count per CPU was told only by that CPU's next record, which may come
+ * seconds later, after records of other CPUs that the lost ones preceded:
+ * the engine judged batches the loss had touched before it heard of it.
+ * The word is read before it is taken, so it stays shared in the caches
+ * while nothing is lost.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
 } pending_lost SEC(".maps");
+
+#define VOLATILE_READ(x) (*(volatile __typeof__(x) *)&(x))
 
 static __always_inline void stat_inc(__u32 which)
 {
@@ -103,12 +113,12 @@ static __always_inline void stat_inc(__u32 which)
 		(*v)++;
 }
 
-/* One more record lost on this CPU: counted, and told in its next record. */
+/* One more record lost: counted, and told in the next record to go out. */
 static __always_inline void lost(__u32 why, __u64 *pend)
 {
 	stat_inc(why);
 	if (pend)
-		(*pend)++;
+		__sync_fetch_and_add(pend, 1);
 }
 
 /* When this CPU last forced a wakeup of the reader (wake_flags()). */
@@ -166,19 +176,24 @@ static __always_inline __u64 *pending(void)
 static __always_inline void send(struct nl_wire *r, __u64 *pend)
 {
 	__u32 n = r->nargs & (NL_NARGS - 1);
+	__u64 told = 0;
 
 	if (r->words & NL_WW_TRIPLE)
 		n += 3;
-	if (pend && *pend) {
-		r->w[n & (NL_WIRE_WORDS - 1)] = *pend;
+	if (pend && VOLATILE_READ(*pend))
+		told = __sync_lock_test_and_set(pend, 0);
+	if (told) {
+		r->w[n & (NL_WIRE_WORDS - 1)] = told;
 		r->words |= NL_WW_LOST;
 		n++;
 	}
 	n &= NL_WIRE_WORDS - 1;
-	if (bpf_ringbuf_output(&events, r, NL_WIRE_HEAD + 8 * n, wake_flags()))
+	if (bpf_ringbuf_output(&events, r, NL_WIRE_HEAD + 8 * n, wake_flags())) {
+		/* not told after all: for the next record, with this one */
+		if (told && pend)
+			__sync_fetch_and_add(pend, told);
 		lost(NL_STAT_LOST_RINGBUF, pend);
-	else if (pend)
-		*pend = 0; /* told, in this record */
+	}
 }
 
 /* The three words after the argument slots (NL_WW_TRIPLE). */
@@ -240,8 +255,6 @@ static __always_inline void fill_entry(struct nl_wire *r, struct pt_regs *ctx,
 	}
 	r->flags = flags;
 }
-
-#define VOLATILE_READ(x) (*(volatile __typeof__(x) *)&(x))
 
 /* What the caller of end_run must do once its record is sent. */
 enum run_end {
@@ -396,9 +409,9 @@ static __always_inline int launch_stream(struct pt_regs *ctx, __u32 slot, __u64 
  * open run when that run is this thread's, for the same API and stream, and
  * nothing else happened in the process since; otherwise it starts a run and
  * goes out as a record. Its stream ends the thread's row of launches where
- * it changes (step starts stay named). A CPU that lost
- * records counts nothing until a record of its own has told the loss: the
- * engine must hear of it before the batches it touches are judged.
+ * it changes (step starts stay named). While records lost are not
+ * told, nothing is counted: the launch goes out and tells the loss, which
+ * the engine must hear of before the batches it touches are judged.
  */
 static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_api_desc *d,
 					 __u64 api, __u64 id, struct nl_target *tgt,
@@ -437,7 +450,7 @@ static __always_inline void count_launch(struct pt_regs *ctx, const struct nl_ap
 	t->seq_nl++;
 	t->seq_n = in || !t->seq_n ? 1 : 2;
 	old = VOLATILE_READ(tgt->run);
-	if (!named && t->run_token && (!pend || !*pend) && !(old & NL_RUN_CLOSING) &&
+	if (!named && t->run_token && (!pend || !VOLATILE_READ(*pend)) && !(old & NL_RUN_CLOSING) &&
 	    NL_RUN_TOKEN(old) == t->run_token && t->run_api == api &&
 	    NL_RUN_COUNT(old) < NL_RUN_COUNT_MAX && !sr && stream == t->run_stream) {
 		/*

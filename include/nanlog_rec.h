@@ -152,10 +152,12 @@ struct nl_target {
 };
 
 /*
- * args[NL_ARG_LOST_BEFORE] of every record: how many records this CPU lost
- * (ring buffer full, stash full) since its previous record. It puts a loss
- * at its place in the stream, so that the batches it can affect are known
- * exactly; the per-CPU counters give the totals. Table slots never reach it.
+ * args[NL_ARG_LOST_BEFORE] of every record: how many records were lost
+ * (ring buffer full, stash full), on any CPU, since the last record that
+ * told a loss. It puts a loss at its place in the stream, right after the
+ * records that went out before it, so that the engine hears of it before it
+ * judges a batch the loss touched; the counters give the totals. Table
+ * slots never reach it.
  */
 #define NL_ARG_LOST_BEFORE 15
 
