@@ -4,6 +4,7 @@
  * their truth (docs/engine.md, "Model-based random testing").
  *
  *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u] [-a]
+ *              [-L K [-M]]
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS] [-j]  print one program (shrunk while its first or CLASS
@@ -29,7 +30,16 @@
  * healthy program whose every batch was judged right and whose summary
  * still says evidence_valid false, for any reason (a false alarm of --check
  * no disagreement counts).
- * Exits 1 when a disagreement was found (with -k: one not in the known list).
+ * -L K: each healthy program the engine judges right is run K times more with
+ * records lost (rp_run_lossy: a window of its records not delivered, the loss
+ * told as nanlog-bpf tells it); any batch accused there is printed as
+ * "lossy-accused SEED K ..." and fails the run. With -p SEED, -L K runs the
+ * program whole with the loss of its K-th such run and prints its audits.
+ * -M with -L: instead of a loss, the tool attached by pid (mid-run) at a
+ * random record of the program ("attach-accused SEED K ..."), a measure of
+ * a class not fixed yet (docs/engine.md, "Lost records").
+ * Exits 1 when a disagreement was found (with -k: one not in the known list),
+ * or with -L a batch accused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -228,9 +238,10 @@ int main(int argc, char **argv)
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
 		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[4] = { 0 },
-		 faulty[2] = { 0 };
+		 faulty[2] = { 0 }, lossy_runs = 0, lossy_progs = 0, lossy_accused = 0,
+		 lossy_skipped = 0, lossy_per = 0;
 	const char *dir = NULL, *known_path = NULL;
-	bool list = false, print_healthy = false, print_json = false;
+	bool list = false, print_healthy = false, print_json = false, attach_mid = false;
 	long long write_seed = -1, print_seed = -1;
 	const char *print_cls = NULL, *check_audit = NULL, *check_run = NULL;
 
@@ -253,6 +264,10 @@ int main(int argc, char **argv)
 			print_json = true;
 			continue;
 		}
+		if (!strcmp(a, "-M")) {
+			attach_mid = true;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "fuzz_audit: %s needs a value\n", a);
 			return 2;
@@ -269,6 +284,8 @@ int main(int argc, char **argv)
 			bad = nl_parse_u64(v, 0, UINT64_MAX / 2, &first);
 		else if (!strcmp(a, "-o"))
 			dir = v;
+		else if (!strcmp(a, "-L"))
+			bad = nl_parse_u64(v, 1, 1000, &lossy_per);
 		else if (!strcmp(a, "-k"))
 			known_path = v;
 		else if (!strcmp(a, "-w")) {
@@ -327,10 +344,28 @@ int main(int argc, char **argv)
 		else if (r.ndiffs)
 			snprintf(cls, sizeof(cls), "%s", r.diffs[0]);
 		rp_free(&p);
-		if (cls[0])
+		if (cls[0] && !lossy_per)
 			rp_minimize(&s, cls);
 		if (rp_build(&p, &s))
 			return 2;
+		if (lossy_per) {
+			/* -p SEED -L K: the program whole (not shrunk), with the loss of
+			 * its K-th lossy run (as -L K runs it), its audits as JSON lines */
+			struct rp_loss l;
+
+			rp_audit_json = stdout;
+			rp_run_lossy(&p, (uint64_t)print_seed * 1000 + lossy_per - 1, attach_mid, &l);
+			rp_audit_json = NULL;
+			for (int i = 0; i < p.n; i++)
+				printf("{\"type\":\"op\",\"op\":%d,\"ts_ns\":%llu}\n", i,
+				       (unsigned long long)p.calls[i].rec.ts_ns);
+			printf("loss: records %d+%d (%llu lost), told at %d; %d audits, %d untrusted\n",
+			       l.from, l.len, (unsigned long long)l.lost, l.told_at, l.audits,
+			       l.untrusted);
+			rp_print(&p, &r, stdout);
+			rp_free(&p);
+			return 0;
+		}
 		printf("seed %lld class \"%s\"\n", print_seed, cls);
 		rp_audit_json = print_json ? stdout : NULL;
 		rp_run(&p, &r);
@@ -405,6 +440,24 @@ int main(int argc, char **argv)
 				accused |= !strncmp(r.diffs[i], "accused:", 8);
 			healthy[0] += sound;
 			healthy[1] += sound && accused;
+			/* records lost in a healthy program the engine judges right:
+			 * batches skipped, never one accused */
+			for (uint64_t k = 0; sound && !accused && k < lossy_per; k++) {
+				struct rp_loss l;
+
+				if (rp_run_lossy(&p, seed * 1000 + k, attach_mid, &l))
+					continue;
+				lossy_progs += !k;
+				lossy_runs++;
+				lossy_skipped += l.skipped_lost > 0;
+				if (l.untrusted) {
+					lossy_accused++;
+					printf("%s-accused %llu %llu (records %d+%d told at %d, batch %u)\n",
+					       attach_mid ? "attach" : "lossy",
+					       (unsigned long long)seed, (unsigned long long)k, l.from,
+					       l.len, l.told_at, l.untrusted_batch);
+				}
+			}
 			healthy[2] += sound && (r.invalid_mask & (1u << NL_INVALID_UNPLACED));
 			if (print_healthy && sound && (r.invalid_mask & (1u << NL_INVALID_UNPLACED)))
 				printf("healthy-unplaced %llu\n", (unsigned long long)seed);
@@ -509,6 +562,13 @@ int main(int argc, char **argv)
 	printf("faulty programs (a batch untrusted in the truth): %llu decided, %llu whose "
 	       "summary says evidence_valid\n",
 	       (unsigned long long)faulty[0], (unsigned long long)faulty[1]);
+	if (lossy_per)
+		printf("%s (-L %llu): %llu healthy programs, %llu runs, %llu with a batch "
+		       "skipped lost_records, %llu with a batch accused\n",
+		       attach_mid ? "attached mid-run (-M)" : "records lost",
+		       (unsigned long long)lossy_per, (unsigned long long)lossy_progs,
+		       (unsigned long long)lossy_runs, (unsigned long long)lossy_skipped,
+		       (unsigned long long)lossy_accused);
 	static const char *const tags[4] = { "untagged", "[oversync]", "[implicit]",
 					     "[oversync] [implicit]" };
 	for (int t = 0; t < 4; t++)
@@ -537,5 +597,5 @@ int main(int argc, char **argv)
 	if (known_path)
 		printf("not in the known list: %llu\n", (unsigned long long)unknown);
 	free(known);
-	return (known_path ? unknown : disagree) ? 1 : 0;
+	return (known_path ? unknown : disagree) || lossy_accused ? 1 : 0;
 }

@@ -377,6 +377,107 @@ int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
 	return 0;
 }
 
+struct lossy {
+	struct rp_loss *l;
+	uint32_t pid;
+};
+
+static void on_lossy_batch(void *ctx, const struct nl_batch_audit *a)
+{
+	struct lossy *c = ctx;
+
+	if (a->pid != c->pid)
+		return;
+	if (rp_audit_json)
+		nl_audit_json_batch(rp_audit_json, a);
+	c->l->audits++;
+	if (a->verdict == NL_VERDICT_UNTRUSTED && !c->l->untrusted++)
+		c->l->untrusted_batch = (uint32_t)a->batch;
+	if (a->skip_mask & (1u << NL_SKIP_LOST_RECORDS))
+		c->l->skipped_lost++;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, bool attach, struct rp_loss *out)
+{
+	struct lossy c = { .l = out, .pid = p->pid };
+	struct nl_sink sink = { .ctx = &c, .batch = on_lossy_batch };
+	struct nl_engine_opts o;
+	struct nl_engine *e;
+	bool *cnt = calloc((size_t)p->n + 1, sizeof(*cnt));
+	uint64_t x = loss_seed, pend = 0;
+	bool half;
+	int delay;
+
+	memset(out, 0, sizeof(*out));
+	memset(&o, 0, sizeof(o));
+	if (!cnt)
+		return -ENOMEM;
+	e = p->n > 1 ? nl_engine_new(&o, &sink) : NULL;
+	if (!e) {
+		free(cnt);
+		return p->n > 1 ? -ENOMEM : -EINVAL;
+	}
+	out->from = (int)(splitmix(&x) % (uint64_t)p->n);
+	/* short losses most often, up to a few iterations' records */
+	out->len = 1 + (int)(splitmix(&x) % (uint64_t)(1 + (splitmix(&x) % 4 == 0 ? 200 : 12)));
+	if (out->from + out->len > p->n)
+		out->len = p->n - out->from;
+	half = splitmix(&x) % 2;
+	delay = (int)(splitmix(&x) % 2);
+	out->told_at = -1;
+	if (attach) {
+		/* attached by pid at record `from`: nothing before it, no loss */
+		out->len = out->from;
+		out->from = 0;
+		half = false;
+	}
+	nl_engine_attach(e, p->pid,
+			 attach ? p->calls[out->len < p->n ? out->len : p->n - 1].rec.ts_ns - 1 :
+				  p->start_ns, attach);
+	if (rp_counted_launches)
+		rp_counted_calls(p, cnt);
+	for (int i = 0; i < p->n; i++) {
+		struct nl_call call;
+
+		if (i >= out->from && i < out->from + out->len && (!half || splitmix(&x) % 2)) {
+			pend += !attach;
+			out->lost++;
+			if (rp_audit_json)
+				fprintf(rp_audit_json, "{\"type\":\"lost\",\"op\":%d}\n", i);
+			continue;
+		}
+		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call))
+			continue;
+		if (pend && delay-- <= 0) {
+			/* as nl_app_record: the loss before the record that tells it */
+			nl_engine_lost(e, 0, pend, nl_call_loss_ts(&call));
+			if (out->told_at < 0)
+				out->told_at = i;
+			pend = 0;
+			delay = (int)(splitmix(&x) % 2);
+		}
+		if (rp_counted_launches && cnt[i])
+			call.fields &= ~NL_F_FN;
+		nl_engine_feed(e, &call);
+	}
+	free(cnt);
+	if (pend) /* never told: the tool's exit reads the counter (nl_app_lost) */
+		nl_engine_lost(e, 0, pend, p->end_ns);
+	nl_engine_exit(e, p->pid, p->end_ns);
+	nl_engine_finish(e, p->end_ns + 1000);
+	nl_engine_free(e);
+	return 0;
+}
+
 int rp_write_recording(const struct rp_prog *p, const char *path)
 {
 	static const char *const argv[] = { "nanlog-bpf", "--record", "randprog" };

@@ -246,6 +246,23 @@ extern FILE *rp_audit_json;
 /* out[i]: call i of the program is a launch the probes count (as above). */
 void rp_counted_calls(const struct rp_prog *p, bool *out);
 
+/* Records lost, as a ring buffer too small loses them: the program fed as
+ * rp_run feeds it, with a window of its records not delivered (all of them,
+ * or about half, as when only one CPU's are lost), and each loss told the
+ * way nanlog-bpf tells it (nl_call_loss_ts): by the next record delivered,
+ * or the one after it (a CPU that read the count just before the loss). The
+ * window is drawn from loss_seed. The engine's audits are counted, not compared with
+ * the truth: records lost can hide a batch whole and renumber the rest. */
+struct rp_loss {
+	int from, len, told_at; /* the window, and the record that tells it */
+	uint64_t lost;           /* records not delivered */
+	int audits, untrusted, skipped_lost;
+	uint32_t untrusted_batch; /* the first batch untrusted (engine's number) */
+};
+/* With attach, no loss: the tool attached by pid (mid-run) at a random
+ * record, the records before it never seen. */
+int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, bool attach, struct rp_loss *out);
+
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */
 int rp_write_recording(const struct rp_prog *p, const char *path);
 /* from_seed: the seed the program was drawn from (before shrinking). */

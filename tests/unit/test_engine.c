@@ -742,29 +742,55 @@ static void post_step_confirmed(void **state)
 /* ---- skip reasons ---------------------------------------------------------------- */
 
 
-static void lose_at_4(struct tb *t, int i)
+/* three records lost at the top of iteration lose_iter */
+static int lose_iter;
+
+static void lose_there(struct tb *t, int i)
 {
-	if (i == 4)
+	if (i == lose_iter)
 		nl_engine_lost(t->e, t->pid, 3, t->now += 1000);
 }
 
 static void lost_records_window(void **state)
+{
+	struct tr_opts o = tr_defaults(30);
+	struct tr_run r;
+	struct tb *t;
+
+	(void)state;
+	lose_iter = 20;
+	o.at_iter = lose_there;
+	t = tr_bench(NULL, &o, &r);
+	assert_int_equal(t->n, 30);
+	/* Emitted before the loss: judged. Not emitted yet (18 lingering, 19
+	 * in its forward, 20 in its sparse stage, 21 copied) and every batch
+	 * after: skipped, whatever the records lost were. */
+	for (int k = 0; k < 30; k++)
+		if (k >= 18)
+			assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(LOST_RECORDS));
+		else
+			assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
+	assert_int_equal(t->sum.lost_records, 3);
+	assert_int_equal(t->sum.skip_reasons[NL_SKIP_LOST_RECORDS], 12);
+	tb_free(t);
+}
+
+/* Records lost while the roles were learned: what learning decided from
+ * the records held holds for the batches before the loss too, so none is
+ * judged. */
+static void lost_records_while_learning(void **state)
 {
 	struct tr_opts o = tr_defaults(10);
 	struct tr_run r;
 	struct tb *t;
 
 	(void)state;
-	o.at_iter = lose_at_4;
+	lose_iter = 4;
+	o.at_iter = lose_there;
 	t = tr_bench(NULL, &o, &r);
 	assert_int_equal(t->n, 10);
-	/* in flight at the loss: forward 3 still open, 4 in its sparse stage, 5 copied */
 	for (int k = 0; k < 10; k++)
-		if (k >= 3 && k <= 5)
-			assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(LOST_RECORDS));
-		else
-			assert_verdict(t, (uint64_t)k, NL_VERDICT_TRUSTED, 0, 0);
-	assert_int_equal(t->sum.lost_records, 3);
+		assert_verdict(t, (uint64_t)k, NL_VERDICT_SKIPPED, 0, SKIPR(LOST_RECORDS));
 	tb_free(t);
 }
 
@@ -1253,6 +1279,7 @@ int main(void)
 		cmocka_unit_test(completion_evidence),
 		cmocka_unit_test(post_step_confirmed),
 		cmocka_unit_test(lost_records_window),
+		cmocka_unit_test(lost_records_while_learning),
 		cmocka_unit_test(probe_missing),
 		cmocka_unit_test(attached_mid_batch),
 		cmocka_unit_test(detached_in_flight),

@@ -236,7 +236,7 @@ static struct nl_proc *proc_get(struct nl_engine *e, uint32_t pid, int *err)
 static void replay(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)
 {
 	if (c->api == NL_LOST_MARK)
-		nl_apply_lost(e, p, c->ret_ns, c->ts_ns);
+		nl_apply_lost(e, p);
 	else
 		nl_apply(e, p, c);
 }
@@ -746,18 +746,21 @@ void nl_engine_attach(struct nl_engine *e, uint32_t pid, uint64_t ts_ns, bool mi
 	p->attach_ts = ts_ns;
 }
 
-static void lost_one(struct nl_engine *e, struct nl_proc *p, uint64_t count, uint64_t w0,
-		     uint64_t ts)
+static void lost_one(struct nl_engine *e, struct nl_proc *p, uint64_t count, uint64_t ts)
 {
 	if (p->learning && p->nlbuf == e->o.learn_records)
 		end_learning(e, p, false);
 	if (p->learning) {
-		struct nl_call m = { .pid = p->pid, .api = NL_LOST_MARK, .ts_ns = ts, .ret_ns = w0,
+		struct nl_call m = { .pid = p->pid, .api = NL_LOST_MARK, .ts_ns = ts,
 				     .count = count };
 
+		/* what learning decides from the records held (roles, the
+		 * fill, segment sizes) holds for the batches before the loss
+		 * too: none of them is judged either */
+		p->loss_blind = true;
 		hold(e, p, &m);
 	} else {
-		nl_apply_lost(e, p, w0, ts);
+		nl_apply_lost(e, p);
 	}
 }
 
@@ -770,18 +773,17 @@ void nl_engine_lost(struct nl_engine *e, uint32_t pid, uint64_t count, uint64_t 
 		return;
 	e->sum.lost_records += count;
 	if (pid == 0) {
-		uint64_t w0 = e->last_rec_ts;
-
+		/* a process first seen after this may have lost its first records */
 		if (ts_ns > e->loss_until)
 			e->loss_until = ts_ns;
 		for (uint32_t i = 0; i < e->o.max_procs; i++)
 			if (e->procs[i])
-				lost_one(e, e->procs[i], count, w0, ts_ns);
+				lost_one(e, e->procs[i], count, ts_ns);
 		return;
 	}
 	p = proc_get(e, pid, &err);
 	if (p)
-		lost_one(e, p, count, p->last_rec_ts ? p->last_rec_ts : e->last_rec_ts, ts_ns);
+		lost_one(e, p, count, ts_ns);
 }
 
 void nl_engine_probe_missing(struct nl_engine *e, uint32_t pid, int api)

@@ -246,7 +246,10 @@ void nl_engine_free(struct nl_engine *e); /* accepts NULL */
 int nl_engine_feed(struct nl_engine *e, const struct nl_call *c);
 /* Tracing of pid started at ts; mid_run: the process was already running. */
 void nl_engine_attach(struct nl_engine *e, uint32_t pid, uint64_t ts_ns, bool mid_run);
-/* count records lost, noticed at ts (pid 0: unknown pid, every process). */
+/* count records lost, noticed at ts (pid 0: unknown pid, every process).
+ * The process's batches not emitted yet, and all its later ones, are
+ * skipped lost_records; with pid 0, a process first seen later has its
+ * batches that begin by ts skipped too. */
 void nl_engine_lost(struct nl_engine *e, uint32_t pid, uint64_t count, uint64_t ts_ns);
 /* A probe that matters (nl_engine_api_matters) could not attach for pid
  * (0: every process): that process's batches are skipped "probe_missing".

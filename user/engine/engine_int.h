@@ -235,8 +235,9 @@ void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_note_lag(struct nl_proc *p, int64_t due, int64_t got);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
-/* Records lost between w0 (last record processed) and ts. */
-void nl_apply_lost(struct nl_engine *e, struct nl_proc *p, uint64_t w0, uint64_t ts);
+/* Records lost: every batch of p not emitted yet, and every later one,
+ * is skipped lost_records. */
+void nl_apply_lost(struct nl_engine *e, struct nl_proc *p);
 void nl_skip_open(struct nl_proc *p, int reason);
 /* Completion evidence. vc: what the proof covers (NULL: ops enqueued before
  * ts_limit, all streams); only_slot >= 0 limits it to that stream. */

@@ -588,7 +588,10 @@ struct nl_proc {
 		uint64_t start, end;
 	} fwd_hist[NL_FWD_HISTORY];
 	uint32_t nfwd_hist;
-	uint64_t loss_until;   /* batches starting before this lost records */
+	/* records lost (nl_apply_lost): every batch from then on is skipped
+	 * lost_records. What a loss corrupts can outlive every batch in flight
+	 * (an event's record, a stream's batch, learned sizes): docs/engine.md */
+	bool loss_blind;
 	/* counters */
 	uint64_t lru, last_rec_ts, records, batches;
 	uint64_t edges, implicit_edges, late_ops;

@@ -101,4 +101,14 @@ static inline bool nl_kind_is_work(int kind)
 	}
 }
 
+/*
+ * The time up to which a record's lost_before may reach: a record with a
+ * return probe goes into the ring at return, stamped with its entry, so
+ * the records its CPU lost before it may have been made up to its return.
+ */
+static inline uint64_t nl_call_loss_ts(const struct nl_call *c)
+{
+	return (c->fields & NL_F_RC) && c->ret_ns > c->ts_ns ? c->ret_ns : c->ts_ns;
+}
+
 #endif /* NANLOG_CALL_H */
