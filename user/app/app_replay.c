@@ -64,6 +64,18 @@ int nl_app_replay(struct nl_app *a)
 	}
 	a->start_ns = nl_recording_header(r)->start_mono_ns;
 	a->start_real_ns = nl_recording_header(r)->start_real_ns;
+	/*
+	 * The targets at the start, as the header names them: whether each was
+	 * traced from its start or attached mid-run. A recording made since
+	 * also has a target item for each (the same announcement again);
+	 * older ones have only the header, and their processes were taken as
+	 * attached mid-run, whatever the header said.
+	 */
+	for (int i = 0; a->engine && i < nl_recording_header(r)->ntargets; i++) {
+		const struct nl_recording_target *ht = &nl_recording_header(r)->targets[i];
+
+		nl_engine_attach(a->engine, ht->pid, ht->ts_ns, ht->mid_run);
+	}
 	while ((rc = nl_recording_next(r, it, err, sizeof(err))) == NL_RECORDING_ITEM) {
 		switch (it->kind) {
 		case NL_RI_RECORD:
