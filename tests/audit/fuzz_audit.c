@@ -4,7 +4,7 @@
  * their truth (docs/engine.md, "Model-based random testing").
  *
  *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u] [-a]
- *              [-L K [-M]]
+ *              [-L K] [-M]
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS] [-j]  print one program (shrunk while its first or CLASS
@@ -35,9 +35,11 @@
  * told as nanlog-bpf tells it); any batch accused there is printed as
  * "lossy-accused SEED K ..." and fails the run. With -p SEED, -L K runs the
  * program whole with the loss of its K-th such run and prints its audits.
- * -M with -L: instead of a loss, the tool attached by pid (mid-run) at a
- * random record of the program ("attach-accused SEED K ..."), a measure of
- * a class not fixed yet (docs/engine.md, "Lost records").
+ * -M: every program as if the tool attached by pid (mid-run) at one of its
+ * calls drawn from the seed (rp_run_attached_at): the batches begun before
+ * it are not compared, nor roles and batch numbers; everything else as
+ * above (a class not fixed yet: docs/engine.md, "Lost records"). Not with
+ * -w, -o or -L.
  * Exits 1 when a disagreement was found (with -k: one not in the known list),
  * or with -L a batch accused.
  */
@@ -185,6 +187,15 @@ static int by_programs(const void *a, const void *b)
 	return (x->programs < y->programs) - (x->programs > y->programs);
 }
 
+/* -M: every program run as if the tool attached by pid at one of its
+ * calls, drawn from the seed (rp_run_attached_at), not traced from its start */
+static bool attach_mid;
+
+static int run_prog(const struct rp_prog *p, uint64_t seed, struct rp_result *r)
+{
+	return attach_mid ? rp_run_attached_at(p, rp_attach_point(p, seed), r) : rp_run(p, r);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -241,7 +252,7 @@ int main(int argc, char **argv)
 		 faulty[2] = { 0 }, lossy_runs = 0, lossy_progs = 0, lossy_accused = 0,
 		 lossy_skipped = 0, lossy_per = 0;
 	const char *dir = NULL, *known_path = NULL;
-	bool list = false, print_healthy = false, print_json = false, attach_mid = false;
+	bool list = false, print_healthy = false, print_json = false;
 	long long write_seed = -1, print_seed = -1;
 	const char *print_cls = NULL, *check_audit = NULL, *check_run = NULL;
 
@@ -338,7 +349,7 @@ int main(int argc, char **argv)
 		rp_spec_random(&s, (uint64_t)print_seed);
 		if (rp_build(&p, &s))
 			return 2;
-		rp_run(&p, &r);
+		run_prog(&p, (uint64_t)print_seed, &r);
 		if (print_cls)
 			snprintf(cls, sizeof(cls), "%s", print_cls);
 		else if (r.ndiffs)
@@ -354,7 +365,7 @@ int main(int argc, char **argv)
 			struct rp_loss l;
 
 			rp_audit_json = stdout;
-			rp_run_lossy(&p, (uint64_t)print_seed * 1000 + lossy_per - 1, attach_mid, &l);
+			rp_run_lossy(&p, (uint64_t)print_seed * 1000 + lossy_per - 1, &l);
 			rp_audit_json = NULL;
 			for (int i = 0; i < p.n; i++)
 				printf("{\"type\":\"op\",\"op\":%d,\"ts_ns\":%llu}\n", i,
@@ -368,8 +379,10 @@ int main(int argc, char **argv)
 		}
 		printf("seed %lld class \"%s\"\n", print_seed, cls);
 		rp_audit_json = print_json ? stdout : NULL;
-		rp_run(&p, &r);
+		run_prog(&p, (uint64_t)print_seed, &r);
 		rp_audit_json = NULL;
+		if (attach_mid)
+			printf("attached mid-run at call %d\n", rp_attach_point(&p, (uint64_t)print_seed));
 		for (int i = 0; print_json && i < p.n; i++) /* to read the audits' times as ops */
 			printf("{\"type\":\"op\",\"op\":%d,\"ts_ns\":%llu}\n", i,
 			       (unsigned long long)p.calls[i].rec.ts_ns);
@@ -415,7 +428,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fuzz_audit: seed %llu: out of memory\n", (unsigned long long)seed);
 			return 2;
 		}
-		rp_run(&p, &r);
+		run_prog(&p, seed, &r);
 		if (r.ndiffs)
 			disagree++;
 		if (p.undecidable) {
@@ -445,15 +458,14 @@ int main(int argc, char **argv)
 			for (uint64_t k = 0; sound && !accused && k < lossy_per; k++) {
 				struct rp_loss l;
 
-				if (rp_run_lossy(&p, seed * 1000 + k, attach_mid, &l))
+				if (rp_run_lossy(&p, seed * 1000 + k, &l))
 					continue;
 				lossy_progs += !k;
 				lossy_runs++;
 				lossy_skipped += l.skipped_lost > 0;
 				if (l.untrusted) {
 					lossy_accused++;
-					printf("%s-accused %llu %llu (records %d+%d told at %d, batch %u)\n",
-					       attach_mid ? "attach" : "lossy",
+					printf("lossy-accused %llu %llu (records %d+%d told at %d, batch %u)\n",
 					       (unsigned long long)seed, (unsigned long long)k, l.from,
 					       l.len, l.told_at, l.untrusted_batch);
 				}
@@ -563,9 +575,8 @@ int main(int argc, char **argv)
 	       "summary says evidence_valid\n",
 	       (unsigned long long)faulty[0], (unsigned long long)faulty[1]);
 	if (lossy_per)
-		printf("%s (-L %llu): %llu healthy programs, %llu runs, %llu with a batch "
+		printf("records lost (-L %llu): %llu healthy programs, %llu runs, %llu with a batch "
 		       "skipped lost_records, %llu with a batch accused\n",
-		       attach_mid ? "attached mid-run (-M)" : "records lost",
 		       (unsigned long long)lossy_per, (unsigned long long)lossy_progs,
 		       (unsigned long long)lossy_runs, (unsigned long long)lossy_skipped,
 		       (unsigned long long)lossy_accused);

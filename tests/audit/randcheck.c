@@ -86,7 +86,7 @@ void rp_result_summary(const struct rp_prog *p, struct rp_result *r, const struc
 	r->summary = true;
 	r->evidence_valid = s->evidence_valid;
 	r->invalid_mask = s->invalid_mask;
-	for (uint32_t i = 0; i < s->nstreams; i++) {
+	for (uint32_t i = 0; !r->mid && i < s->nstreams; i++) {
 		const struct nl_stream_summary *ss = &s->streams[i];
 
 		if (ss->pid != p->pid)
@@ -256,6 +256,8 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 	for (int T = 0; T < p->spec.nb; T++) {
 		const struct rp_truth *t = &p->truth[T];
 
+		if (r->excused[T])
+			continue;
 		if (!r->have[T]) {
 			add_diff(p, r, T, r->merged[T] ? "merged-copy-segment" : "no-audit");
 			continue;
@@ -271,6 +273,15 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 			    (!p->other_known || !judged_right(t, v, m) ||
 			     !judged_right(&p->other[T], v, m)))
 				add_diff(p, r, T, "guessed(pretrace_stream)");
+		} else if (v == NL_VERDICT_SKIPPED && r->mid &&
+			   !(r->got[T].skip_mask & ~((1u << NL_SKIP_ATTACHED_MID_BATCH) |
+						     (1u << NL_SKIP_PRETRACE_STREAM) |
+						     (1u << NL_SKIP_UNKNOWN_HANDLE) |
+						     (1u << NL_SKIP_TARGET_EXITED)))) {
+			/* attached mid-run: what began before the tool looked
+			 * (a batch, a stream, an event) is not known, and a
+			 * batch it touches is rightly not judged; nor is one
+			 * open at exit (nl_drain) */
 		} else if (v == NL_VERDICT_SKIPPED) {
 			size_t o = 0;
 
@@ -307,7 +318,7 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 		faulty |= p->truth[T].verdict == NL_VERDICT_UNTRUSTED && !p->unsure[T];
 	if (faulty && r->summary && r->evidence_valid)
 		add_diff(p, r, -1, "valid-despite-fault");
-	if (p->spec.shape != RP_S_SINGLE)
+	if (p->spec.shape != RP_S_SINGLE && !r->mid)
 		numbering(p, r);
 }
 
@@ -406,7 +417,7 @@ static uint64_t splitmix(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, bool attach, struct rp_loss *out)
+int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, struct rp_loss *out)
 {
 	struct lossy c = { .l = out, .pid = p->pid };
 	struct nl_sink sink = { .ctx = &c, .batch = on_lossy_batch };
@@ -434,22 +445,14 @@ int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, bool attach, struc
 	half = splitmix(&x) % 2;
 	delay = (int)(splitmix(&x) % 2);
 	out->told_at = -1;
-	if (attach) {
-		/* attached by pid at record `from`: nothing before it, no loss */
-		out->len = out->from;
-		out->from = 0;
-		half = false;
-	}
-	nl_engine_attach(e, p->pid,
-			 attach ? p->calls[out->len < p->n ? out->len : p->n - 1].rec.ts_ns - 1 :
-				  p->start_ns, attach);
+	nl_engine_attach(e, p->pid, p->start_ns, false);
 	if (rp_counted_launches)
 		rp_counted_calls(p, cnt);
 	for (int i = 0; i < p->n; i++) {
 		struct nl_call call;
 
 		if (i >= out->from && i < out->from + out->len && (!half || splitmix(&x) % 2)) {
-			pend += !attach;
+			pend++;
 			out->lost++;
 			if (rp_audit_json)
 				fprintf(rp_audit_json, "{\"type\":\"lost\",\"op\":%d}\n", i);
@@ -475,6 +478,57 @@ int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, bool attach, struc
 	nl_engine_exit(e, p->pid, p->end_ns);
 	nl_engine_finish(e, p->end_ns + 1000);
 	nl_engine_free(e);
+	return 0;
+}
+
+int rp_attach_point(const struct rp_prog *p, uint64_t seed)
+{
+	uint64_t z = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+
+	z = (z ^ (z >> 29)) * 0xbf58476d1ce4e5b9ull;
+	z ^= z >> 32;
+	return p->n > 1 ? 1 + (int)(z % (uint64_t)(p->n - 1)) : 0;
+}
+
+int rp_run_attached_at(const struct rp_prog *p, int at, struct rp_result *r)
+{
+	struct collect c = { .p = p, .r = r };
+	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
+	struct nl_engine_opts o;
+	struct nl_engine *e;
+	bool *cnt;
+
+	if (at < 0 || at >= p->n)
+		return -EINVAL;
+	cnt = calloc((size_t)p->n + 1, sizeof(*cnt));
+	memset(r, 0, sizeof(*r));
+	memset(&o, 0, sizeof(o));
+	e = cnt ? nl_engine_new(&o, &sink) : NULL;
+	if (!e) {
+		free(cnt);
+		return -ENOMEM;
+	}
+	r->mid = true;
+	for (int i = 0; i < at; i++)
+		if (p->calls[i].batch >= 0 && p->calls[i].batch < p->spec.nb)
+			r->excused[p->calls[i].batch] = true;
+	nl_engine_attach(e, p->pid, p->calls[at].rec.ts_ns - 1, true);
+	if (rp_counted_launches)
+		rp_counted_calls(p, cnt);
+	for (int i = at; i < p->n; i++) {
+		struct nl_call call;
+
+		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0) {
+			if (rp_counted_launches && cnt[i])
+				call.fields &= ~NL_F_FN;
+			nl_engine_feed(e, &call);
+		}
+	}
+	free(cnt);
+	nl_engine_exit(e, p->pid, p->end_ns);
+	nl_engine_finish(e, p->end_ns + 1000);
+	nl_engine_free(e);
+	rp_result_compare(p, r);
 	return 0;
 }
 

@@ -207,6 +207,10 @@ struct rp_result {
 	bool summary;       /* the summary came */
 	bool evidence_valid; /* and said the run's evidence is valid */
 	uint32_t invalid_mask; /* and why not (enum nl_invalid_reason) */
+	/* attached mid-run (rp_run_attached_at): batches begun before the
+	 * attach are not compared, nor roles and numbers */
+	bool mid;
+	bool excused[RP_MAX_BATCHES];
 	int ndiffs;
 	char diffs[RP_MAX_DIFFS][RP_CLASS_LEN]; /* class of each batch disagreement */
 	int diff_batch[RP_MAX_DIFFS];
@@ -218,6 +222,13 @@ int rp_run(const struct rp_prog *p, struct rp_result *r);
 /* The same, the engine told the process was already running when tracing
  * began (a tool attached by pid) when mid_run. */
 int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r);
+
+/* The same, the tool attached by pid (mid-run) at call `at` of the program:
+ * the calls before it never seen; the batches begun before it (any op of
+ * theirs before `at`) are not compared. */
+int rp_run_attached_at(const struct rp_prog *p, int at, struct rp_result *r);
+/* The call of p the tool attaches at for seed (fuzz_audit -M): 1..n-1. */
+int rp_attach_point(const struct rp_prog *p, uint64_t seed);
 
 /* The same comparison for audits made elsewhere (a live run's, read back):
  * a zeroed result, each batch audit and the summary, then the comparison. */
@@ -259,9 +270,7 @@ struct rp_loss {
 	int audits, untrusted, skipped_lost;
 	uint32_t untrusted_batch; /* the first batch untrusted (engine's number) */
 };
-/* With attach, no loss: the tool attached by pid (mid-run) at a random
- * record, the records before it never seen. */
-int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, bool attach, struct rp_loss *out);
+int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, struct rp_loss *out);
 
 /* Write the program as a --record file, and the truth next to it. 0 or -errno. */
 int rp_write_recording(const struct rp_prog *p, const char *path);

@@ -422,6 +422,9 @@ struct nl_pipe {
 	 * step's first two kernels again (note_first_hits) */
 	bool again_in_step;
 	bool seen_copy_record;
+	/* traced from its start: its first batch was copied by a stream the
+	 * engine saw created, or the process was traced from its start */
+	bool from_start;
 	bool had_copy;        /* a stream has been its copy stream */
 	/* slot + 1 of its copy stream that copied last (0: none), and the
 	 * thread that did */
