@@ -121,7 +121,7 @@ check "tiny ring buffer: batches skipped lost_records" \
 check "tiny ring buffer: no batch called untrusted on a stream with holes" \
 	jq -e -s '.[-1].untrusted == 0' "$TMP/rb.json"
 check "tiny ring buffer: stderr says once that the audit stopped, and what avoids it" \
-	test "$(grep -c 'records lost (ring buffer full).*--ringbuf-size' "$TMP/rb.err")" = 1
+	test "$(grep -c 'records lost (ring buffer full.*--ringbuf-size' "$TMP/rb.err")" = 1
 
 # --- output to a full disk: a clear error, exit 1, the target unaffected
 workload_gated "$TMP/full.out" --batches 6

@@ -66,8 +66,9 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 	if (c.lost_before) {
 		/* a loss, right before this record: in the recording already, so not written again */
 		if (!a->lost_inline && a->engine)
-			a->diag(0, "records lost (ring buffer full): batches not audited yet are "
-				   "skipped lost_records from here on; a larger --ringbuf-size avoids it");
+			a->diag(0, "records lost (ring buffer full, or a call nested too deep): "
+				   "batches not audited yet are skipped lost_records from here on; "
+				   "a larger --ringbuf-size avoids the first");
 		a->lost_inline += c.lost_before;
 		if (a->engine)
 			nl_engine_lost(a->engine, 0, c.lost_before, nl_call_loss_ts(&c));
