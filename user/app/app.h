@@ -52,6 +52,7 @@ struct nl_app {
 	uint64_t records, bad_records;
 	uint64_t counted_launches;   /* launches counted in the kernel, repeated from their runs */
 	uint64_t lost_inline;        /* losses the records told (lost_before) */
+	bool loss_said;              /* nl_app_first_loss said it on stderr */
 	uint64_t stats[NL_STAT_MAX]; /* last BPF counters seen */
 	int probes_attached, retprobes_attached;
 	int nmissing;
@@ -96,6 +97,9 @@ int nl_app_metrics_start(struct nl_app *a);
 /* Discovery modes: look for new targets now. */
 void nl_app_discover(struct nl_app *a);
 void nl_app_lost(struct nl_app *a, uint32_t pid, uint64_t count, uint64_t ts);
+/* A loss: the first of the run says once on stderr that the audit stops
+ * there, and what avoids it. */
+void nl_app_first_loss(struct nl_app *a);
 void nl_app_exited(struct nl_app *a, uint32_t pid, uint64_t ts);
 
 /* --record: open the recording (after nl_app_init). */

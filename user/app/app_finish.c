@@ -104,10 +104,12 @@ void nl_app_finish(struct nl_app *a, uint64_t now_ns, int err)
 
 		nl_loader_untrace_all(a->l); /* drains the ring, then the open runs */
 		nl_app_poll_lost(a);
-		/* losses on a CPU that sent no record after them */
+		/* losses no record told: none went out after them */
 		total = a->stats[NL_STAT_LOST_RINGBUF] + a->stats[NL_STAT_LOST_STASH];
-		if (total > a->lost_inline)
+		if (total > a->lost_inline) {
+			nl_app_first_loss(a);
 			nl_app_lost(a, 0, total - a->lost_inline, now_ns);
+		}
 		a->lost_inline = total;
 	}
 	live_facts(a, now_ns, &f);

@@ -47,6 +47,16 @@ static void lost_launches(void *ctx, const struct nl_call *c, uint64_t n)
 		nl_engine_lost(u->a->engine, c->pid, n, c->ts_ns);
 }
 
+void nl_app_first_loss(struct nl_app *a)
+{
+	if (a->loss_said || !a->engine)
+		return;
+	a->loss_said = true;
+	a->diag(0, "records lost (ring buffer full, or a call nested too deep): "
+		   "batches not audited yet are skipped lost_records from here on; "
+		   "a larger --ringbuf-size avoids the first");
+}
+
 int nl_app_record(struct nl_app *a, const void *data, size_t size)
 {
 	struct nl_app_target *t;
@@ -65,10 +75,7 @@ int nl_app_record(struct nl_app *a, const void *data, size_t size)
 	a->records++;
 	if (c.lost_before) {
 		/* a loss, right before this record: in the recording already, so not written again */
-		if (!a->lost_inline && a->engine)
-			a->diag(0, "records lost (ring buffer full, or a call nested too deep): "
-				   "batches not audited yet are skipped lost_records from here on; "
-				   "a larger --ringbuf-size avoids the first");
+		nl_app_first_loss(a);
 		a->lost_inline += c.lost_before;
 		if (a->engine)
 			nl_engine_lost(a->engine, 0, c.lost_before, nl_call_loss_ts(&c));

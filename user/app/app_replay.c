@@ -106,6 +106,8 @@ int nl_app_replay(struct nl_app *a)
 			break;
 		}
 		case NL_RI_LOST:
+			/* as the live run said it, when no record had told one */
+			nl_app_first_loss(a);
 			nl_app_lost(a, it->lost.pid, it->lost.count, it->lost.ts_ns);
 			break;
 		default:
