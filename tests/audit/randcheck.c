@@ -352,7 +352,12 @@ int rp_run(const struct rp_prog *p, struct rp_result *r)
 	return rp_run_attached(p, false, r);
 }
 
-int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
+/* Calls at.. of p fed to a fresh engine as --replay feeds them (the
+ * target announced at attach_ts, each record decoded, the exit, the end),
+ * and compared with the truth. Attached after call 0, the batches any of
+ * whose calls came before are not compared (r->excused). */
+static int feed_from(const struct rp_prog *p, int at, uint64_t attach_ts, bool mid_run,
+		     struct rp_result *r)
 {
 	struct collect c = { .p = p, .r = r };
 	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
@@ -367,11 +372,14 @@ int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
 		free(cnt);
 		return -ENOMEM;
 	}
-	/* as --replay: the target from the header, each record decoded, the exit, the end */
-	nl_engine_attach(e, p->pid, p->start_ns, mid_run);
+	r->mid = at > 0;
+	for (int i = 0; i < at; i++)
+		if (p->calls[i].batch >= 0 && p->calls[i].batch < p->spec.nb)
+			r->excused[p->calls[i].batch] = true;
+	nl_engine_attach(e, p->pid, attach_ts, mid_run);
 	if (rp_counted_launches)
 		rp_counted_calls(p, cnt);
-	for (int i = 0; i < p->n; i++) {
+	for (int i = at; i < p->n; i++) {
 		struct nl_call call;
 
 		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0) {
@@ -386,6 +394,11 @@ int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
 	nl_engine_free(e);
 	rp_result_compare(p, r);
 	return 0;
+}
+
+int rp_run_attached(const struct rp_prog *p, bool mid_run, struct rp_result *r)
+{
+	return feed_from(p, 0, p->start_ns, mid_run, r);
 }
 
 struct lossy {
@@ -408,15 +421,6 @@ static void on_lossy_batch(void *ctx, const struct nl_batch_audit *a)
 		c->l->skipped_lost++;
 }
 
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, struct rp_loss *out)
 {
 	struct lossy c = { .l = out, .pid = p->pid };
@@ -437,13 +441,13 @@ int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, struct rp_loss *ou
 		free(cnt);
 		return p->n > 1 ? -ENOMEM : -EINVAL;
 	}
-	out->from = (int)(splitmix(&x) % (uint64_t)p->n);
+	out->from = (int)(rp_rnd(&x) % (uint64_t)p->n);
 	/* short losses most often, up to a few iterations' records */
-	out->len = 1 + (int)(splitmix(&x) % (uint64_t)(1 + (splitmix(&x) % 4 == 0 ? 200 : 12)));
+	out->len = 1 + (int)(rp_rnd(&x) % (uint64_t)(1 + (rp_rnd(&x) % 4 == 0 ? 200 : 12)));
 	if (out->from + out->len > p->n)
 		out->len = p->n - out->from;
-	half = splitmix(&x) % 2;
-	delay = (int)(splitmix(&x) % 2);
+	half = rp_rnd(&x) % 2;
+	delay = (int)(rp_rnd(&x) % 2);
 	out->told_at = -1;
 	nl_engine_attach(e, p->pid, p->start_ns, false);
 	if (rp_counted_launches)
@@ -451,7 +455,7 @@ int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, struct rp_loss *ou
 	for (int i = 0; i < p->n; i++) {
 		struct nl_call call;
 
-		if (i >= out->from && i < out->from + out->len && (!half || splitmix(&x) % 2)) {
+		if (i >= out->from && i < out->from + out->len && (!half || rp_rnd(&x) % 2)) {
 			pend++;
 			out->lost++;
 			if (rp_audit_json)
@@ -466,7 +470,7 @@ int rp_run_lossy(const struct rp_prog *p, uint64_t loss_seed, struct rp_loss *ou
 			if (out->told_at < 0)
 				out->told_at = i;
 			pend = 0;
-			delay = (int)(splitmix(&x) % 2);
+			delay = (int)(rp_rnd(&x) % 2);
 		}
 		if (rp_counted_launches && cnt[i])
 			call.fields &= ~NL_F_FN;
@@ -492,44 +496,9 @@ int rp_attach_point(const struct rp_prog *p, uint64_t seed)
 
 int rp_run_attached_at(const struct rp_prog *p, int at, struct rp_result *r)
 {
-	struct collect c = { .p = p, .r = r };
-	struct nl_sink sink = { .ctx = &c, .batch = on_batch, .summary = on_summary };
-	struct nl_engine_opts o;
-	struct nl_engine *e;
-	bool *cnt;
-
 	if (at < 0 || at >= p->n)
 		return -EINVAL;
-	cnt = calloc((size_t)p->n + 1, sizeof(*cnt));
-	memset(r, 0, sizeof(*r));
-	memset(&o, 0, sizeof(o));
-	e = cnt ? nl_engine_new(&o, &sink) : NULL;
-	if (!e) {
-		free(cnt);
-		return -ENOMEM;
-	}
-	r->mid = true;
-	for (int i = 0; i < at; i++)
-		if (p->calls[i].batch >= 0 && p->calls[i].batch < p->spec.nb)
-			r->excused[p->calls[i].batch] = true;
-	nl_engine_attach(e, p->pid, p->calls[at].rec.ts_ns - 1, true);
-	if (rp_counted_launches)
-		rp_counted_calls(p, cnt);
-	for (int i = at; i < p->n; i++) {
-		struct nl_call call;
-
-		if (nl_decode(&p->calls[i].rec, sizeof(p->calls[i].rec), &call) == 0) {
-			if (rp_counted_launches && cnt[i])
-				call.fields &= ~NL_F_FN;
-			nl_engine_feed(e, &call);
-		}
-	}
-	free(cnt);
-	nl_engine_exit(e, p->pid, p->end_ns);
-	nl_engine_finish(e, p->end_ns + 1000);
-	nl_engine_free(e);
-	rp_result_compare(p, r);
-	return 0;
+	return feed_from(p, at, p->calls[at].rec.ts_ns - 1, true, r);
 }
 
 int rp_write_recording(const struct rp_prog *p, const char *path)

@@ -27,7 +27,7 @@
 
 /* ---- random numbers: splitmix64 ----------------------------------------------- */
 
-static uint64_t rnd(uint64_t *s)
+uint64_t rp_rnd(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 
@@ -39,7 +39,7 @@ static uint64_t rnd(uint64_t *s)
 /* 0 .. n-1 */
 static int below(uint64_t *s, int n)
 {
-	return n > 0 ? (int)(rnd(s) % (uint64_t)n) : 0;
+	return n > 0 ? (int)(rp_rnd(s) % (uint64_t)n) : 0;
 }
 
 /* true with probability pct / 100 */
@@ -215,7 +215,7 @@ void rp_spec_random(struct rp_spec *s, uint64_t seed)
 	uint64_t r = seed * 0x2545f4914f6cdd1dull + 1;
 
 	memset(s, 0, sizeof(*s));
-	s->seed = rnd(&r);
+	s->seed = rp_rnd(&r);
 	s->nb = 4 + below(&r, RP_DRAW_BATCHES - 3);
 	s->depth = 1 + below(&r, 3);
 	s->lag = 1 + below(&r, s->depth);

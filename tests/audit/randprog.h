@@ -172,6 +172,8 @@ struct rp_prog {
 	int8_t pipe[RP_MAX_BATCHES], local[RP_MAX_BATCHES];
 };
 
+/* The next number of a splitmix64 sequence whose state is *s. */
+uint64_t rp_rnd(uint64_t *s);
 /* A spec drawn from seed (the whole range of what the generator makes). */
 void rp_spec_random(struct rp_spec *s, uint64_t seed);
 /* The program of a spec, and its truth. 0 or -ENOMEM. */

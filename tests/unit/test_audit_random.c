@@ -517,39 +517,6 @@ static void test_lossy_never_accuses(void **state)
 	lossy_sample(true);
 }
 
-/* Attached by pid at a call of the program (fuzz_audit -M), a pipeline
- * found mid-run: the batches open at exit are not judged (nl_drain). Each
- * of these had a healthy batch accused, among the last ones, before. */
-static const uint64_t attached_exit[] = { 38, 51, 91, 141, 144, 165, 351, 373 };
-
-static void mid_agree(const uint64_t *v, size_t n, bool counted)
-{
-	rp_counted_launches = counted;
-	for (size_t i = 0; i < n; i++) {
-		struct rp_spec s;
-		struct rp_prog p;
-		struct rp_result r;
-
-		rp_spec_random(&s, v[i]);
-		assert_int_equal(rp_build(&p, &s), 0);
-		assert_int_equal(rp_run_attached_at(&p, rp_attach_point(&p, v[i]), &r), 0);
-		for (int k = 0; k < r.ndiffs; k++)
-			print_message("seed %llu (fuzz_audit%s -M -p %llu): %s\n",
-				      (unsigned long long)v[i], counted ? " -u" : "",
-				      (unsigned long long)v[i], r.diffs[k]);
-		assert_int_equal(r.ndiffs, 0);
-		rp_free(&p);
-	}
-	rp_counted_launches = false;
-}
-
-static void test_attached_exit(void **state)
-{
-	(void)state;
-	mid_agree(attached_exit, NL_ARRAY_SIZE(attached_exit), false);
-	mid_agree(attached_exit, NL_ARRAY_SIZE(attached_exit), true);
-}
-
 /* Programs the engine once got wrong with launches counted in runs, found
  * outside the bounded sample (fuzz_audit -u -f): they agree now. */
 static const uint64_t counted_fixed[] = {
@@ -561,33 +528,55 @@ static const uint64_t counted_fixed[] = {
 };
 
 /* The generator's program of `seed` run through the engine against its
- * truth. */
-static void run_seed(uint64_t seed, struct rp_result *r)
+ * truth; with mid, as if attached by pid at its call rp_attach_point gives
+ * (fuzz_audit -M). */
+static void run_seed(uint64_t seed, bool mid, struct rp_result *r)
 {
 	struct rp_spec s;
 	struct rp_prog p;
 
 	rp_spec_random(&s, seed);
 	assert_int_equal(rp_build(&p, &s), 0);
-	assert_int_equal(rp_run(&p, r), 0);
+	if (mid)
+		assert_int_equal(rp_run_attached_at(&p, rp_attach_point(&p, seed), r), 0);
+	else
+		assert_int_equal(rp_run(&p, r), 0);
 	rp_free(&p);
 }
 
 /* Every program of seeds v[0..n) agrees with its truth (launches counted
- * in runs where `counted`). */
-static void seeds_agree(const uint64_t *v, size_t n, bool counted)
+ * in runs where `counted`; attached mid-run where `mid`). */
+static void seeds_agree_at(const uint64_t *v, size_t n, bool counted, bool mid)
 {
 	rp_counted_launches = counted;
 	for (size_t i = 0; i < n; i++) {
 		struct rp_result r;
 
-		run_seed(v[i], &r);
+		run_seed(v[i], mid, &r);
 		for (int k = 0; k < r.ndiffs; k++)
-			print_message("seed %llu (fuzz_audit%s -p %llu): %s\n", (unsigned long long)v[i],
-				      counted ? " -u" : "", (unsigned long long)v[i], r.diffs[k]);
+			print_message("seed %llu (fuzz_audit%s%s -p %llu): %s\n",
+				      (unsigned long long)v[i], counted ? " -u" : "", mid ? " -M" : "",
+				      (unsigned long long)v[i], r.diffs[k]);
 		assert_int_equal(r.ndiffs, 0);
 	}
 	rp_counted_launches = false;
+}
+
+static void seeds_agree(const uint64_t *v, size_t n, bool counted)
+{
+	seeds_agree_at(v, n, counted, false);
+}
+
+/* Attached by pid at a call of the program (fuzz_audit -M), a pipeline
+ * found mid-run: the batches open at exit are not judged (nl_drain). Each
+ * of these had a healthy batch accused, among the last ones, before. */
+static const uint64_t attached_exit[] = { 38, 51, 91, 141, 144, 165, 351, 373 };
+
+static void test_attached_exit(void **state)
+{
+	(void)state;
+	seeds_agree_at(attached_exit, NL_ARRAY_SIZE(attached_exit), false, true);
+	seeds_agree_at(attached_exit, NL_ARRAY_SIZE(attached_exit), true, true);
 }
 
 /* seeds_agree in both modes, launches named then counted */
@@ -650,7 +639,7 @@ static void test_fill_ahead(void **state)
 	for (size_t i = 0; i < sizeof(behind_named) / sizeof(behind_named[0]); i++) {
 		struct rp_result r;
 
-		run_seed(behind_named[i], &r);
+		run_seed(behind_named[i], false, &r);
 		assert_true(r.summary);
 		assert_false(r.evidence_valid);
 	}
@@ -682,7 +671,7 @@ static void test_passed_ordered(void **state)
 
 	(void)state;
 	seeds_agree_both(passed_ordered, NL_ARRAY_SIZE(passed_ordered));
-	run_seed(48370, &r);
+	run_seed(48370, false, &r);
 	assert_int_equal(r.got[5].verdict, NL_VERDICT_UNTRUSTED);
 	assert_true(r.got[5].missing_mask & (1u << NL_EDGE_COPY_FORWARD));
 }
