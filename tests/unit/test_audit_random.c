@@ -579,6 +579,37 @@ static void test_attached_exit(void **state)
 	seeds_agree_at(attached_exit, NL_ARRAY_SIZE(attached_exit), true, true);
 }
 
+/* Healthy programs, compute the null stream and the streams blocking,
+ * whose run the engine judged right and still called not valid: the
+ * collective stream's all-to-all run without its wait on the data-dist
+ * stream (157679, 100170, 1666: handed_collective) or the data-dist
+ * stream's dist_init run without its wait on the all-to-all's end (229204,
+ * 105161, 185158: step_a_goes_on) took a newer batch by a null-stream
+ * join, and that batch's own stage work was placed in no batch
+ * (late_ops). Their summaries say valid now, in both modes. */
+static const uint64_t join_handed[] = { 157679, 100170, 1666, 229204, 105161, 185158 };
+
+static void test_join_handed(void **state)
+{
+	(void)state;
+	for (int counted = 0; counted < 2; counted++) {
+		seeds_agree_at(join_handed, NL_ARRAY_SIZE(join_handed), counted, false);
+		rp_counted_launches = counted;
+		for (size_t i = 0; i < NL_ARRAY_SIZE(join_handed); i++) {
+			struct rp_result r;
+
+			run_seed(join_handed[i], false, &r);
+			assert_true(r.summary);
+			if (!r.evidence_valid)
+				print_message("seed %llu%s: invalid 0x%x\n",
+					      (unsigned long long)join_handed[i], counted ? " (-u)" : "",
+					      r.invalid_mask);
+			assert_true(r.evidence_valid);
+		}
+		rp_counted_launches = false;
+	}
+}
+
 /* seeds_agree in both modes, launches named then counted */
 static void seeds_agree_both(const uint64_t *v, size_t n)
 {
@@ -798,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_random_sample_counted),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
+		cmocka_unit_test(test_join_handed),
 		cmocka_unit_test(test_counted_fixed),
 		cmocka_unit_test(test_fill_swapped),
 		cmocka_unit_test(test_fill_ahead),

@@ -150,6 +150,42 @@ static bool handed_worked(struct nl_proc *p, const struct nl_stream *s, int64_t 
 	return b && nl_worked_stream(b, (int)(s - p->s));
 }
 
+/* Collective stream s (fed by a data-dist stream, never by a copy stream)
+ * was handed over by compute's take of the batch it carries: its next work
+ * is the next batch's by the hand-off rule (nl_take_over), the oldest one
+ * it has no op of. A null-stream join brings the newest batch the null
+ * stream carried, a copy stream's, which says nothing of which batch the
+ * data-dist stream gave it. Before, with compute the null stream and
+ * the streams blocking, the all-to-all of batch k run without N's wait on
+ * D (that join made the wait redundant) took batch k + 1, copied by then;
+ * the work of k + 1 found its batch's stage done and was placed in no
+ * batch (late_ops), and a healthy run's summary said not valid (random
+ * program 157679: seeds 1-600,000, 145 of 183 such healthy programs in
+ * each mode). */
+static bool handed_collective(const struct nl_stream *s)
+{
+	return s->role == NL_ROLE_SPARSE && s->handed && !s->handed_in && !s->fed_by_copy &&
+	       s->wait_clock && s->token == s->handed_tok;
+}
+
+static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
+
+/* Sparse stream s, handed over by compute's take of its batch (TorchRec's
+ * step a, before its dist_init), goes on with that batch's stage at launch
+ * c (stage_goes_on): the batch a null-stream join brought its record
+ * before that take, for its next work, is not that work's. Before, with
+ * compute the null stream and the streams blocking, dist_init(k) run
+ * without the data-dist stream's wait on the all-to-all's end took batch
+ * k + 1, copied by then, whose own stage then found the stream holding it
+ * handed over already and was placed in no batch (late_ops): a healthy
+ * run's summary said not valid (random program 229204; seeds 1-600,000,
+ * 24 of the 38 such healthy programs left in each mode). */
+static bool step_a_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
+{
+	return s->role == NL_ROLE_SPARSE && s->handed && !s->handed_in &&
+	       s->token == s->handed_tok && stage_goes_on(p, s, c);
+}
+
 /* A stream without a role joins the null stream, which carries batch tok,
  * whose forward began: tok is no longer any producer's to begin. The
  * stream keeps no batch, so that its work is placed when it finds its role
@@ -277,7 +313,8 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 
 		if (c->kind == NL_K_STREAM_WAIT) {
 			s->implicit_tok = NL_NO_TOKEN; /* the wait decides */
-		} else if (c->kind != NL_K_EVENT_RECORD && s->implicit_tok > s->token) {
+		} else if (c->kind != NL_K_EVENT_RECORD && s->implicit_tok > s->token &&
+			   !step_a_goes_on(p, s, c)) {
 			nl_set_token(p, slot, implicit_due(p, slot, s->implicit_tok), ts);
 			s->implicit_tok = NL_NO_TOKEN;
 		}
@@ -291,7 +328,8 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		 * (random program 290615) */
 		if ((rec || stage_second_part(p, s, c)) && tok > s->token) {
 			s->implicit_tok = tok;
-		} else if (tok > s->token && !handed_worked(p, s, tok) && !begun_for_other(p, s, tok)) {
+		} else if (tok > s->token && !handed_worked(p, s, tok) && !begun_for_other(p, s, tok) &&
+			   !handed_collective(s)) {
 			int64_t was = s->token;
 			const struct nl_batch *g;
 
