@@ -708,7 +708,6 @@ static void hold(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c
 int nl_engine_feed(struct nl_engine *e, const struct nl_call *c)
 {
 	struct nl_proc *p;
-	uint64_t end;
 	int err = 0;
 
 	if (!e || !c || c->api >= NL_API_COUNT || c->kind != nl_api_info[c->api].kind)
@@ -716,17 +715,12 @@ int nl_engine_feed(struct nl_engine *e, const struct nl_call *c)
 	if (e->finished)
 		return -ESHUTDOWN;
 	e->sum.records++;
-	end = (c->fields & NL_F_RC) && c->ret_ns > c->ts_ns ? c->ret_ns : c->ts_ns;
-	if (end > e->last_rec_ts)
-		e->last_rec_ts = end;
 	p = proc_get(e, c->pid, &err);
 	if (!p) {
 		e->sum.untracked_records++;
 		return err;
 	}
 	p->records++;
-	if (end > p->last_rec_ts)
-		p->last_rec_ts = end;
 	if (p->learning)
 		hold(e, p, c);
 	else

@@ -596,7 +596,7 @@ struct nl_proc {
 	 * (an event's record, a stream's batch, learned sizes): docs/engine.md */
 	bool loss_blind;
 	/* counters */
-	uint64_t lru, last_rec_ts, records, batches;
+	uint64_t lru, records, batches;
 	uint64_t edges, implicit_edges, late_ops;
 	uint64_t unplaced_streams;
 	uint64_t evicted_streams, evicted_events, evicted_batches;
@@ -616,7 +616,9 @@ struct nl_engine {
 	struct nl_proc **procs;
 	int last_proc;
 	uint32_t skip_all_new;  /* probe_missing(pid 0): every process */
-	uint64_t last_rec_ts, loss_until;
+	/* records lost (pid unknown) up to then: a process first seen later
+	 * has its batches begun by then skipped lost_records */
+	uint64_t loss_until;
 	struct nl_summary sum;  /* totals; arrays below */
 	uint64_t depth_hist[NL_DEPTH_MAX];
 	uint64_t tick_ns_sum, tick_ns_n;
