@@ -150,6 +150,13 @@ static bool handed_worked(struct nl_proc *p, const struct nl_stream *s, int64_t 
 	return b && nl_worked_stream(b, (int)(s - p->s));
 }
 
+/* Sparse stream s still holds the batch compute took from it (nl_hand_over):
+ * the hand-off rule decides its next batch. */
+static bool holds_handed(const struct nl_stream *s)
+{
+	return s->role == NL_ROLE_SPARSE && s->handed && !s->handed_in && s->token == s->handed_tok;
+}
+
 /* Collective stream s (fed by a data-dist stream, never by a copy stream)
  * was handed over by compute's take of the batch it carries: its next work
  * is the next batch's by the hand-off rule (nl_take_over), the oldest one
@@ -164,8 +171,7 @@ static bool handed_worked(struct nl_proc *p, const struct nl_stream *s, int64_t 
  * each mode). */
 static bool handed_collective(const struct nl_stream *s)
 {
-	return s->role == NL_ROLE_SPARSE && s->handed && !s->handed_in && !s->fed_by_copy &&
-	       s->wait_clock && s->token == s->handed_tok;
+	return holds_handed(s) && !s->fed_by_copy && s->wait_clock;
 }
 
 static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
@@ -182,8 +188,7 @@ static bool stage_goes_on(struct nl_proc *p, const struct nl_stream *s, const st
  * 24 of the 38 such healthy programs left in each mode). */
 static bool step_a_goes_on(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
 {
-	return s->role == NL_ROLE_SPARSE && s->handed && !s->handed_in &&
-	       s->token == s->handed_tok && stage_goes_on(p, s, c);
+	return holds_handed(s) && stage_goes_on(p, s, c);
 }
 
 /* A stream without a role joins the null stream, which carries batch tok,
