@@ -807,6 +807,19 @@ static const uint64_t restarts_not_its[] = { 87852, 157346, 33060 };
 
 SEEDS_TEST(restarts_not_its)
 
+/* A pipeline's last batch, its take dropped, judged at exit: in 476870
+ * compute began its step twice for evaluation's next batch, then once
+ * for the batch after it (copied in between), and one of the first two
+ * restarts was training's last batch's forward (again_two_ts); in 503885,
+ * 473152, 123931 and 325828 compute, the null stream, held evaluation's
+ * last batch when it began its step after training's last batch's
+ * blocking producers (implicit_restart), the record after that batch's
+ * copy dropped with the take. Each was skipped target_exited before.
+ * Both modes. */
+static const uint64_t exit_restarts[] = { 476870, 503885, 473152, 123931, 325828 };
+
+SEEDS_TEST(exit_restarts)
+
 /* An evaluation turn whose data-dist stream records an allocator's event
  * after each stage: the data-dist wait of a batch dropped with its copy
  * record, its input_dist launched again in the segment of the batch
@@ -848,6 +861,7 @@ int main(void)
 		cmocka_unit_test(test_stage_behind),
 		cmocka_unit_test(test_handoff_again),
 		cmocka_unit_test(test_restarts_not_its),
+		cmocka_unit_test(test_exit_restarts),
 		cmocka_unit_test(test_retake_behind),
 	};
 

@@ -378,6 +378,9 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 		 * target_exited (random program 53152) */
 		else if (o->again_before_ts && o->again_ts > last)
 			again = o->again_ts;
+		/* ...or so for a batch before that one */
+		else if (o->again_two_ts > last)
+			again = o->again_two_ts;
 	}
 	if (!again || again <= last)
 		return false;
@@ -416,16 +419,37 @@ static bool unclaimed_sparse_work(struct nl_proc *p, const struct nl_batch *b)
  * compute holds and the last of its pipeline, was produced on blocking
  * streams only: compute's window began the step again after b's last
  * producer op. That restart, a null-stream op, waited for b's producers:
- * it was b's forward, begun ordered, its take dropped (redundant). */
+ * it was b's forward, begun ordered, its take dropped (redundant).
+ * Compute may hold another pipeline's last batch instead (an evaluation
+ * turn ended), with every batch of b's pipeline before b given its
+ * forward; b's copy segment then may be open still, if it is as long as
+ * its pipeline's batches are (copy_k): the record after it was dropped
+ * with the take. Before, such a last batch of training was skipped
+ * target_exited (random programs 503885, 473152, 123931, 325828). */
 static bool implicit_restart(struct nl_proc *p, const struct nl_batch *b)
 {
 	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
 	const struct nl_batch *own = c ? nl_batch_of(p, c->token) : NULL;
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	const struct nl_pipe *oq = own ? nl_pipe_of_token(p, own->token) : NULL;
+	bool other = oq && oq != q;
 	uint64_t last;
 
-	if (!own || p->compute_slot != p->null_slot || own->token + 1 != b->token ||
-	    b->token + 1 != q->next_token || !b->copy_closed)
+	if (!own || p->compute_slot != p->null_slot || b->token + 1 != q->next_token)
+		return false;
+	if (other) {
+		if (own->token + 1 < oq->next_token)
+			return false;
+		for (int64_t t = q->oldest; t < b->token; t++) {
+			const struct nl_batch *o = nl_batch_of(p, t);
+
+			if (o && !o->closed && !o->fwd_started)
+				return false;
+		}
+	} else if (own->token + 1 != b->token) {
+		return false;
+	}
+	if (!b->copy_closed && !(other && q->copy_k && b->st[NL_STAGE_COPY].ops == q->copy_k))
 		return false;
 	for (int i = 0; i < b->nbs; i++)
 		if (b->bs[i].stage != NL_STAGE_FORWARD && b->bs[i].has_work &&

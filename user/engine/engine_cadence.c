@@ -1502,6 +1502,13 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				return;
 			}
 			xq->again_before_ts = same ? xq->again_ts : 0;
+			/* kept past a restart kept for a newer batch (the
+			 * batch after b copied in between): one of the two was
+			 * still another batch's. Before, that was forgotten and
+			 * an evaluation turn's last batch, its take dropped,
+			 * was skipped target_exited (random program 476870) */
+			if (same)
+				xq->again_two_ts = c->ts_ns;
 			xq->again_ts = c->ts_ns;
 			if (!same)
 				xq->again_n = 0;
@@ -1598,7 +1605,7 @@ void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl
 		found[k]->watch[NL_CONSUMER_COMPUTE].mark_ts = gq->again_at[k];
 		nl_hand_over_all(p, found[k]->token);
 	}
-	gq->again_ts = gq->again_before_ts = 0;
+	gq->again_ts = gq->again_before_ts = gq->again_two_ts = 0;
 	gq->again_n = 0;
 }
 

@@ -487,6 +487,10 @@ struct nl_pipe {
 	/* ...and when the step had begun again so for the same batch before
 	 * (0: not): one of the two restarts was another batch's */
 	uint64_t again_before_ts;
+	/* the last restart that was so the second for one batch (kept when
+	 * a later restart is kept for a newer batch): one restart of the two
+	 * was another batch's */
+	uint64_t again_two_ts;
 	/* the window's launches of the step's first kernel up to and with
 	 * the restart at again_ts */
 	uint32_t again_hits;
