@@ -124,6 +124,21 @@ static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_
 	return true;
 }
 
+/* Compute began its step again after batch b's last producer op (at
+ * `last`) while b was due and not ordered, and nl_step_begins kept that
+ * restart for b (more than one pipeline: again_tok) instead of marking
+ * b's watch; no wait since showed it another batch's (again_not_its). */
+static bool kept_restart(const struct nl_proc *p, const struct nl_batch *b, uint64_t last)
+{
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *x = &p->pipes[i];
+
+		if (x->used && x->again_ts > last && x->again_tok == b->token && !x->again_not_its)
+			return true;
+	}
+	return false;
+}
+
 /* The consumer watch could have seen batch b's forward begin in compute's
  * current window: it watched every compute op after the batch's last
  * producer op (at `last`). Compute in another pipeline's window now (an
@@ -135,7 +150,11 @@ static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_
  * next batch: b was accused copy->forward (random program 27658). A watch
  * armed only after the turn, b cut from a merged segment, did not see it,
  * but stands where every step begun since b's last producer op is another
- * batch's (steps_accounted). */
+ * batch's (steps_accounted). Never over a restart kept for b
+ * (kept_restart): the watch did not mark it, and that restart may have
+ * been b's forward. Before, the wait that covered b and the batch after
+ * gave b its forward: b's fault was missed and the pipeline's last batch
+ * skipped target_exited (random programs 364562, 381383, 115297). */
 static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const struct nl_batch *b,
 			    uint64_t last)
 {
@@ -149,6 +168,8 @@ static bool restart_watched(struct nl_proc *p, const struct nl_stream *s, const 
 	    q->fwd_max != NL_NO_TOKEN)
 		own = nl_batch_of(p, q->fwd_max);
 	w = own ? &own->st[NL_STAGE_FORWARD] : NULL;
+	if (kept_restart(p, b, last))
+		return false;
 	return w && q && own != b && nl_tok_pipe(own->token) == nl_tok_pipe(b->token) &&
 	       own->token < b->token && opens_step(q, w) && b->watch[NL_CONSUMER_COMPUTE].armed &&
 	       !unwatched_restart(p, own, b, last);
