@@ -830,6 +830,19 @@ static const uint64_t kept_restarts[] = { 364562, 381383, 115297, 491608, 506446
 
 SEEDS_TEST(kept_restarts)
 
+/* ...but one restart kept beside another pipeline's batch due and not
+ * ordered may have been that batch's forward: the healthy batch it was
+ * kept for is still taken by the wait that covers it (190416656, accused
+ * sparse->forward with the rule alone; 190946920 skipped). And a restart
+ * while the next batch's copy segment is still open (its record dropped
+ * with the take) is kept too: a last batch of training or evaluation,
+ * its take dropped, was skipped target_exited (235943, 380512, 114983,
+ * 138448, 252890, 113197, 146494, 404542). Both modes. */
+static const uint64_t kept_more[] = { 190416656, 190946920, 235943, 380512, 114983,
+				      138448,    252890,    113197, 146494, 404542 };
+
+SEEDS_TEST(kept_more)
+
 /* An evaluation turn whose data-dist stream records an allocator's event
  * after each stage: the data-dist wait of a batch dropped with its copy
  * record, its input_dist launched again in the segment of the batch
@@ -873,6 +886,7 @@ int main(void)
 		cmocka_unit_test(test_restarts_not_its),
 		cmocka_unit_test(test_exit_restarts),
 		cmocka_unit_test(test_kept_restarts),
+		cmocka_unit_test(test_kept_more),
 		cmocka_unit_test(test_retake_behind),
 	};
 

@@ -127,13 +127,19 @@ static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_
 /* Compute began its step again after batch b's last producer op (at
  * `last`) while b was due and not ordered, and nl_step_begins kept that
  * restart for b (more than one pipeline: again_tok) instead of marking
- * b's watch; no wait since showed it another batch's (again_not_its). */
+ * b's watch; no wait since showed it another batch's (again_not_its).
+ * More such restarts than batches of other pipelines that were due and
+ * not ordered then (again_others): one of them was b's forward. One
+ * restart beside another pipeline's unordered batch may have been that
+ * batch's: before, such a healthy b was passed over and accused (random
+ * program 190416656, launches named). */
 static bool kept_restart(const struct nl_proc *p, const struct nl_batch *b, uint64_t last)
 {
 	for (int i = 0; i < p->npipes; i++) {
 		const struct nl_pipe *x = &p->pipes[i];
 
-		if (x->used && x->again_ts > last && x->again_tok == b->token && !x->again_not_its)
+		if (x->used && x->again_ts > last && x->again_tok == b->token && !x->again_not_its &&
+		    x->again_n > x->again_others)
 			return true;
 	}
 	return false;
@@ -1387,6 +1393,74 @@ static bool unplaced_copied_since(const struct nl_proc *p, int pipe, const struc
 	return false;
 }
 
+/* Compute's step begun again in the window `w` (of compute's batch) while
+ * batch b, next after it, was due and not ordered, with more than one
+ * pipeline: kept for the exit (again_ts), or taken by another pipeline's
+ * batch ordered already (returns true: restart_take gave it away). */
+/* Pipelines other than q whose oldest batch not begun is due now and not
+ * ordered before stream s: a restart of compute's step may be its
+ * forward. */
+static uint32_t unordered_others(struct nl_proc *p, const struct nl_pipe *q,
+				 const struct nl_stream *s)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < p->npipes; i++) {
+		const struct nl_pipe *o = &p->pipes[i];
+		const struct nl_batch *ob;
+
+		if (o == q || !o->used)
+			continue;
+		ob = first_unforwarded(p, o);
+		n += due_now(o, ob) && !producers_before(ob, s);
+	}
+	return n;
+}
+
+static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
+			 struct nl_stage_acc *w, struct nl_batch *b, bool pair,
+			 const struct nl_call *c)
+{
+	const struct nl_stream *s = &p->s[slot];
+	struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
+	/* a restart kept for b before, not shown another's since */
+	bool same = xq->again_tok == b->token && !xq->again_not_its;
+	bool kept = same && xq->again_ts > w->first_ts;
+	/* within the step the kept restart began: not a step of its own */
+	bool within = kept && q->first_min &&
+		      w->first_hits + 1 - xq->again_hits < q->first_min;
+	struct nl_batch *o = kept && !within ? other_due(p, s, nl_tok_pipe(s->token)) : NULL;
+	uint32_t others;
+
+	if (o) {
+		restart_take(p, slot, o, w, pair, c);
+		return true;
+	}
+	xq->again_before_ts = same ? xq->again_ts : 0;
+	/* kept past a restart kept for a newer batch (the
+	 * batch after b copied in between): one of the two was
+	 * still another batch's. Before, that was forgotten and
+	 * an evaluation turn's last batch, its take dropped,
+	 * was skipped target_exited (random program 476870) */
+	if (same)
+		xq->again_two_ts = c->ts_ns;
+	xq->again_ts = c->ts_ns;
+	if (!same)
+		xq->again_n = xq->again_others = 0;
+	others = unordered_others(p, q, s);
+	if (others > xq->again_others)
+		xq->again_others = others;
+	if (!within) {
+		xq->again_hits = w->first_hits + 1;
+		if (xq->again_n < NL_AGAIN_MAX)
+			xq->again_at[xq->again_n] = c->ts_ns;
+		xq->again_n++;
+	}
+	xq->again_tok = b->token;
+	xq->again_not_its = false;
+	return false;
+}
+
 void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	const struct nl_stream *s = &p->s[slot];
@@ -1490,8 +1564,19 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		}
 	}
 	if ((!b->copy_closed && !(implicit_copy(p, s, b) && ordered)) ||
-	    (q->has_sparse && !sparse_begun(b)))
+	    (q->has_sparse && !sparse_begun(b))) {
+		/* b's copy segment still open (the record after it dropped
+		 * with the take): with more than one pipeline the restart is
+		 * kept for the exit as below, where it may be b's forward or
+		 * another pipeline's last batch's (restarted_elsewhere).
+		 * Before, it was forgotten, and such a last batch, its take
+		 * dropped, was skipped target_exited (random programs 235943,
+		 * 380512) */
+		if (!ordered && !b->copy_closed && w->first_named[1] && p->npipes > 1 &&
+		    !only_pending(p, b) && (!q->has_sparse || sparse_begun(b)))
+			keep_restart(p, slot, q, w, b, pair, c);
 		return;
+	}
 	if (!ordered) {
 		bool multi = p->npipes > 1 && !only_pending(p, b);
 
@@ -1508,40 +1593,8 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * the one before it (an evaluation turn's last take dropped,
 		 * training's next one redundant and dropped), and training's
 		 * last batch was skipped target_exited (random program 374). */
-		if (w->first_named[1] && multi) {
-			struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
-			/* a restart kept for b before, not shown another's since */
-			bool same = xq->again_tok == b->token && !xq->again_not_its;
-			bool kept = same && xq->again_ts > w->first_ts;
-			/* within the step the kept restart began: not a step of its own */
-			bool within = kept && q->first_min &&
-				      w->first_hits + 1 - xq->again_hits < q->first_min;
-			struct nl_batch *o = kept && !within ? other_due(p, s, nl_tok_pipe(s->token)) : NULL;
-
-			if (o) {
-				restart_take(p, slot, o, w, pair, c);
-				return;
-			}
-			xq->again_before_ts = same ? xq->again_ts : 0;
-			/* kept past a restart kept for a newer batch (the
-			 * batch after b copied in between): one of the two was
-			 * still another batch's. Before, that was forgotten and
-			 * an evaluation turn's last batch, its take dropped,
-			 * was skipped target_exited (random program 476870) */
-			if (same)
-				xq->again_two_ts = c->ts_ns;
-			xq->again_ts = c->ts_ns;
-			if (!same)
-				xq->again_n = 0;
-			if (!within) {
-				xq->again_hits = w->first_hits + 1;
-				if (xq->again_n < NL_AGAIN_MAX)
-					xq->again_at[xq->again_n] = c->ts_ns;
-				xq->again_n++;
-			}
-			xq->again_tok = b->token;
-			xq->again_not_its = false;
-		}
+		if (w->first_named[1] && multi && keep_restart(p, slot, q, w, b, pair, c))
+			return;
 		/* taken unordered, it is accused: not on a restart seen by
 		 * counted runs only (a model that launches its step's first
 		 * kernel again after a call broke the run looks the same), nor
@@ -1627,7 +1680,7 @@ void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl
 		nl_hand_over_all(p, found[k]->token);
 	}
 	gq->again_ts = gq->again_before_ts = gq->again_two_ts = 0;
-	gq->again_n = 0;
+	gq->again_n = gq->again_others = 0;
 }
 
 /* Compute's first work op with its token: the take of that batch was

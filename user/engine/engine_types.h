@@ -498,6 +498,9 @@ struct nl_pipe {
 	 * many, and when the first NL_AGAIN_MAX were */
 	uint32_t again_n;
 	uint64_t again_at[NL_AGAIN_MAX];
+	/* the most batches of other pipelines due and not ordered at one of
+	 * those restarts: each may have been one of them */
+	uint32_t again_others;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
