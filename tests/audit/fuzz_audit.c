@@ -8,7 +8,8 @@
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS] [-j]  print one program (shrunk while its first or CLASS
- *                                  stays); -j: the engine's batch audits of it too, as JSON lines
+ *                                  stays) and its summary's evidence_valid with the invalid
+ *                                  mask; -j: the engine's batch audits of it too, as JSON lines
  *   fuzz_audit --check-audit FLAT -r RUN  a live run's audits (FLAT: nanlog-bpf's output
  *                                  through tests/audit/audit_flat.jq, - for stdin) against the
  *                                  truth in build/audit/randrun's file RUN, beside the same
@@ -389,6 +390,9 @@ int main(int argc, char **argv)
 		rp_spec_describe(&p.spec, desc, sizeof(desc));
 		printf("spec: %s\n", desc);
 		rp_print(&p, &r, stdout);
+		if (r.summary)
+			printf("summary: evidence_valid %s, invalid 0x%x\n",
+			       r.evidence_valid ? "true" : "false", r.invalid_mask);
 		rp_free(&p);
 		return 0;
 	}

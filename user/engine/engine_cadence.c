@@ -127,7 +127,9 @@ static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_
 /* Compute began its step again after batch b's last producer op (at
  * `last`) while b was due and not ordered, and nl_step_begins kept that
  * restart for b (more than one pipeline: again_tok) instead of marking
- * b's watch; no wait since showed it another batch's (again_not_its).
+ * b's watch; no wait since showed it another batch's (again_not_its), and
+ * none was kept while b's copy segment was open (again_open: for the
+ * exit only).
  * More such restarts than batches of other pipelines that were due and
  * not ordered then (again_others): one of them was b's forward. One
  * restart beside another pipeline's unordered batch may have been that
@@ -139,7 +141,7 @@ static bool kept_restart(const struct nl_proc *p, const struct nl_batch *b, uint
 		const struct nl_pipe *x = &p->pipes[i];
 
 		if (x->used && x->again_ts > last && x->again_tok == b->token && !x->again_not_its &&
-		    x->again_n > x->again_others)
+		    x->again_n > x->again_others && !x->again_open)
 			return true;
 	}
 	return false;
@@ -1419,7 +1421,7 @@ static uint32_t unordered_others(struct nl_proc *p, const struct nl_pipe *q,
 
 static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
 			 struct nl_stage_acc *w, struct nl_batch *b, bool pair,
-			 const struct nl_call *c)
+			 const struct nl_call *c, bool open)
 {
 	const struct nl_stream *s = &p->s[slot];
 	struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
@@ -1445,8 +1447,11 @@ static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
 	if (same)
 		xq->again_two_ts = c->ts_ns;
 	xq->again_ts = c->ts_ns;
-	if (!same)
+	if (!same) {
 		xq->again_n = xq->again_others = 0;
+		xq->again_open = false;
+	}
+	xq->again_open |= open;
 	others = unordered_others(p, q, s);
 	if (others > xq->again_others)
 		xq->again_others = others;
@@ -1574,7 +1579,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * 380512) */
 		if (!ordered && !b->copy_closed && w->first_named[1] && p->npipes > 1 &&
 		    !only_pending(p, b) && (!q->has_sparse || sparse_begun(b)))
-			keep_restart(p, slot, q, w, b, pair, c);
+			keep_restart(p, slot, q, w, b, pair, c, true);
 		return;
 	}
 	if (!ordered) {
@@ -1593,7 +1598,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * the one before it (an evaluation turn's last take dropped,
 		 * training's next one redundant and dropped), and training's
 		 * last batch was skipped target_exited (random program 374). */
-		if (w->first_named[1] && multi && keep_restart(p, slot, q, w, b, pair, c))
+		if (w->first_named[1] && multi && keep_restart(p, slot, q, w, b, pair, c, false))
 			return;
 		/* taken unordered, it is accused: not on a restart seen by
 		 * counted runs only (a model that launches its step's first
@@ -1645,7 +1650,13 @@ void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl
 	struct nl_batch *found[NL_AGAIN_MAX];
 	uint32_t n = gq->again_n;
 
-	if (!n || n > NL_AGAIN_MAX)
+	/* a restart kept while the batch's copy segment was open: that
+	 * batch was not due yet, and the wait that gave it its forward may
+	 * be the take of the batch after (its own copy's record dropped):
+	 * before, a healthy batch of the other pipeline was passed over for
+	 * it and accused copy->forward (random programs 190919598,
+	 * 195622265 counted) */
+	if (!n || n > NL_AGAIN_MAX || gq->again_open)
 		return;
 	for (uint32_t k = 0; k < n; k++) {
 		found[k] = NULL;

@@ -241,6 +241,26 @@ static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64
 	return q->first_min ? w->first_hits + 1 <= q->first_min : tok != s->token + 1;
 }
 
+/* Sparse stream s waits at c on a record of another blocking stream, not
+ * a copy stream (the data-dist stream on the all-to-all's end, before its
+ * dist_init, the collective stream not known yet): the wait decides its
+ * batch, not the null-stream join the wait makes too. Before, with compute
+ * the null stream, that join moved the data-dist stream to the batch
+ * copied last while its dist_init was still to run; compute's take of its
+ * record handed that batch over, and the batch's own stage after it was
+ * placed in no batch (late_ops): a healthy run's summary said not valid
+ * (random program 594158). */
+static bool wait_decides(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c)
+{
+	const struct nl_event *ev;
+
+	if (c->kind != NL_K_STREAM_WAIT || s->role != NL_ROLE_SPARSE || !(c->fields & NL_F_EVENT))
+		return false;
+	ev = nl_event_find(p, c->event);
+	return ev && ev->recorded && ev->slot >= 0 && &p->s[ev->slot] != s &&
+	       p->s[ev->slot].role != NL_ROLE_COPY && p->s[ev->slot].blocking;
+}
+
 static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 			  const struct nl_call *c)
 {
@@ -334,7 +354,7 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		if ((rec || stage_second_part(p, s, c)) && tok > s->token) {
 			s->implicit_tok = tok;
 		} else if (tok > s->token && !handed_worked(p, s, tok) && !begun_for_other(p, s, tok) &&
-			   !handed_collective(s)) {
+			   !handed_collective(s) && !wait_decides(p, s, c)) {
 			int64_t was = s->token;
 			const struct nl_batch *g;
 

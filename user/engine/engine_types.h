@@ -501,6 +501,9 @@ struct nl_pipe {
 	/* the most batches of other pipelines due and not ordered at one of
 	 * those restarts: each may have been one of them */
 	uint32_t again_others;
+	/* ...and whether one was kept while again_tok's copy segment was
+	 * still open (not due yet): for the exit only */
+	bool again_open;
 	struct nl_batch *b;
 	uint32_t *bvc;
 	int64_t next_token, oldest; /* full tokens */
