@@ -128,13 +128,12 @@ static bool steps_accounted(struct nl_proc *p, const struct nl_batch *b, uint64_
  * `last`) while b was due and not ordered, and nl_step_begins kept that
  * restart for b (more than one pipeline: again_tok) instead of marking
  * b's watch; no wait since showed it another batch's (again_not_its), and
- * none was kept while b's copy segment was open (again_open: for the
- * exit only).
- * More such restarts than batches of other pipelines that were due and
- * not ordered then (again_others): one of them was b's forward. One
- * restart beside another pipeline's unordered batch may have been that
- * batch's: before, such a healthy b was passed over and accused (random
- * program 190416656, launches named). */
+ * none was kept while b's copy segment was open (again_open: for the exit
+ * only). More such restarts than batches of other pipelines that were
+ * due and not ordered then (again_others): one of them was b's forward.
+ * One restart beside another pipeline's unordered batch may have been
+ * that batch's: before, such a healthy b was passed over and accused
+ * (random program 190416656, launches named). */
 static bool kept_restart(const struct nl_proc *p, const struct nl_batch *b, uint64_t last)
 {
 	for (int i = 0; i < p->npipes; i++) {
@@ -1395,10 +1394,6 @@ static bool unplaced_copied_since(const struct nl_proc *p, int pipe, const struc
 	return false;
 }
 
-/* Compute's step begun again in the window `w` (of compute's batch) while
- * batch b, next after it, was due and not ordered, with more than one
- * pipeline: kept for the exit (again_ts), or taken by another pipeline's
- * batch ordered already (returns true: restart_take gave it away). */
 /* Pipelines other than q whose oldest batch not begun is due now and not
  * ordered before stream s: a restart of compute's step may be its
  * forward. */
@@ -1419,6 +1414,11 @@ static uint32_t unordered_others(struct nl_proc *p, const struct nl_pipe *q,
 	return n;
 }
 
+/* Compute's step begun again in the window `w` (of compute's batch) while
+ * batch b, next after it, was due and not ordered, with more than one
+ * pipeline: kept for the exit (again_ts), or taken by another pipeline's
+ * batch ordered already (returns true: restart_take gave it away). `open`:
+ * b's copy segment is still open, b not due yet. */
 static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
 			 struct nl_stage_acc *w, struct nl_batch *b, bool pair,
 			 const struct nl_call *c, bool open)
@@ -1439,11 +1439,10 @@ static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
 		return true;
 	}
 	xq->again_before_ts = same ? xq->again_ts : 0;
-	/* kept past a restart kept for a newer batch (the
-	 * batch after b copied in between): one of the two was
-	 * still another batch's. Before, that was forgotten and
-	 * an evaluation turn's last batch, its take dropped,
-	 * was skipped target_exited (random program 476870) */
+	/* kept past a restart kept for a newer batch (the batch after b
+	 * copied in between): one of the two was still another batch's.
+	 * Before, that was forgotten and an evaluation turn's last batch, its
+	 * take dropped, was skipped target_exited (random program 476870) */
 	if (same)
 		xq->again_two_ts = c->ts_ns;
 	xq->again_ts = c->ts_ns;
