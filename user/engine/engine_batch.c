@@ -323,6 +323,19 @@ void nl_emit_ready(struct nl_engine *e, struct nl_proc *p)
 	}
 }
 
+/* Every batch of b's pipeline q older than b is closed or began its
+ * forward. */
+static bool older_begun(struct nl_proc *p, const struct nl_pipe *q, const struct nl_batch *b)
+{
+	for (int64_t t = q->oldest; t < b->token; t++) {
+		const struct nl_batch *o = nl_batch_of(p, t);
+
+		if (o && !o->closed && !o->fwd_started)
+			return false;
+	}
+	return true;
+}
+
 /* At exit, batch b of one pipeline, never taken, whose forward never
  * began: compute's step began again in a window of another pipeline after
  * b's producers were done, while nothing of that pipeline was left to
@@ -341,12 +354,8 @@ static bool restarted_elsewhere(struct nl_proc *p, const struct nl_batch *b)
 
 	if (!s || !bq)
 		return false;
-	for (int64_t t = bq->oldest; t < b->token; t++) {
-		const struct nl_batch *o = nl_batch_of(p, t);
-
-		if (o && !o->closed && !o->fwd_started)
-			return false;
-	}
+	if (!older_begun(p, bq, b))
+		return false;
 	if (b->st[NL_STAGE_SPARSE].last_ts > last)
 		last = b->st[NL_STAGE_SPARSE].last_ts;
 	if (own && q && nl_tok_pipe(own->token) != nl_tok_pipe(b->token) &&
@@ -438,14 +447,8 @@ static bool implicit_restart(struct nl_proc *p, const struct nl_batch *b)
 	if (!own || p->compute_slot != p->null_slot || b->token + 1 != q->next_token)
 		return false;
 	if (other) {
-		if (own->token + 1 < oq->next_token)
+		if (own->token + 1 < oq->next_token || !older_begun(p, q, b))
 			return false;
-		for (int64_t t = q->oldest; t < b->token; t++) {
-			const struct nl_batch *o = nl_batch_of(p, t);
-
-			if (o && !o->closed && !o->fwd_started)
-				return false;
-		}
 	} else if (own->token + 1 != b->token) {
 		return false;
 	}

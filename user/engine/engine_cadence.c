@@ -1416,21 +1416,20 @@ static uint32_t unordered_others(struct nl_proc *p, const struct nl_pipe *q,
 
 /* Compute's step begun again in the window `w` (of compute's batch) while
  * batch b, next after it, was due and not ordered, with more than one
- * pipeline: kept for the exit (again_ts), or taken by another pipeline's
- * batch ordered already (returns true: restart_take gave it away). `open`:
- * b's copy segment is still open, b not due yet. */
-static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
-			 struct nl_stage_acc *w, struct nl_batch *b, bool pair,
-			 const struct nl_call *c, bool open)
+ * pipeline: kept for the exit (again_ts of compute's pipeline), or taken
+ * by another pipeline's batch ordered already (returns true: restart_take
+ * gave it away). `open`: b's copy segment is still open, b not due yet. */
+static bool keep_restart(struct nl_proc *p, int slot, struct nl_stage_acc *w, struct nl_batch *b,
+			 bool pair, const struct nl_call *c, bool open)
 {
 	const struct nl_stream *s = &p->s[slot];
-	struct nl_pipe *xq = &p->pipes[nl_tok_pipe(s->token)];
+	struct nl_pipe *q = nl_pipe_of_token(p, s->token);
 	/* a restart kept for b before, not shown another's since */
-	bool same = xq->again_tok == b->token && !xq->again_not_its;
-	bool kept = same && xq->again_ts > w->first_ts;
+	bool same = q->again_tok == b->token && !q->again_not_its;
+	bool kept = same && q->again_ts > w->first_ts;
 	/* within the step the kept restart began: not a step of its own */
 	bool within = kept && q->first_min &&
-		      w->first_hits + 1 - xq->again_hits < q->first_min;
+		      w->first_hits + 1 - q->again_hits < q->first_min;
 	struct nl_batch *o = kept && !within ? other_due(p, s, nl_tok_pipe(s->token)) : NULL;
 	uint32_t others;
 
@@ -1438,30 +1437,30 @@ static bool keep_restart(struct nl_proc *p, int slot, const struct nl_pipe *q,
 		restart_take(p, slot, o, w, pair, c);
 		return true;
 	}
-	xq->again_before_ts = same ? xq->again_ts : 0;
+	q->again_before_ts = same ? q->again_ts : 0;
 	/* kept past a restart kept for a newer batch (the batch after b
 	 * copied in between): one of the two was still another batch's.
 	 * Before, that was forgotten and an evaluation turn's last batch, its
 	 * take dropped, was skipped target_exited (random program 476870) */
 	if (same)
-		xq->again_two_ts = c->ts_ns;
-	xq->again_ts = c->ts_ns;
+		q->again_two_ts = c->ts_ns;
+	q->again_ts = c->ts_ns;
 	if (!same) {
-		xq->again_n = xq->again_others = 0;
-		xq->again_open = false;
+		q->again_n = q->again_others = 0;
+		q->again_open = false;
 	}
-	xq->again_open |= open;
+	q->again_open |= open;
 	others = unordered_others(p, q, s);
-	if (others > xq->again_others)
-		xq->again_others = others;
+	if (others > q->again_others)
+		q->again_others = others;
 	if (!within) {
-		xq->again_hits = w->first_hits + 1;
-		if (xq->again_n < NL_AGAIN_MAX)
-			xq->again_at[xq->again_n] = c->ts_ns;
-		xq->again_n++;
+		q->again_hits = w->first_hits + 1;
+		if (q->again_n < NL_AGAIN_MAX)
+			q->again_at[q->again_n] = c->ts_ns;
+		q->again_n++;
 	}
-	xq->again_tok = b->token;
-	xq->again_not_its = false;
+	q->again_tok = b->token;
+	q->again_not_its = false;
 	return false;
 }
 
@@ -1578,7 +1577,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * 380512) */
 		if (!ordered && !b->copy_closed && w->first_named[1] && p->npipes > 1 &&
 		    !only_pending(p, b) && (!q->has_sparse || sparse_begun(b)))
-			keep_restart(p, slot, q, w, b, pair, c, true);
+			keep_restart(p, slot, w, b, pair, c, true);
 		return;
 	}
 	if (!ordered) {
@@ -1597,7 +1596,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * the one before it (an evaluation turn's last take dropped,
 		 * training's next one redundant and dropped), and training's
 		 * last batch was skipped target_exited (random program 374). */
-		if (w->first_named[1] && multi && keep_restart(p, slot, q, w, b, pair, c, false))
+		if (w->first_named[1] && multi && keep_restart(p, slot, w, b, pair, c, false))
 			return;
 		/* taken unordered, it is accused: not on a restart seen by
 		 * counted runs only (a model that launches its step's first
