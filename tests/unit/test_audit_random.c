@@ -579,6 +579,28 @@ static void test_attached_exit(void **state)
 	seeds_agree_at(attached_exit, NL_ARRAY_SIZE(attached_exit), true, true);
 }
 
+/* Attached by pid at a call of the program (fuzz_audit -M) while a batch
+ * copied before the attach was still in its sparse stage: compute's wait
+ * that ordered that stage's work after the attach is its take, not the
+ * take of the first batch seen (pre_attach_due). Before, every take after
+ * it was a batch early and healthy batches were accused sparse->forward,
+ * in TorchRec's split order every batch of the run (11692, 2243, 7902,
+ * clean; 15305 clean, accused copy->sparse; 12355, 3186, 16565 with a
+ * redundant drop); 12636 and 4505 had a batch accused beside their
+ * fault. They agree now in both modes. 14525: a pre-attach batch whose
+ * forward began without its take, before compute's wait, is not due
+ * there (its fault is not judged): the wait is the first batch seen's,
+ * and a later fault is still named. */
+static const uint64_t pre_attach[] = { 11692, 2243, 7902, 15305, 12355, 3186, 16565,
+				       12636, 4505, 14525 };
+
+static void test_pre_attach_due(void **state)
+{
+	(void)state;
+	seeds_agree_at(pre_attach, NL_ARRAY_SIZE(pre_attach), false, true);
+	seeds_agree_at(pre_attach, NL_ARRAY_SIZE(pre_attach), true, true);
+}
+
 /* Healthy programs, compute the null stream and the streams blocking,
  * whose run the engine judged right and still called not valid: the
  * collective stream's all-to-all run without its wait on the data-dist
@@ -901,6 +923,7 @@ int main(void)
 		cmocka_unit_test(test_random_sample_counted),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
+		cmocka_unit_test(test_pre_attach_due),
 		cmocka_unit_test(test_join_handed),
 		cmocka_unit_test(test_counted_fixed),
 		cmocka_unit_test(test_fill_swapped),

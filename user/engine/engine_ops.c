@@ -2282,6 +2282,43 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
 	nl_take_after_record(e, p, &at);
 }
 
+/* Attached in the middle of a run, compute, holding no batch seen yet,
+ * waits on record ev of a sparse stream of pipeline `pipe`: a sparse
+ * stream of it did stage work after the attach that no batch seen had
+ * reached (a batch copied before the attach, its all-to-all and dist_init
+ * still to come), which the record orders and compute did not yet, after
+ * compute's last work (work since may be that batch's forward, begun
+ * without its take: a fault in a batch not judged). That
+ * batch's forward is due before any batch seen: the wait is its take,
+ * whatever newer batch the record carries too (the data-dist stream ran
+ * the next batch's input distribution before the record, TorchRec's
+ * split stage). Before, the wait took the first batch seen, every take
+ * after it was one batch early, and each batch's dist_init, enqueued
+ * after the forward charged to it, was accused sparse->forward in a
+ * healthy job (random program 11692 attached at its call 41). */
+static bool pre_attach_due(const struct nl_proc *p, const struct nl_stream *s,
+			   const struct nl_event *ev, int pipe)
+{
+	uint64_t mine = nl_ring_last_work_ts(s);
+
+	if (!p->mid_run || s->token != NL_NO_TOKEN || pipe < 0)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x->role != NL_ROLE_SPARSE || x->pipe != pipe)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (r->work && r->token == NL_NO_TOKEN && r->clock <= ev->vc[i] &&
+			    r->clock > s->vc[i] && r->ts > mine)
+				return true;
+		}
+	}
+	return false;
+}
+
 static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const struct nl_call *c)
 {
 	struct nl_stream *s = &p->s[slot];
@@ -2332,6 +2369,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			nl_hold_resolved(e, p, ev, slot);
 		from = ev->slot >= 0 ? &p->s[ev->slot] : NULL;
 		bool news = nl_vc_news(s->vc, ev->vc, p->w);
+		bool pre_attach = slot == p->compute_slot && from && ev->slot != slot &&
+				  from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN &&
+				  pre_attach_due(p, s, ev, from->pipe);
 		int64_t before = s->token;
 		uint32_t seen = ev->slot >= 0 ? s->vc[ev->slot] : 0; /* before the wait */
 
@@ -2407,7 +2447,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			 * waited on already (not where implicit joins may have
 			 * brought it first) */
 			bool stale = !news && !(nl_key_is_null(&s->key) && p->nblocking);
-			int64_t got = nl_cadence(p, slot, due, ev->slot, stale);
+			int64_t got = pre_attach ? NL_NO_TOKEN : nl_cadence(p, slot, due, ev->slot, stale);
 
 			/* a record of an older batch of the pipeline compute
 			 * holds (the backward stream's, its wait on compute
@@ -2483,7 +2523,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				s->adopted = true;
 		}
 		if (slot == p->compute_slot && from && ev->slot != slot &&
-		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN) {
+		    from->role == NL_ROLE_SPARSE && ev->token != NL_NO_TOKEN && !pre_attach) {
 			/* every sparse stream still carrying it: a collective
 			 * stream the data-dist stream did not take T from (its
 			 * wait on T's end dropped) would carry T past the take */
