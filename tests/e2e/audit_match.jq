@@ -45,6 +45,10 @@ def sorted: . // [] | sort;
    # attach came just between two batches
    elif $j == 0 and $skip > 0 and $x.verdict == "skipped" and
         ($x.skip_reasons | index("attached_mid_batch")) != null then empty
+   # ...or one that waited on an event recorded before the attach: the
+   # edge is not known (unknown_handle)
+   elif $j == 0 and $skip > 0 and $x.verdict == "skipped" and
+        ($x.skip_reasons | index("unknown_handle")) != null then empty
    # attached mid-run, the batches still open at exit are not judged
    # (docs/engine.md, "Closing, lingering, end of a run"): a run of
    # target_exited to the end is right

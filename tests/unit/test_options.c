@@ -79,6 +79,9 @@ static void test_command_mode(void **state)
 	assert_true(o.check);
 	assert_int_equal(parse(&o, err, "--check", "--replay", "run.rec", NULL), 0);
 	assert_true(o.check);
+	assert_int_equal(o.attach_at, 0); /* replayed as recorded */
+	assert_int_equal(parse(&o, err, "--replay", "run.rec", "--attach-at", "120", NULL), 0);
+	assert_int_equal(o.attach_at, 120);
 }
 
 static void test_help_version(void **state)
@@ -149,6 +152,10 @@ static void test_nonsense(void **state)
 	BAD("-p", "1", "--check=yes");
 	BAD("-p", "1", "-o", "");
 	BAD("-p", "1", "--poll", "0.001");
+	BAD("-p", "1", "--attach-at", "3"); /* only with --replay */
+	BAD("--replay", "run.rec", "--attach-at", "0");
+	BAD("--replay", "run.rec", "--attach-at", "-2");
+	BAD("--replay", "run.rec", "--attach-at", "x");
 }
 
 static void test_strict_numbers(void **state)

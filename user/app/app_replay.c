@@ -43,8 +43,60 @@ static void replay_target(struct nl_app *a, const struct nl_recording_target *rt
 }
 
 /*
+ * --replay --attach-at N: the targets announced before the Nth record, kept
+ * (comm and labels copied out of the reader's item) until that record, where
+ * each is announced as attached by pid then, mid-run, as the live tool does
+ * when -p PID names a running job.
+ */
+struct held_targets {
+	int n;
+	struct nl_recording_target t[NL_MAX_PIDS];
+	char comm[NL_MAX_PIDS][NL_RECORDING_MAX_STR + 1];
+};
+
+static void hold_target(struct held_targets *h, const struct nl_recording_target *rt)
+{
+	int i;
+
+	for (i = 0; i < h->n && h->t[i].pid != rt->pid; i++)
+		;
+	if (i == NL_MAX_PIDS)
+		return;
+	if (i == h->n)
+		h->n++;
+	h->t[i] = *rt;
+	snprintf(h->comm[i], sizeof(h->comm[i]), "%s", rt->comm ? rt->comm : "");
+	h->t[i].comm = h->comm[i];
+}
+
+static void forget_target(struct held_targets *h, uint32_t pid)
+{
+	for (int i = 0; i < h->n; i++)
+		if (h->t[i].pid == pid) {
+			if (i != --h->n) {
+				h->t[i] = h->t[h->n];
+				memcpy(h->comm[i], h->comm[h->n], sizeof(h->comm[i]));
+				h->t[i].comm = h->comm[i];
+			}
+			return;
+		}
+}
+
+static void attach_held(struct nl_app *a, struct held_targets *h, uint64_t ts)
+{
+	for (int i = 0; i < h->n; i++) {
+		h->t[i].mid_run = true;
+		h->t[i].ts_ns = ts;
+		replay_target(a, &h->t[i]);
+	}
+	h->n = 0;
+}
+
+/*
  * --replay: the recording's items go through the very functions the live
- * run used, in the order it used them.
+ * run used, in the order it used them. With --attach-at N, the items before
+ * the Nth record are not fed (but for the libraries attached): the run is
+ * audited as if the tool had attached by pid right before that record.
  */
 int nl_app_replay(struct nl_app *a)
 {
@@ -53,9 +105,17 @@ int nl_app_replay(struct nl_app *a)
 	char err[512];
 	int rc;
 
+	uint64_t nrec = 0, at = a->o.attach_at;
+	struct held_targets *held = NULL;
+
 	it = malloc(sizeof(*it));
-	if (!it)
+	if (at)
+		held = calloc(1, sizeof(*held));
+	if (!it || (at && !held)) {
+		free(it);
+		free(held);
 		return -ENOMEM;
+	}
 	a->replay = true;
 	rc = nl_recording_open(&r, a->o.replay_path, NL_RECORD_SCHEMA, err, sizeof(err));
 	if (rc) {
@@ -74,11 +134,21 @@ int nl_app_replay(struct nl_app *a)
 	for (int i = 0; a->engine && i < nl_recording_header(r)->ntargets; i++) {
 		const struct nl_recording_target *ht = &nl_recording_header(r)->targets[i];
 
-		nl_engine_attach(a->engine, ht->pid, ht->ts_ns, ht->mid_run);
+		if (at)
+			hold_target(held, ht);
+		else
+			nl_engine_attach(a->engine, ht->pid, ht->ts_ns, ht->mid_run);
 	}
 	while ((rc = nl_recording_next(r, it, err, sizeof(err))) == NL_RECORDING_ITEM) {
 		switch (it->kind) {
 		case NL_RI_RECORD:
+			if (at && ++nrec < at)
+				break;
+			if (at && nrec == at)
+				attach_held(a, held,
+					    it->rec.size >= sizeof(it->rec.data.call) && it->rec.data.call.ts_ns ?
+						    it->rec.data.call.ts_ns - 1 :
+						    a->last_ts_ns);
 			nl_app_record(a, it->rec.data.bytes, it->rec.size);
 			break;
 		case NL_RI_LIB: {
@@ -95,9 +165,16 @@ int nl_app_replay(struct nl_app *a)
 			break;
 		}
 		case NL_RI_TARGET:
-			replay_target(a, &it->target);
+			if (at && nrec < at)
+				hold_target(held, &it->target);
+			else
+				replay_target(a, &it->target);
 			break;
 		case NL_RI_EXIT: {
+			if (at && nrec < at) { /* gone before the attach: never a target */
+				forget_target(held, it->exit.pid);
+				break;
+			}
 			struct nl_app_target *t = nl_app_target_of(a, it->exit.pid);
 
 			if (t)
@@ -106,6 +183,8 @@ int nl_app_replay(struct nl_app *a)
 			break;
 		}
 		case NL_RI_LOST:
+			if (at && nrec < at) /* lost before the attach: not this run's */
+				break;
 			/* as the live run said it, when no record had told one */
 			nl_app_first_loss(a);
 			nl_app_lost(a, it->lost.pid, it->lost.count, it->lost.ts_ns);
@@ -120,6 +199,12 @@ int nl_app_replay(struct nl_app *a)
 	}
 	if (rc < 0) {
 		a->diag(0, "%s", err);
+		goto out;
+	}
+	if (at && nrec < at) {
+		a->diag(0, "--attach-at %llu: the recording has %llu records", (unsigned long long)at,
+			(unsigned long long)nrec);
+		rc = -ERANGE;
 		goto out;
 	}
 	if (rc == NL_RECORDING_NO_TRAILER) {
@@ -144,5 +229,6 @@ int nl_app_replay(struct nl_app *a)
 out:
 	nl_recording_free(r);
 	free(it);
+	free(held);
 	return rc;
 }

@@ -44,6 +44,7 @@ const char nl_usage[] =
 	"                           (ADDR defaults to 127.0.0.1; port 0 picks one)\n"
 	"      --live               a terminal view on stderr, refreshed every second\n"
 	"      --replay FILE        audit a recording offline (no root, no target)\n"
+	"      --attach-at N        with --replay: as if attached by pid at its Nth record\n"
 	"      --check              exit 3 when the summary's evidence_valid is false\n"
 	"                           (with -- CMD: 4 when CMD fails; docs/usage.md)\n"
 	"Roles (stream handles, e.g. 0x5581...; default: inferred):\n"
@@ -99,6 +100,7 @@ enum {
 	OPT_VERSION,
 	OPT_RECORD,
 	OPT_REPLAY,
+	OPT_ATTACH_AT,
 	OPT_TRACE,
 	OPT_METRICS,
 	OPT_LIVE,
@@ -138,6 +140,7 @@ static const struct option longopts[] = {
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "attach-at", required_argument, NULL, OPT_ATTACH_AT },
 	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "help", no_argument, NULL, 'h' },
@@ -337,6 +340,11 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			else
 				o->replay_path = optarg;
 			break;
+		case OPT_ATTACH_AT:
+			if (nl_parse_u64(optarg, 1, UINT64_MAX, &o->attach_at))
+				return fail(err, errlen, "--attach-at: '%s' is not a record number (1 or more)",
+					    optarg);
+			break;
 		case OPT_METRICS: {
 			struct nl_metrics_addr ma;
 
@@ -398,6 +406,8 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			return fail(err, errlen, "--replay and --record cannot be combined");
 		if (o->select)
 			return fail(err, errlen, "--replay reads a recording: no --all, --cgroup, --container or --comm");
+	} else if (o->attach_at) {
+		return fail(err, errlen, "--attach-at replays a recording: it needs --replay FILE");
 	} else if (o->npids == 0 && o->ncmd == 0 && !o->select) {
 		return fail(err, errlen, "no target: give -p PID, -- CMD, --all, --cgroup, --container or --comm (see --help)");
 	}

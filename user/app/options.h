@@ -54,6 +54,7 @@ struct nl_opts {
 	const char *record_path; /* --record: the record stream to a file */
 	const char *trace_path;  /* --trace: Chrome/Perfetto JSON trace */
 	const char *replay_path; /* --replay: audit a recording offline */
+	uint64_t attach_at;      /* --attach-at: replay as if attached at that record (1-based) */
 	double heartbeat_s;      /* stderr heartbeat interval, 0 = off */
 	const char *metrics_addr; /* --metrics ADDR:PORT (checked at parse time) */
 	bool live;               /* --live: a terminal view on stderr */

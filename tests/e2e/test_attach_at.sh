@@ -1,0 +1,89 @@
+# End-to-end: the workload recorded once from its start, then audited as if
+# the tool had attached by pid at each of its calls (--replay --attach-at N),
+# against the workload's ground truth: at every attach point the batches in
+# flight are skipped, every later batch is judged as in the truth (a dropped
+# wait named on its batch, no healthy batch accused), and nothing else is
+# audited. Attaching by pid to a running job is the tool's usual mode; one
+# live attach (test_audit_workload.sh) lands at one point of an iteration,
+# this sweep lands at all of them. Real BPF for the recordings, root.
+# shellcheck shell=sh
+. tests/e2e/lib.sh
+
+if why=$(bpf_unavailable); then
+	skip "attach-point sweep: $why"
+	exit 0
+fi
+export LD_LIBRARY_PATH="$SIM"
+PROBED=$(probed_apis)
+
+# sweep NAME STEP UPTO_PCT REPLAY_OPTS PIPELINE_ARGS...: record the workload,
+# then replay it attached at records 1, 1+STEP, ... up to UPTO_PCT % of them
+# (the drain after the last copy has no batch left to audit); sets
+# sw_points, sw_bad (the attach points whose audits differ from the truth)
+# and sw_named (those where a batch was judged untrusted)
+sweep() {
+	sw_name=$1 sw_step=$2 sw_pct=$3 sw_opts=$4
+	shift 4
+	sw_points=0 sw_bad="" sw_named=0
+	rm -f "$TMP/$sw_name.rec"
+	if ! "$TOOL" --record "$TMP/$sw_name.rec" -o /dev/null -- \
+		"$SIM/pipeline" --truth "$TMP/$sw_name.truth" "$@" >"$TMP/$sw_name.out" 2>&1; then
+		sw_bad="record"
+		return
+	fi
+	"$TOOL" --replay "$TMP/$sw_name.rec" -o "$TMP/$sw_name.whole" 2>/dev/null
+	sw_n=$(jq -s '[.[] | select(.type == "summary")][0].records' "$TMP/$sw_name.whole")
+	sw_k=1
+	while [ "$sw_k" -le $((sw_n * sw_pct / 100)) ]; do
+		rm -f "$TMP/at.json"
+		# shellcheck disable=SC2086 # sw_opts: zero or more options
+		"$TOOL" --replay "$TMP/$sw_name.rec" --attach-at "$sw_k" $sw_opts --raw \
+			-o "$TMP/at.json" 2>/dev/null
+		cp "$TMP/$sw_name.truth" "$TMP/at.truth"
+		audit_matches at 2>"$TMP/at.diff" || sw_bad="$sw_bad $sw_k"
+		jq -e -s 'any(.[]; .type == "batch" and .verdict == "untrusted")' \
+			"$TMP/at.json" >/dev/null && sw_named=$((sw_named + 1))
+		sw_points=$((sw_points + 1))
+		sw_k=$((sw_k + sw_step))
+	done
+}
+
+said() { # NAME: the attach points that differed, for the log
+	[ -z "$sw_bad" ] || echo "  $1: attached at records$sw_bad: differ from the truth" >&2
+}
+
+sweep td2 3 75 "" --batches 12 --depth 2
+check "TorchRec depth 2, attached at each of $sw_points calls: every audit as in the truth" \
+	test -z "$sw_bad" -a "$sw_points" -ge 60
+said td2
+check "  ...and no batch accused at any of them" test "$sw_named" = 0
+
+# compute on the null stream, the data-dist streams created before the
+# attach: only --assume-nonblocking lets a missing compute wait be judged
+# (docs/usage.md); without it the batch is skipped pretrace_stream
+sweep td1 3 75 --assume-nonblocking --batches 12 --depth 1 --drop d_compute_wait@8
+check "TorchRec depth 1, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
+	test -z "$sw_bad" -a "$sw_points" -ge 60
+said td1
+# batch 8's forward runs in the ninth of twelve iterations: every attach in
+# the first half of the run sees the batch whole, and must name its fault
+check "  ...the dropped wait named at every attach in the first half of the run ($sw_named of $sw_points)" \
+	test "$sw_named" -ge $((sw_points * 50 / 75))
+
+sweep sd 2 75 --assume-nonblocking --batches 12 --pattern simple --drop simple_compute_wait@8
+check "copy -> forward only, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
+	test -z "$sw_bad" -a "$sw_points" -ge 60
+said sd
+check "  ...the dropped wait named at every attach in the first half of the run ($sw_named of $sw_points)" \
+	test "$sw_named" -ge $((sw_points * 50 / 75))
+
+# the option itself: past the last record, or without --replay
+rm -f "$TMP/past.json"
+"$TOOL" --replay "$TMP/sd.rec" --attach-at 1000000 -o "$TMP/past.json" 2>"$TMP/past.err"
+check "--attach-at past the last record: exit 1" test $? = 1
+check "  ...one line naming the record count" grep -q 'attach-at 1000000: the recording has [0-9]* records' "$TMP/past.err"
+"$TOOL" --attach-at 3 -p 1 >/dev/null 2>"$TMP/noreplay.err"
+check "--attach-at without --replay: a usage error (exit 2)" test $? = 2
+check "  ...that names --replay" grep -q -- '--attach-at replays a recording' "$TMP/noreplay.err"
+"$TOOL" --replay "$TMP/sd.rec" --attach-at 0 >/dev/null 2>"$TMP/zero.err"
+check "--attach-at 0: a usage error (exit 2)" test $? = 2
