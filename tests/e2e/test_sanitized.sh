@@ -18,6 +18,23 @@ for rec in tests/fixtures/*.rec; do
 	"$SAN_TOOL" --replay "$rec" --format table -q -o /dev/null 2>"$TMP/$name.terr"
 	check "ASan/UBSan replay $name, table format: clean" sh -c "test $? = 0 && test ! -s '$TMP/$name.terr'"
 done
+# --attach-at: the recording from one of its records on, as if attached
+# by pid there (the targets held back until then), and past its end
+for at in 1 37 200; do
+	"$SAN_TOOL" --replay tests/fixtures/clean.rec --attach-at "$at" --raw -q -o "$TMP/at$at.json" 2>"$TMP/at$at.err"
+	rc=$?
+	"$TOOL" --replay tests/fixtures/clean.rec --attach-at "$at" --raw -q -o "$TMP/at$at.ref"
+	check "ASan/UBSan replay --attach-at $at: clean, same audits as the release build" \
+		sh -c "test $rc = 0 && test ! -s '$TMP/at$at.err' && cmp -s '$TMP/at$at.json' '$TMP/at$at.ref'"
+done
+"$SAN_TOOL" --replay tests/fixtures/clean.rec --attach-at 100000 -q -o /dev/null 2>"$TMP/atpast.err"
+check "ASan/UBSan replay --attach-at past the end: exit 1, no report" \
+	sh -c "test $? = 1 && ! grep -q 'Sanitizer\|runtime error' '$TMP/atpast.err'"
+if command -v valgrind >/dev/null; then
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+		"$TOOL" --replay tests/fixtures/clean.rec --attach-at 37 --raw -q -o /dev/null 2>"$TMP/vgat.err"
+	check "valgrind replay --attach-at 37: no error, no leak" sh -c "test $? = 0 && test ! -s '$TMP/vgat.err'"
+fi
 if command -v valgrind >/dev/null; then
 	for rec in tests/fixtures/clean.rec tests/fixtures/exit_mid_batch.rec; do
 		valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
