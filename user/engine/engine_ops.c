@@ -2288,7 +2288,11 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
  * reached (a batch copied before the attach, its all-to-all and dist_init
  * still to come), which the record orders and compute did not yet, after
  * compute's last work (work since may be that batch's forward, begun
- * without its take: a fault in a batch not judged). That
+ * without its take: a fault in a batch not judged), on a stream created
+ * before the attach (one created since holds no batch copied before it:
+ * its work on no batch is a seen batch's stage run without its wait,
+ * random program 45904 attached at its call 4, the collective stream's
+ * wait on the data-dist stream dropped). That
  * batch's forward is due before any batch seen: the wait is its take,
  * whatever newer batch the record carries too (the data-dist stream ran
  * the next batch's input distribution before the record, TorchRec's
@@ -2306,7 +2310,7 @@ static bool pre_attach_due(const struct nl_proc *p, const struct nl_stream *s,
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
 
-		if (!x->used || x->role != NL_ROLE_SPARSE || x->pipe != pipe)
+		if (!x->used || x->role != NL_ROLE_SPARSE || x->pipe != pipe || x->creation_seen)
 			continue;
 		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 			const struct nl_ring_op *r = &x->ring[k % NL_RING];
