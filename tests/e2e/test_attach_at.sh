@@ -3,7 +3,7 @@
 # against the workload's ground truth: at every attach point the batches in
 # flight are skipped, every later batch is judged as in the truth (a dropped
 # wait named on its batch, no healthy batch accused), and nothing else is
-# audited. Attaching by pid to a running job is the tool's usual mode; one
+# audited; with two pipelines, every batch judged is as in the truth. Attaching by pid to a running job is the tool's usual mode; one
 # live attach (test_audit_workload.sh) lands at one point of an iteration,
 # this sweep lands at all of them. Real BPF for the recordings, root.
 # shellcheck shell=sh
@@ -65,17 +65,68 @@ sweep td1 3 75 --assume-nonblocking --batches 12 --depth 1 --drop d_compute_wait
 check "TorchRec depth 1, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said td1
-# batch 8's forward runs in the ninth of twelve iterations: every attach in
-# the first half of the run sees the batch whole, and must name its fault
-check "  ...the dropped wait named at every attach in the first half of the run ($sw_named of $sw_points)" \
+# batch 8's forward runs in the ninth of twelve iterations: an attach in
+# the first two thirds of the sweep sees the batch whole; judged, it is
+# untrusted (checked above), and it must not be skipped at them all
+check "  ...the dropped wait named at $sw_named of $sw_points attach points (two in three at least)" \
 	test "$sw_named" -ge $((sw_points * 50 / 75))
 
 sweep sd 2 75 --assume-nonblocking --batches 12 --pattern simple --drop simple_compute_wait@8
 check "copy -> forward only, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said sd
-check "  ...the dropped wait named at every attach in the first half of the run ($sw_named of $sw_points)" \
+check "  ...the dropped wait named at $sw_named of $sw_points attach points (two in three at least)" \
 	test "$sw_named" -ge $((sw_points * 50 / 75))
+
+# two pipelines (sim/progs/multipipe: training, and an evaluation round
+# every three batches on streams destroyed and made again), NonBlocking
+# streams and compute on the null stream: attached during an evaluation
+# round, the evaluation's streams are learned first and training's found
+# by their edges later (docs/engine.md, "Attached mid-run")
+mp_sweep() { # NAME STEP MULTIPIPE_ARGS...: sets sw_points, sw_bad, sw_named
+	sw_name=$1 sw_step=$2
+	shift 2
+	sw_points=0 sw_bad="" sw_named=0
+	rm -f "$TMP/$sw_name.rec"
+	if ! "$TOOL" --record "$TMP/$sw_name.rec" -o /dev/null -- \
+		"$SIM/multipipe" --truth "$TMP/$sw_name.truth" "$@" >"$TMP/$sw_name.out" 2>&1; then
+		sw_bad="record"
+		return
+	fi
+	"$TOOL" --replay "$TMP/$sw_name.rec" -o "$TMP/$sw_name.whole" 2>/dev/null
+	sw_n=$(jq -s '[.[] | select(.type == "summary")][0].records' "$TMP/$sw_name.whole")
+	sw_k=1
+	while [ "$sw_k" -le "$sw_n" ]; do
+		rm -f "$TMP/at.json"
+		"$TOOL" --replay "$TMP/$sw_name.rec" --attach-at "$sw_k" --assume-nonblocking \
+			-o "$TMP/at.json" 2>/dev/null
+		r=$(jq -c -n --slurpfile t "$TMP/$sw_name.truth" --slurpfile a "$TMP/at.json" \
+			-f tests/e2e/attach_map.jq)
+		[ "$r" = "[]" ] || sw_bad="$sw_bad $sw_k"
+		jq -e -s 'any(.[]; .type == "batch" and .verdict == "untrusted")' \
+			"$TMP/at.json" >/dev/null && sw_named=$((sw_named + 1))
+		sw_points=$((sw_points + 1))
+		sw_k=$((sw_k + sw_step))
+	done
+}
+
+mp_sweep mpc 3 --batches 12
+check "train + eval, attached at each of $sw_points calls: every judged batch as in the truth" \
+	test -z "$sw_bad" -a "$sw_points" -ge 60
+said mpc
+check "  ...and no batch accused at any of them" test "$sw_named" = 0
+mp_sweep mpe 3 --batches 12 --drop 1:2:sf
+check "train + eval, the eval's compute wait of its batch 2 dropped, attached at each of $sw_points calls: as in the truth" \
+	test -z "$sw_bad" -a "$sw_points" -ge 60
+said mpe
+check "  ...the dropped wait named at $sw_named of $sw_points attach points (one in three at least)" \
+	test "$sw_named" -ge $((sw_points / 3))
+mp_sweep mpd 3 --batches 12 --drop 0:7:sf
+check "train + eval, training's compute wait of batch 7 dropped, attached at each of $sw_points calls: as in the truth" \
+	test -z "$sw_bad" -a "$sw_points" -ge 60
+said mpd
+check "  ...the dropped wait named at $sw_named of $sw_points attach points (one in three at least)" \
+	test "$sw_named" -ge $((sw_points / 3))
 
 # the option itself: past the last record, or without --replay
 rm -f "$TMP/past.json"

@@ -603,6 +603,50 @@ static void test_pre_attach_due(void **state)
 	seeds_agree_at(pre_attach, NL_ARRAY_SIZE(pre_attach), true, true);
 }
 
+/* Attached by pid at a call of the program (fuzz_audit -M), a pipeline
+ * found by its edges after learning took another (an evaluation round
+ * running at the attach): its copy stream's first segment, the stream not
+ * seen created, is a batch skipped attached_mid_batch, so that a wait on
+ * its record is that batch's take (1016, 10366, 1040, 10949, each with a
+ * healthy batch accused before); and compute's wait on a record such a
+ * stream made while it carried no batch seen leaves the other
+ * pipeline's batch compute held (10515, 14521, 17954). Both modes. */
+static const uint64_t found_mid_run[] = { 1016, 10366, 1040, 10949, 10515, 14521, 17954 };
+
+static void test_found_mid_run(void **state)
+{
+	(void)state;
+	seeds_agree_at(found_mid_run, NL_ARRAY_SIZE(found_mid_run), false, true);
+	seeds_agree_at(found_mid_run, NL_ARRAY_SIZE(found_mid_run), true, true);
+}
+
+/* ...but not the first segment of a copy stream found as another of a
+ * pipeline with batches already (batch i on M[i % 2], a loader): where
+ * it falls among them is not known, and cut, a healthy batch was accused
+ * in each of these (attached mid-run, both modes). */
+static void test_found_mid_run_second_copy(void **state)
+{
+	static const uint64_t v[] = { 14030, 15999, 26949, 35656, 37088, 40862, 45923, 47383 };
+
+	(void)state;
+	for (int counted = 0; counted < 2; counted++)
+		for (size_t i = 0; i < NL_ARRAY_SIZE(v); i++) {
+			struct rp_result r;
+
+			rp_counted_launches = counted;
+			run_seed(v[i], true, &r);
+			rp_counted_launches = false;
+			for (int k = 0; k < r.ndiffs; k++) {
+				if (strncmp(r.diffs[k], "accused:", 8))
+					continue;
+				print_message("seed %llu (fuzz_audit%s -M -p %llu): %s\n",
+					      (unsigned long long)v[i], counted ? " -u" : "",
+					      (unsigned long long)v[i], r.diffs[k]);
+				fail();
+			}
+		}
+}
+
 /* Healthy programs, compute the null stream and the streams blocking,
  * whose run the engine judged right and still called not valid: the
  * collective stream's all-to-all run without its wait on the data-dist
@@ -926,6 +970,8 @@ int main(void)
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),
+		cmocka_unit_test(test_found_mid_run),
+		cmocka_unit_test(test_found_mid_run_second_copy),
 		cmocka_unit_test(test_join_handed),
 		cmocka_unit_test(test_counted_fixed),
 		cmocka_unit_test(test_fill_swapped),

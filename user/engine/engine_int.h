@@ -39,9 +39,10 @@ const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t
 int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k);
 /* Roles changed: give every known stream its role again. */
 void nl_streams_refresh_roles(struct nl_proc *p);
-/* A pipeline for a copy stream found after learning: one whose copy
- * streams are all destroyed, else a new one; -1 when none is left. */
-int nl_pipe_open(struct nl_proc *p);
+/* A pipeline for a copy stream found after learning: where `reuse`, one
+ * whose copy streams are all destroyed (its streams made again), else a
+ * new one; -1 when none is left. */
+int nl_pipe_open(struct nl_proc *p, bool reuse);
 
 /* ---- engine_ops.c ---------------------------------------------------------- */
 

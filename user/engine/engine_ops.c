@@ -1709,7 +1709,19 @@ static void restamp(struct nl_engine *e, struct nl_proc *p, int slot)
 {
 	struct nl_stream *m = &p->s[slot];
 	uint32_t start = nl_ring_start(m);
-	bool whole = start == 0 && (m->creation_seen || !p->mid_run), cut = whole;
+	const struct nl_pipe *mq = nl_pipe_of_stream(p, m);
+	/* Attached mid-run, a stream not seen created, its whole life
+	 * remembered since the attach, that begins a pipeline of its own:
+	 * its first segment may have begun before the attach, and is a batch
+	 * skipped so (attached_mid_batch, nl_mint), as learning would have
+	 * cut it. Left out, its record carried no batch: compute's wait on it
+	 * (that batch's take) took none, and the step it began was charged to
+	 * the next batch, a healthy one accused (the bundled multipipe
+	 * workload attached during an evaluation round). Not where the
+	 * pipeline has batches already (a second copy stream of it, found
+	 * late: its first segment's place among them is not known). */
+	bool whole = start == 0 && (m->creation_seen || !p->mid_run),
+	     cut = whole || (start == 0 && mq && !nl_tok_seq(mq->next_token));
 	const struct nl_ring_op *last = NULL;
 
 	m->token = NL_NO_TOKEN;
@@ -1843,7 +1855,10 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, int mslot
 	if (!p->discovering || m->role != NL_ROLE_OTHER || !m->h2d || s->role == NL_ROLE_COPY ||
 	    m->capturing || s->capturing)
 		return;
-	pipe = s->role == NL_ROLE_SPARSE ? s->pipe : nl_pipe_open(p);
+	/* a stream not seen created existed before any the tool saw
+	 * destroyed: it is no pipeline's streams made again, and does not
+	 * continue that pipeline's batches (nl_pipe_open) */
+	pipe = s->role == NL_ROLE_SPARSE ? s->pipe : nl_pipe_open(p, m->creation_seen);
 	if (pipe < 0)
 		return;
 	m->role = NL_ROLE_COPY;
@@ -2452,6 +2467,23 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			 * brought it first) */
 			bool stale = !news && !(nl_key_is_null(&s->key) && p->nblocking);
 			int64_t got = pre_attach ? NL_NO_TOKEN : nl_cadence(p, slot, due, ev->slot, stale);
+
+			/* Attached mid-run: a wait of compute on a record a
+			 * producer of another pipeline than the batch compute
+			 * holds made while it carried no batch seen (a stream
+			 * not seen created: its batch then was copied before
+			 * the attach) is that batch's take. Compute leaves the
+			 * batch it held, whose step is over: the step it begins
+			 * now is not charged to it, nor to the producer's next
+			 * batch, whose take is still to come. Before, a
+			 * training batch was accused sparse->forward for the
+			 * step of a batch in flight at the attach, the tool
+			 * attached during an evaluation round. */
+			if (p->mid_run && slot == p->compute_slot && from && ev->slot != slot &&
+			    (from->role == NL_ROLE_COPY || from->role == NL_ROLE_SPARSE) && from->pipe >= 0 &&
+			    ev->token == NL_NO_TOKEN && s->token != NL_NO_TOKEN &&
+			    nl_tok_pipe(s->token) != from->pipe && !from->creation_seen)
+				s->token = NL_NO_TOKEN;
 
 			/* a record of an older batch of the pipeline compute
 			 * holds (the backward stream's, its wait on compute

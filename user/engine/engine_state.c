@@ -37,9 +37,9 @@ static int pipe_init(struct nl_proc *p, int i)
 	return 0;
 }
 
-int nl_pipe_open(struct nl_proc *p)
+int nl_pipe_open(struct nl_proc *p, bool reuse)
 {
-	for (int i = 0; i < p->npipes; i++) {
+	for (int i = 0; reuse && i < p->npipes; i++) {
 		bool live = false;
 
 		for (uint32_t k = 0; k < p->w && !live; k++)
