@@ -16,18 +16,19 @@ fi
 export LD_LIBRARY_PATH="$SIM"
 PROBED=$(probed_apis)
 
-# sweep NAME STEP UPTO_PCT REPLAY_OPTS PIPELINE_ARGS...: record the workload,
-# then replay it attached at records 1, 1+STEP, ... up to UPTO_PCT % of them
-# (the drain after the last copy has no batch left to audit); sets
-# sw_points, sw_bad (the attach points whose audits differ from the truth)
-# and sw_named (those where a batch was judged untrusted)
+# sweep NAME STEP UPTO_PCT MATCH REPLAY_OPTS PROGRAM ARGS...: record PROGRAM
+# (in $SIM) from its start, then replay it attached at records 1, 1+STEP,
+# ... up to UPTO_PCT % of them, each time running MATCH, a function that
+# compares $TMP/at.json with the truth $TMP/NAME.truth; sets sw_points,
+# sw_bad (the attach points MATCH failed at) and sw_named (those where a
+# batch was judged untrusted)
 sweep() {
-	sw_name=$1 sw_step=$2 sw_pct=$3 sw_opts=$4
-	shift 4
+	sw_name=$1 sw_step=$2 sw_pct=$3 sw_match=$4 sw_opts=$5 sw_prog=$6
+	shift 6
 	sw_points=0 sw_bad="" sw_named=0
 	rm -f "$TMP/$sw_name.rec"
 	if ! "$TOOL" --record "$TMP/$sw_name.rec" -o /dev/null -- \
-		"$SIM/pipeline" --truth "$TMP/$sw_name.truth" "$@" >"$TMP/$sw_name.out" 2>&1; then
+		"$SIM/$sw_prog" --truth "$TMP/$sw_name.truth" "$@" >"$TMP/$sw_name.out" 2>&1; then
 		sw_bad="record"
 		return
 	fi
@@ -39,8 +40,7 @@ sweep() {
 		# shellcheck disable=SC2086 # sw_opts: zero or more options
 		"$TOOL" --replay "$TMP/$sw_name.rec" --attach-at "$sw_k" $sw_opts --raw \
 			-o "$TMP/at.json" 2>/dev/null
-		cp "$TMP/$sw_name.truth" "$TMP/at.truth"
-		audit_matches at 2>"$TMP/at.diff" || sw_bad="$sw_bad $sw_k"
+		"$sw_match" "$sw_name" || sw_bad="$sw_bad $sw_k"
 		jq -e -s 'any(.[]; .type == "batch" and .verdict == "untrusted")' \
 			"$TMP/at.json" >/dev/null && sw_named=$((sw_named + 1))
 		sw_points=$((sw_points + 1))
@@ -48,11 +48,25 @@ sweep() {
 	done
 }
 
+# the workload's matcher (tests/e2e/audit_match.jq): batches paired in copy
+# order, those in flight at the attach skipped
+pipeline_matches() {
+	cp "$TMP/$1.truth" "$TMP/at.truth"
+	audit_matches at 2>"$TMP/at.diff"
+}
+
+# sim/progs/multipipe's: each judged batch paired with the truth batch of
+# its first copy (tests/e2e/attach_map.jq)
+multipipe_matches() {
+	test "$(jq -c -n --slurpfile t "$TMP/$1.truth" --slurpfile a "$TMP/at.json" \
+		-f tests/e2e/attach_map.jq)" = "[]"
+}
+
 said() { # NAME: the attach points that differed, for the log
 	[ -z "$sw_bad" ] || echo "  $1: attached at records$sw_bad: differ from the truth" >&2
 }
 
-sweep td2 3 75 "" --batches 12 --depth 2
+sweep td2 3 75 pipeline_matches "" pipeline --batches 12 --depth 2
 check "TorchRec depth 2, attached at each of $sw_points calls: every audit as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said td2
@@ -61,7 +75,7 @@ check "  ...and no batch accused at any of them" test "$sw_named" = 0
 # compute on the null stream, the data-dist streams created before the
 # attach: only --assume-nonblocking lets a missing compute wait be judged
 # (docs/usage.md); without it the batch is skipped pretrace_stream
-sweep td1 3 75 --assume-nonblocking --batches 12 --depth 1 --drop d_compute_wait@8
+sweep td1 3 75 pipeline_matches --assume-nonblocking pipeline --batches 12 --depth 1 --drop d_compute_wait@8
 check "TorchRec depth 1, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said td1
@@ -71,7 +85,8 @@ said td1
 check "  ...the dropped wait named at $sw_named of $sw_points attach points (two in three at least)" \
 	test "$sw_named" -ge $((sw_points * 50 / 75))
 
-sweep sd 2 75 --assume-nonblocking --batches 12 --pattern simple --drop simple_compute_wait@8
+sweep sd 2 75 pipeline_matches --assume-nonblocking pipeline --batches 12 --pattern simple \
+	--drop simple_compute_wait@8
 check "copy -> forward only, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said sd
@@ -82,46 +97,20 @@ check "  ...the dropped wait named at $sw_named of $sw_points attach points (two
 # every three batches on streams destroyed and made again), NonBlocking
 # streams and compute on the null stream: attached during an evaluation
 # round, the evaluation's streams are learned first and training's found
-# by their edges later (docs/engine.md, "Attached mid-run")
-mp_sweep() { # NAME STEP MULTIPIPE_ARGS...: sets sw_points, sw_bad, sw_named
-	sw_name=$1 sw_step=$2
-	shift 2
-	sw_points=0 sw_bad="" sw_named=0
-	rm -f "$TMP/$sw_name.rec"
-	if ! "$TOOL" --record "$TMP/$sw_name.rec" -o /dev/null -- \
-		"$SIM/multipipe" --truth "$TMP/$sw_name.truth" "$@" >"$TMP/$sw_name.out" 2>&1; then
-		sw_bad="record"
-		return
-	fi
-	"$TOOL" --replay "$TMP/$sw_name.rec" -o "$TMP/$sw_name.whole" 2>/dev/null
-	sw_n=$(jq -s '[.[] | select(.type == "summary")][0].records' "$TMP/$sw_name.whole")
-	sw_k=1
-	while [ "$sw_k" -le "$sw_n" ]; do
-		rm -f "$TMP/at.json"
-		"$TOOL" --replay "$TMP/$sw_name.rec" --attach-at "$sw_k" --assume-nonblocking \
-			-o "$TMP/at.json" 2>/dev/null
-		r=$(jq -c -n --slurpfile t "$TMP/$sw_name.truth" --slurpfile a "$TMP/at.json" \
-			-f tests/e2e/attach_map.jq)
-		[ "$r" = "[]" ] || sw_bad="$sw_bad $sw_k"
-		jq -e -s 'any(.[]; .type == "batch" and .verdict == "untrusted")' \
-			"$TMP/at.json" >/dev/null && sw_named=$((sw_named + 1))
-		sw_points=$((sw_points + 1))
-		sw_k=$((sw_k + sw_step))
-	done
-}
+# by their edges later (docs/engine.md, "Pipelines")
 
-mp_sweep mpc 3 --batches 12
+sweep mpc 3 100 multipipe_matches --assume-nonblocking multipipe --batches 12
 check "train + eval, attached at each of $sw_points calls: every judged batch as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said mpc
 check "  ...and no batch accused at any of them" test "$sw_named" = 0
-mp_sweep mpe 3 --batches 12 --drop 1:2:sf
+sweep mpe 3 100 multipipe_matches --assume-nonblocking multipipe --batches 12 --drop 1:2:sf
 check "train + eval, the eval's compute wait of its batch 2 dropped, attached at each of $sw_points calls: as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said mpe
 check "  ...the dropped wait named at $sw_named of $sw_points attach points (one in three at least)" \
 	test "$sw_named" -ge $((sw_points / 3))
-mp_sweep mpd 3 --batches 12 --drop 0:7:sf
+sweep mpd 3 100 multipipe_matches --assume-nonblocking multipipe --batches 12 --drop 0:7:sf
 check "train + eval, training's compute wait of batch 7 dropped, attached at each of $sw_points calls: as in the truth" \
 	test -z "$sw_bad" -a "$sw_points" -ge 60
 said mpd
