@@ -82,6 +82,55 @@ static void forget_target(struct held_targets *h, uint32_t pid)
 		}
 }
 
+/*
+ * --attach-at: the counted launch runs begun since the attach (their tokens,
+ * per process). A run begun before it, its first launch not fed, ends in a
+ * record fed after it: live, the probes attached there would not have
+ * counted those launches at all (the process's run word starts empty), so
+ * its end is taken out of the record (the record itself fed), and a record
+ * that only ends such a run (NL_REC_RUN) is not fed. Fed as it is, the end
+ * of a run user space never saw begin is counted as records lost.
+ */
+#define RUNS_KEPT 64
+
+struct runs_since {
+	uint32_t n;
+	struct {
+		uint32_t pid;
+		uint64_t token;
+	} r[RUNS_KEPT];
+};
+
+static bool run_begun_since(const struct runs_since *rs, uint32_t pid, uint64_t token)
+{
+	for (uint32_t i = 0; i < rs->n && i < RUNS_KEPT; i++)
+		if (rs->r[i].pid == pid && rs->r[i].token == token)
+			return true;
+	return false;
+}
+
+/* The record to feed for rec (NULL: none), its run begun before the attach
+ * taken out of a copy in *tmp. */
+static const struct nl_rec_call *since_attach(struct runs_since *rs, const struct nl_rec_call *rec,
+					      struct nl_rec_call *tmp)
+{
+	if (rec->flags & NL_RF_RET)
+		return rec;
+	if (rec->type == NL_REC_CALL && rec->run) {
+		rs->r[rs->n % RUNS_KEPT].pid = rec->pid;
+		rs->r[rs->n % RUNS_KEPT].token = NL_RUN_TOKEN(rec->run);
+		rs->n++;
+	}
+	if (!rec->flush || run_begun_since(rs, rec->pid, NL_RUN_TOKEN(rec->flush)))
+		return rec;
+	if (rec->type == NL_REC_RUN)
+		return NULL;
+	*tmp = *rec;
+	tmp->flush = 0;
+	tmp->flush_ts = 0;
+	return tmp;
+}
+
 static void attach_held(struct nl_app *a, struct held_targets *h, uint64_t ts)
 {
 	for (int i = 0; i < h->n; i++) {
@@ -107,6 +156,8 @@ int nl_app_replay(struct nl_app *a)
 
 	uint64_t nrec = 0, at = a->o.attach_at;
 	struct held_targets *held = NULL;
+	struct runs_since runs = { 0 };
+	struct nl_rec_call tmp;
 
 	it = malloc(sizeof(*it));
 	if (at)
@@ -149,6 +200,13 @@ int nl_app_replay(struct nl_app *a)
 					    it->rec.size >= sizeof(it->rec.data.call) && it->rec.data.call.ts_ns ?
 						    it->rec.data.call.ts_ns - 1 :
 						    a->last_ts_ns);
+			if (at && it->rec.size == sizeof(it->rec.data.call)) {
+				const struct nl_rec_call *rec = since_attach(&runs, &it->rec.data.call, &tmp);
+
+				if (rec)
+					nl_app_record(a, rec, sizeof(*rec));
+				break;
+			}
 			nl_app_record(a, it->rec.data.bytes, it->rec.size);
 			break;
 		case NL_RI_LIB: {
