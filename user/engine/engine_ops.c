@@ -2298,23 +2298,23 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
 }
 
 /* Attached in the middle of a run, compute, holding no batch seen yet,
- * waits on record ev of a sparse stream of pipeline `pipe`: a sparse
- * stream of it did stage work after the attach that no batch seen had
- * reached (a batch copied before the attach, its all-to-all and dist_init
- * still to come), which the record orders and compute did not yet, after
- * compute's last work (work since may be that batch's forward, begun
- * without its take: a fault in a batch not judged), on a stream created
- * before the attach (one created since holds no batch copied before it:
- * its work on no batch is a seen batch's stage run without its wait,
- * random program 45904 attached at its call 4, the collective stream's
- * wait on the data-dist stream dropped). That
- * batch's forward is due before any batch seen: the wait is its take,
- * whatever newer batch the record carries too (the data-dist stream ran
- * the next batch's input distribution before the record, TorchRec's
+ * waits on record ev of a sparse stream of pipeline `pipe`. Where a sparse
+ * stream of it did stage work after the attach on no batch seen, which
+ * the record orders and compute did not yet, a batch copied before the
+ * attach was still in its sparse stage (its all-to-all and dist_init to
+ * come): its forward is due before any batch seen, and the wait is its
+ * take, whatever newer batch the record carries too (the data-dist stream
+ * ran the next batch's input distribution before the record, TorchRec's
  * split stage). Before, the wait took the first batch seen, every take
- * after it was one batch early, and each batch's dist_init, enqueued
- * after the forward charged to it, was accused sparse->forward in a
- * healthy job (random program 11692 attached at its call 41). */
+ * after it was one batch early, and each batch's dist_init, enqueued after
+ * the forward charged to it, was accused sparse->forward in a healthy job
+ * (random program 11692 attached at its call 41). Only such work after
+ * compute's last work (work since may be that batch's forward, begun
+ * without its take: a fault in a batch not judged, 14525), and on a stream
+ * created before the attach (one created since holds no batch copied
+ * before it: its work on no batch is a seen batch's stage run without its
+ * wait, 45904 attached at its call 4, the collective stream's wait on the
+ * data-dist stream dropped). */
 static bool pre_attach_due(const struct nl_proc *p, const struct nl_stream *s,
 			   const struct nl_event *ev, int pipe)
 {
