@@ -69,23 +69,23 @@ multipipe_matches() {
 		-f tests/e2e/attach_map.jq)" = "[]"
 }
 
-said() { # NAME: the attach points that differed, for the log
+# agreed NAME WHAT HOW: one check that the last sweep (NAME) had at least 60
+# attach points and agreed at every one, and the points it did not, for
+# the log
+agreed() {
+	check "$2, attached at each of $sw_points calls: $3" test -z "$sw_bad" -a "$sw_points" -ge 60
 	[ -z "$sw_bad" ] || echo "  $1: attached at records$sw_bad: differ from the truth" >&2
 }
 
 sweep td2 3 75 pipeline_matches "" pipeline --batches 12 --depth 2
-check "TorchRec depth 2, attached at each of $sw_points calls: every audit as in the truth" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said td2
+agreed td2 "TorchRec depth 2" "every audit as in the truth"
 check "  ...and no batch accused at any of them" test "$sw_named" = 0
 
 # compute on the null stream, the data-dist streams created before the
 # attach: only --assume-nonblocking lets a missing compute wait be judged
 # (docs/usage.md); without it the batch is skipped pretrace_stream
 sweep td1 3 75 pipeline_matches --assume-nonblocking pipeline --batches 12 --depth 1 --drop d_compute_wait@8
-check "TorchRec depth 1, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said td1
+agreed td1 "TorchRec depth 1, dropped compute wait of batch 8" "as in the truth"
 # batch 8's forward runs in the ninth of twelve iterations: an attach in
 # the first two thirds of the sweep sees the batch whole; judged, it is
 # untrusted (checked above), and it must not be skipped at them all
@@ -94,9 +94,7 @@ check "  ...the dropped wait named at $sw_named of $sw_points attach points (two
 
 sweep sd 2 75 pipeline_matches --assume-nonblocking pipeline --batches 12 --pattern simple \
 	--drop simple_compute_wait@8
-check "copy -> forward only, dropped compute wait of batch 8, attached at each of $sw_points calls: as in the truth" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said sd
+agreed sd "copy -> forward only, dropped compute wait of batch 8" "as in the truth"
 check "  ...the dropped wait named at $sw_named of $sw_points attach points (two in three at least)" \
 	test "$sw_named" -ge $((sw_points * 50 / 75))
 
@@ -104,9 +102,7 @@ check "  ...the dropped wait named at $sw_named of $sw_points attach points (two
 # point falls inside
 sweep tml 4 65 pipeline_matches --assume-nonblocking pipeline --batches 10 --mlp-layers 12 \
 	--drop a_compute_wait@5
-check "launches counted in runs, attached at each of $sw_points calls: as in the truth, nothing lost" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said tml
+agreed tml "launches counted in runs" "as in the truth, nothing lost"
 
 # two pipelines (sim/progs/multipipe: training, and an evaluation round
 # every three batches on streams destroyed and made again), NonBlocking
@@ -115,20 +111,14 @@ said tml
 # by their edges later (docs/engine.md, "Pipelines")
 
 sweep mpc 3 100 multipipe_matches --assume-nonblocking multipipe --batches 12
-check "train + eval, attached at each of $sw_points calls: every judged batch as in the truth" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said mpc
+agreed mpc "train + eval" "every judged batch as in the truth"
 check "  ...and no batch accused at any of them" test "$sw_named" = 0
 sweep mpe 3 100 multipipe_matches --assume-nonblocking multipipe --batches 12 --drop 1:2:sf
-check "train + eval, the eval's compute wait of its batch 2 dropped, attached at each of $sw_points calls: as in the truth" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said mpe
+agreed mpe "train + eval, the eval's compute wait of its batch 2 dropped" "as in the truth"
 check "  ...the dropped wait named at $sw_named of $sw_points attach points (one in three at least)" \
 	test "$sw_named" -ge $((sw_points / 3))
 sweep mpd 3 100 multipipe_matches --assume-nonblocking multipipe --batches 12 --drop 0:7:sf
-check "train + eval, training's compute wait of batch 7 dropped, attached at each of $sw_points calls: as in the truth" \
-	test -z "$sw_bad" -a "$sw_points" -ge 60
-said mpd
+agreed mpd "train + eval, training's compute wait of batch 7 dropped" "as in the truth"
 check "  ...the dropped wait named at $sw_named of $sw_points attach points (one in three at least)" \
 	test "$sw_named" -ge $((sw_points / 3))
 
