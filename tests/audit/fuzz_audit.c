@@ -4,7 +4,7 @@
  * their truth (docs/engine.md, "Model-based random testing").
  *
  *   fuzz_audit [-s SECONDS] [-n COUNT] [-f FIRST_SEED] [-o DIR] [-k KNOWN] [-l] [-u] [-a]
- *              [-L K] [-M]
+ *              [-L K] [-M] [-S]
  *   fuzz_audit -w SEED -o DIR [-c CLASS]  write one program, shrunk while its first
  *                                  disagreement (or CLASS) stays, as DIR/seed-SEED.{rec,json}
  *   fuzz_audit -p SEED [-c CLASS] [-j]  print one program (shrunk while its first or CLASS
@@ -36,6 +36,8 @@
  * told as nanlog-bpf tells it); any batch accused there is printed as
  * "lossy-accused SEED K ..." and fails the run. With -p SEED, -L K runs the
  * program whole with the loss of its K-th such run and prints its audits.
+ * -S: the engine as --strict-attach runs it (with -M: a pipeline found
+ * mid-run accuses no batch, it skips it attach_offset).
  * -M: every program as if the tool attached by pid (mid-run) at one of its
  * calls drawn from the seed (rp_run_attached_at): the batches begun before
  * it are not compared, nor roles and batch numbers; everything else as
@@ -278,6 +280,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "-M")) {
 			attach_mid = true;
+			continue;
+		}
+		if (!strcmp(a, "-S")) {
+			rp_strict_attach = true;
 			continue;
 		}
 		if (!v) {

@@ -346,6 +346,7 @@ static void on_summary(void *ctx, const struct nl_summary *s)
 }
 
 bool rp_counted_launches;
+bool rp_strict_attach;
 
 int rp_run(const struct rp_prog *p, struct rp_result *r)
 {
@@ -367,6 +368,7 @@ static int feed_from(const struct rp_prog *p, int at, uint64_t attach_ts, bool m
 
 	memset(r, 0, sizeof(*r));
 	memset(&o, 0, sizeof(o));
+	o.strict_attach = rp_strict_attach;
 	e = cnt ? nl_engine_new(&o, &sink) : NULL;
 	if (!e) {
 		free(cnt);

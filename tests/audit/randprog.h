@@ -254,6 +254,8 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
  * of launches keeps it named (include/nanlog_rec.h, step starts stay named).
  * Off: as --every-launch sends them. */
 extern bool rp_counted_launches;
+/* The engine as --strict-attach runs it (nl_engine_opts.strict_attach). */
+extern bool rp_strict_attach;
 /* Where rp_run writes the engine's batch audits as JSON lines (NULL: not). */
 extern FILE *rp_audit_json;
 /* out[i]: call i of the program is a launch the probes count (as above). */

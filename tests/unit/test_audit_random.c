@@ -647,6 +647,53 @@ static void test_found_mid_run_second_copy(void **state)
 		}
 }
 
+/* --strict-attach (nl_engine_opts.strict_attach), attached by pid at a call
+ * of the program (fuzz_audit -M -S): a pipeline found mid-run accuses no
+ * batch. Healthy programs whose loader runs ahead (a wait covering the
+ * next batch's copy, a redundant one left out), each with a batch accused
+ * copy->forward without the option: no batch accused, the one that was
+ * skipped attach_offset. Faulty programs whose fault the engine names
+ * without it (1001, 10021, 10030): the faulty batch skipped
+ * attach_offset, never trusted, nothing else differs. Both modes. */
+static void test_strict_attach(void **state)
+{
+	static const uint64_t healthy[] = { 2639, 1445, 1797, 1909, 2044 };
+	static const uint64_t faulty[] = { 1001, 10021, 10030 };
+
+	(void)state;
+	rp_strict_attach = true;
+	for (int counted = 0; counted < 2; counted++) {
+		rp_counted_launches = counted;
+		for (size_t i = 0; i < NL_ARRAY_SIZE(healthy) + NL_ARRAY_SIZE(faulty); i++) {
+			bool h = i < NL_ARRAY_SIZE(healthy);
+			uint64_t seed = h ? healthy[i] : faulty[i - NL_ARRAY_SIZE(healthy)];
+			struct rp_result r;
+			int offset = 0;
+
+			run_seed(seed, true, &r);
+			for (int k = 0; k < RP_MAX_BATCHES; k++)
+				offset += r.have[k] &&
+					  (r.got[k].skip_mask & (1u << NL_SKIP_ATTACH_OFFSET));
+			for (int k = 0; k < r.ndiffs; k++)
+				if (!strncmp(r.diffs[k], "accused:", 8) ||
+				    !strncmp(r.diffs[k], "missed:", 7) ||
+				    (!h && strncmp(r.diffs[k], "skipped(attach_offset) ", 23))) {
+					print_message("seed %llu (fuzz_audit%s -M -S -p %llu): %s\n",
+						      (unsigned long long)seed, counted ? " -u" : "",
+						      (unsigned long long)seed, r.diffs[k]);
+					fail();
+				}
+			if (!offset || (!h && !r.ndiffs)) {
+				print_message("seed %llu%s: no batch skipped attach_offset\n",
+					      (unsigned long long)seed, counted ? " (counted)" : "");
+				fail();
+			}
+		}
+	}
+	rp_counted_launches = false;
+	rp_strict_attach = false;
+}
+
 /* Healthy programs, compute the null stream and the streams blocking,
  * whose run the engine judged right and still called not valid: the
  * collective stream's all-to-all run without its wait on the data-dist
@@ -970,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),
+		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),
 		cmocka_unit_test(test_join_handed),

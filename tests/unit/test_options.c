@@ -82,6 +82,12 @@ static void test_command_mode(void **state)
 	assert_int_equal(o.attach_at, 0); /* replayed as recorded */
 	assert_int_equal(parse(&o, err, "--replay", "run.rec", "--attach-at", "120", NULL), 0);
 	assert_int_equal(o.attach_at, 120);
+	assert_false(o.strict_attach);
+	assert_int_equal(parse(&o, err, "--strict-attach", "-p", "5", NULL), 0);
+	assert_true(o.strict_attach);
+	assert_int_equal(parse(&o, err, "--replay", "run.rec", "--attach-at", "9", "--strict-attach",
+			       NULL), 0);
+	assert_true(o.strict_attach);
 }
 
 static void test_help_version(void **state)

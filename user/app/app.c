@@ -226,6 +226,7 @@ int nl_app_init(struct nl_app *a, uint64_t now_ns)
 		eo.sparse_streams[i] = o->sparse_streams[i];
 	eo.post_step = o->post_step;
 	eo.unseen_nonblocking = o->assume_nonblocking;
+	eo.strict_attach = o->strict_attach;
 	sinks_build(a);
 	a->engine = nl_engine_new(&eo, &sink);
 	return a->engine ? 0 : -ENOMEM;

@@ -52,6 +52,9 @@ const char nl_usage[] =
 	"      --assume-nonblocking streams created before tracing are NonBlocking, as\n"
 	"                           PyTorch creates them (default: a verdict resting on\n"
 	"                           it is skipped pretrace_stream; docs/usage.md)\n"
+	"      --strict-attach      attached mid-run, accuse no batch whose verdict rests\n"
+	"                           on how many batches were in flight at the attach\n"
+	"                           (skipped attach_offset instead; docs/usage.md)\n"
 	"Run:\n"
 	"  -d, --duration SEC       stop after SEC seconds\n"
 	"      --ringbuf-size BYTES ring buffer size (power of two, default 4194304)\n"
@@ -89,6 +92,7 @@ enum {
 	OPT_FORMAT,
 	OPT_POST_STEP,
 	OPT_ASSUME_NONBLOCKING,
+	OPT_STRICT_ATTACH,
 	OPT_COPY,
 	OPT_SPARSE,
 	OPT_COMPUTE,
@@ -123,6 +127,7 @@ static const struct option longopts[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "post-step", no_argument, NULL, OPT_POST_STEP },
 	{ "assume-nonblocking", no_argument, NULL, OPT_ASSUME_NONBLOCKING },
+	{ "strict-attach", no_argument, NULL, OPT_STRICT_ATTACH },
 	{ "copy-stream", required_argument, NULL, OPT_COPY },
 	{ "sparse-stream", required_argument, NULL, OPT_SPARSE },
 	{ "compute-stream", required_argument, NULL, OPT_COMPUTE },
@@ -274,6 +279,9 @@ int nl_opts_parse(int argc, char **argv, struct nl_opts *o, char *err, size_t er
 			break;
 		case OPT_ASSUME_NONBLOCKING:
 			o->assume_nonblocking = true;
+			break;
+		case OPT_STRICT_ATTACH:
+			o->strict_attach = true;
 			break;
 		case OPT_COPY:
 		case OPT_COMPUTE:

@@ -45,6 +45,7 @@ struct nl_opts {
 	uint64_t ringbuf_size; /* bytes, power of two >= page size */
 	bool post_step;
 	bool assume_nonblocking; /* --assume-nonblocking: unseen streams are NonBlocking */
+	bool strict_attach;      /* --strict-attach: no accusation resting on the attach */
 	bool check;           /* --check: the exit status says whether the evidence is valid */
 	bool has_copy_stream, has_compute_stream;
 	uint64_t copy_stream, compute_stream;

@@ -37,6 +37,7 @@ enum nl_skip_reason {
 	NL_SKIP_UNKNOWN_HANDLE,
 	NL_SKIP_EVICTED,
 	NL_SKIP_PRETRACE_STREAM,
+	NL_SKIP_ATTACH_OFFSET,
 	NL_NSKIP
 };
 
@@ -93,6 +94,11 @@ struct nl_engine_opts {
 	 * streams); without it, a verdict that rests on that is skipped
 	 * pretrace_stream (docs/engine.md, "Streams created before tracing") */
 	bool unseen_nonblocking;
+	/* Attached mid-run, a pipeline whose copy stream was not seen created
+	 * accuses no batch: how many of its batches were in flight at the
+	 * attach is not in the calls, and a verdict resting on it is skipped
+	 * attach_offset (docs/engine.md, "What the audit cannot decide") */
+	bool strict_attach;
 };
 
 struct nl_op_ref {

@@ -391,6 +391,15 @@ void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 			a->missing_mask = sure;
 		}
 	}
+	/* --strict-attach: a pipeline found in the middle of its run, whose
+	 * batches in flight at the attach no fill showed. Every accusation
+	 * there rests on that count: with one batch more in flight, each step
+	 * is the batch before's, and a step begun without its take is a take
+	 * made early that covered it (a wait_stream after a loader's next
+	 * copy, a redundant one left out) */
+	if (!a->skip_mask && a->missing_mask && e->o.strict_attach && p->mid_run &&
+	    !p->pipes[a->pipeline].from_start)
+		a->skip_mask |= NL_SKIP_BIT(NL_SKIP_ATTACH_OFFSET);
 	if (a->skip_mask) {
 		/* Incomplete evidence: never trusted, never accused. */
 		a->verdict = NL_VERDICT_SKIPPED;
