@@ -91,6 +91,22 @@ agreed td1 "TorchRec depth 1, dropped compute wait of batch 8" "as in the truth"
 # untrusted (checked above), and it must not be skipped at them all
 check "  ...the dropped wait named at $sw_named of $sw_points attach points (two in three at least)" \
 	test "$sw_named" -ge $((sw_points * 50 / 75))
+# --strict-attach at points of the first third past the streams' creation:
+# the pipeline was found mid-run, so its fault is skipped attach_offset,
+# never named, and no batch of it is judged untrusted (docs/usage.md)
+st_named=0 st_bad=""
+for k in 31 61 91 121 151; do
+	rm -f "$TMP/strict.json"
+	"$TOOL" --replay "$TMP/td1.rec" --attach-at "$k" --assume-nonblocking --strict-attach \
+		-o "$TMP/strict.json" 2>/dev/null || st_bad="$st_bad $k(exit)"
+	jq -e -s 'any(.[]; .type == "batch" and .verdict == "untrusted") | not' \
+		"$TMP/strict.json" >/dev/null || st_bad="$st_bad $k"
+	jq -e -s 'any(.[]; .type == "batch" and (.skip_reasons | index("attach_offset")) != null)' \
+		"$TMP/strict.json" >/dev/null && st_named=$((st_named + 1))
+done
+check "--strict-attach: no batch untrusted, attached at records 31-151 of td1" test -z "$st_bad"
+[ -z "$st_bad" ] || echo "  strict: untrusted at records$st_bad" >&2
+check "  ...the dropped wait's batch skipped attach_offset at each of them" test "$st_named" = 5
 
 sweep sd 2 75 pipeline_matches --assume-nonblocking pipeline --batches 12 --pattern simple \
 	--drop simple_compute_wait@8
