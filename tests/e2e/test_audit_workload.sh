@@ -94,6 +94,20 @@ check "  ...with --assume-nonblocking: that batch alone untrusted sparse->forwar
 	jq -e -s "$NOT_ASIDE"' as $n |
 		($n | length) == 1 and $n[0].verdict == "untrusted" and
 		$n[0].missing_edges == ["sparse->forward"]' "$TMP/pre--assume-nonblocking.json"
+# ...and with --strict-attach too: the pipeline was found mid-run, so that
+# batch is skipped attach_offset, and no batch at all is untrusted
+"$SIM/pipeline" --batches 40 --iter-sleep-ms 25 --drop d_compute_wait@30 \
+	--truth "$TMP/pre.truth" >"$TMP/pre.out" 2>&1 &
+P=$!
+at_exit "kill -KILL $P 2>/dev/null"
+sleep 0.35
+"$TOOL" -p "$P" --assume-nonblocking --strict-attach -o "$TMP/strict.json" 2>"$TMP/pre.tool"
+check "attach mid-run --strict-attach: tool exit 0" test $? = 0
+check "  ...that batch alone skipped attach_offset, none untrusted" \
+	jq -e -s "$NOT_ASIDE"' as $n |
+		($n | length) == 1 and $n[0].skip_reasons == ["attach_offset"] and
+		([.[] | select(.type == "batch" and .verdict == "untrusted")] | length) == 0' \
+	"$TMP/strict.json"
 
 check "table format fits 80 columns" sh -c "
 	'$SIM/pipeline' --batches 4 --gate-signal > '$TMP/tab.out' 2>&1 & p=\$!
