@@ -647,6 +647,22 @@ static void test_found_mid_run_second_copy(void **state)
 		}
 }
 
+/* Attached by pid at a call of the program (fuzz_audit -M): the first copy
+ * segment seen, skipped attached_mid_batch, may be a batch's tail, and its
+ * size does not cut a segment the data-dist stream begins a stage in
+ * (seg_k_partial, cut_before_sparse). Each of these disagreed before,
+ * the workload attached at the last copy of a batch cut every later
+ * segment into one-copy batches; all agree now, in both modes. */
+static const uint64_t partial_first[] = { 285, 392, 1298, 4429, 5253, 6120, 6582, 8671,
+					  10878, 14667, 15520, 18986 };
+
+static void test_partial_first_segment(void **state)
+{
+	(void)state;
+	seeds_agree_at(partial_first, NL_ARRAY_SIZE(partial_first), false, true);
+	seeds_agree_at(partial_first, NL_ARRAY_SIZE(partial_first), true, true);
+}
+
 /* --strict-attach (nl_engine_opts.strict_attach), attached by pid at a call
  * of the program (fuzz_audit -M -S): a pipeline found mid-run accuses no
  * batch. Healthy programs whose loader runs ahead (a wait covering the
@@ -1017,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),
+		cmocka_unit_test(test_partial_first_segment),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

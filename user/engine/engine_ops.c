@@ -1151,6 +1151,7 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 		} else {
 			s->seg_k = n;
 			s->seg_k_n = 1;
+			s->seg_k_partial = b && (b->skip & NL_SKIP_BIT(NL_SKIP_ATTACHED_MID_BATCH));
 		}
 		return;
 	}
@@ -1530,7 +1531,18 @@ static void cut_before_sparse(struct nl_engine *e, struct nl_proc *p, int pipe)
 		if (!k)
 			k = known_k(p, n, m->pipe);
 		/* its own last segment's size, where it divides the open one
-		 * (the same size: one batch), before another pipeline's */
+		 * (the same size: one batch), before another pipeline's. Not
+		 * where that segment was the first seen after an attach in the
+		 * middle of a run (seg_k_partial), which may be a batch's tail:
+		 * nothing is cut then, by it or by another pipeline's size.
+		 * Before, the workload attached at the last of a batch's three
+		 * copies, its data-dist wait dropped for a later batch, had
+		 * that segment cut in three, and every later one after it (19
+		 * batches for 7); another pipeline's size cut a training
+		 * segment of three by the evaluation's one (random program
+		 * 32588, attached mid-run) */
+		if (!k && m->seg_k_partial)
+			continue;
 		if (!k && m->seg_k && n % m->seg_k == 0)
 			k = m->seg_k < n ? m->seg_k : 0;
 		else if (!k)
@@ -2699,6 +2711,7 @@ static void split_fill_again(struct nl_engine *e, struct nl_proc *p, const struc
 			m->guess_k = n / 2;
 			m->seg_k = n / 2;
 			m->seg_k_n = 1;
+			m->seg_k_partial = false;
 		}
 		return;
 	}

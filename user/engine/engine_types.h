@@ -134,6 +134,9 @@ struct nl_stream {
 	 * record had, and how many in a row had it (docs/engine.md, "Merged
 	 * segments") */
 	uint32_t seg_work, seg_k, seg_k_n;
+	/* seg_k is the size of the first segment seen after an attach in the
+	 * middle of a run (attached_mid_batch): maybe only a batch's tail */
+	bool seg_k_partial;
 	/* a fill of guess_n work ops, from batch guess_tok on, cut by
 	 * guess_k, the size another copy stream was sure of (0: none); its
 	 * next segment confirms or refutes it (recut_fill). guess_refuted: a
