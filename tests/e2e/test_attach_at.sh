@@ -116,6 +116,14 @@ check "  ...the dropped wait named at $sw_named of $sw_points attach points (two
 
 # dense layers: launches counted in runs in the kernel, runs an attach
 # point falls inside
+# the data-dist stream's wait on the copy stream dropped for batch 6, attached
+# at every call of the first batches: at the last copy of a batch, the
+# first segment seen is that batch's tail, no batch size (one call of the
+# sweep cut every later segment into one-copy batches before)
+sweep tdd 1 45 pipeline_matches --assume-nonblocking pipeline --batches 12 --depth 1 \
+	--drop b_data_dist_wait@6
+agreed tdd "TorchRec depth 1, dropped data-dist wait of batch 6" "as in the truth"
+
 sweep tml 4 65 pipeline_matches --assume-nonblocking pipeline --batches 10 --mlp-layers 12 \
 	--drop a_compute_wait@5
 agreed tml "launches counted in runs" "as in the truth, nothing lost"
