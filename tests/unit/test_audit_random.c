@@ -663,6 +663,23 @@ static void test_partial_first_segment(void **state)
 	seeds_agree_at(partial_first, NL_ARRAY_SIZE(partial_first), true, true);
 }
 
+/* Attached by pid at a call of the program (fuzz_audit -M): a stream that
+ * launched as many kernels as it copied to the device, or more, is no copy
+ * stream, neither learned (nl_learn_decide) nor found by its edges
+ * (discover): a data-dist stream copying what its stage needs, seen
+ * before its pipeline's copy stream copied. Each of these disagreed
+ * before, the healthy 30135, 5086, 69962, 70939 and 9458 with a batch
+ * accused; the workload attached in its drain had four to seven batches
+ * made of the data-dist stream's copies. All agree now, in both modes. */
+static const uint64_t launching_copier[] = { 30135, 5086, 69962, 70939, 9458, 3447, 21767 };
+
+static void test_launching_stream_no_copier(void **state)
+{
+	(void)state;
+	seeds_agree_at(launching_copier, NL_ARRAY_SIZE(launching_copier), false, true);
+	seeds_agree_at(launching_copier, NL_ARRAY_SIZE(launching_copier), true, true);
+}
+
 /* --strict-attach (nl_engine_opts.strict_attach), attached by pid at a call
  * of the program (fuzz_audit -M -S): a pipeline found mid-run accuses no
  * batch. Healthy programs whose loader runs ahead (a wait covering the
@@ -1034,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),
 		cmocka_unit_test(test_partial_first_segment),
+		cmocka_unit_test(test_launching_stream_no_copier),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

@@ -1867,6 +1867,14 @@ static void discover(struct nl_engine *e, struct nl_proc *p, int slot, int mslot
 	if (!p->discovering || m->role != NL_ROLE_OTHER || !m->h2d || s->role == NL_ROLE_COPY ||
 	    m->capturing || s->capturing)
 		return;
+	/* nor a stream that launched as many kernels as it copied to the
+	 * device, or more: a data-dist stream copying its splits, found
+	 * before its pipeline's copy stream (attached after that one's last
+	 * copy). Before, it was taken for a new pipeline's copy stream and
+	 * minted batches the job never had (the workload attached in its
+	 * drain: four to seven, one of them judged trusted) */
+	if (m->launches >= m->h2d)
+		return;
 	/* a stream not seen created existed before any the tool saw
 	 * destroyed: it is no pipeline's streams made again, and does not
 	 * continue that pipeline's batches (nl_pipe_open) */
@@ -2802,6 +2810,8 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		nl_account(e, p, slot, c, th->inner_clock, th->inner_token, true, true);
 		return;
 	}
+	if (c->kind == NL_K_LAUNCH)
+		s->launches++;
 	if (nl_call_is_h2d(c)) {
 		s->h2d++;
 		if (copies_again(p, s, c))

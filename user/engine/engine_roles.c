@@ -10,7 +10,8 @@
  *             not counting a side stream (forked from one stream and
  *             joined back to it only);
  *   copy    = a stream other than compute with host-to-device copies whose
- *             events other streams wait on; most copy-like first (share of
+ *             events other streams wait on, that launched fewer kernels
+ *             than it copied to the device; most copy-like first (share of
  *             H2D copies in its work), then fewest incoming edges, then most
  *             copies;
  *   sparse  = the streams reachable from copy through wait edges without
@@ -354,6 +355,12 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 			const struct nl_lstream *s = &l->s[i];
 
 			if ((int)i == pk->compute || !s->h2d || !s->waited)
+				continue;
+			/* as many kernels as copies to the device, or more: a
+			 * data-dist stream copying its splits (attached after
+			 * the copy stream's last copy, the only stream left
+			 * copying) */
+			if (s->launches >= s->h2d)
 				continue;
 			if (pk->copy < 0 || copy_better(s, &l->s[pk->copy]))
 				pk->copy = (int)i;

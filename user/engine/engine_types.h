@@ -177,6 +177,7 @@ struct nl_stream {
 	 * another stream waited on: a producer the audit cannot place (a
 	 * second pipeline, a second copy stream), counted once */
 	uint64_t h2d;
+	uint64_t launches; /* its kernel launches (named or counted in runs) */
 	bool feeds, unplaced;
 	bool feeds_compute;   /* compute waited on it while it had no role */
 	/* created again, without a role, on the handle of a destroyed copy
