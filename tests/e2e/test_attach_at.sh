@@ -77,8 +77,11 @@ agreed() {
 	[ -z "$sw_bad" ] || echo "  $1: attached at records$sw_bad: differ from the truth" >&2
 }
 
-sweep td2 3 75 pipeline_matches "" pipeline --batches 12 --depth 2
-agreed td2 "TorchRec depth 2" "every audit as in the truth"
+# to its end: attached in the drain, after the copy stream's last copy, the
+# data-dist stream copying its splits between its kernels is no copy
+# stream, and no batch is made of its copies (four to seven were before)
+sweep td2 3 100 pipeline_matches "" pipeline --batches 12 --depth 2
+agreed td2 "TorchRec depth 2, to its end" "every audit as in the truth"
 check "  ...and no batch accused at any of them" test "$sw_named" = 0
 
 # compute on the null stream, the data-dist streams created before the
