@@ -567,6 +567,13 @@ static void seeds_agree(const uint64_t *v, size_t n, bool counted)
 	seeds_agree_at(v, n, counted, false);
 }
 
+/* ...each attached by pid at its call of fuzz_audit -M, in both modes */
+static void seeds_agree_attached(const uint64_t *v, size_t n)
+{
+	seeds_agree_at(v, n, false, true);
+	seeds_agree_at(v, n, true, true);
+}
+
 /* Attached by pid at a call of the program (fuzz_audit -M), a pipeline
  * found mid-run: the batches open at exit are not judged (nl_drain). Each
  * of these had a healthy batch accused, among the last ones, before. */
@@ -575,8 +582,7 @@ static const uint64_t attached_exit[] = { 38, 51, 91, 141, 144, 165, 351, 373 };
 static void test_attached_exit(void **state)
 {
 	(void)state;
-	seeds_agree_at(attached_exit, NL_ARRAY_SIZE(attached_exit), false, true);
-	seeds_agree_at(attached_exit, NL_ARRAY_SIZE(attached_exit), true, true);
+	seeds_agree_attached(attached_exit, NL_ARRAY_SIZE(attached_exit));
 }
 
 /* Attached by pid at a call of the program (fuzz_audit -M) while a batch
@@ -599,8 +605,7 @@ static const uint64_t pre_attach[] = { 11692, 2243, 7902, 15305, 12355, 3186, 16
 static void test_pre_attach_due(void **state)
 {
 	(void)state;
-	seeds_agree_at(pre_attach, NL_ARRAY_SIZE(pre_attach), false, true);
-	seeds_agree_at(pre_attach, NL_ARRAY_SIZE(pre_attach), true, true);
+	seeds_agree_attached(pre_attach, NL_ARRAY_SIZE(pre_attach));
 }
 
 /* Attached by pid at a call of the program (fuzz_audit -M), a pipeline
@@ -616,8 +621,7 @@ static const uint64_t found_mid_run[] = { 1016, 10366, 1040, 10949, 10515, 14521
 static void test_found_mid_run(void **state)
 {
 	(void)state;
-	seeds_agree_at(found_mid_run, NL_ARRAY_SIZE(found_mid_run), false, true);
-	seeds_agree_at(found_mid_run, NL_ARRAY_SIZE(found_mid_run), true, true);
+	seeds_agree_attached(found_mid_run, NL_ARRAY_SIZE(found_mid_run));
 }
 
 /* ...but not the first segment of a copy stream found as another of a
@@ -659,8 +663,7 @@ static const uint64_t partial_first[] = { 285, 392, 1298, 4429, 5253, 6120, 6582
 static void test_partial_first_segment(void **state)
 {
 	(void)state;
-	seeds_agree_at(partial_first, NL_ARRAY_SIZE(partial_first), false, true);
-	seeds_agree_at(partial_first, NL_ARRAY_SIZE(partial_first), true, true);
+	seeds_agree_attached(partial_first, NL_ARRAY_SIZE(partial_first));
 }
 
 /* Attached by pid at a call of the program (fuzz_audit -M): a stream that
@@ -676,8 +679,7 @@ static const uint64_t launching_copier[] = { 30135, 5086, 69962, 70939, 9458, 34
 static void test_launching_stream_no_copier(void **state)
 {
 	(void)state;
-	seeds_agree_at(launching_copier, NL_ARRAY_SIZE(launching_copier), false, true);
-	seeds_agree_at(launching_copier, NL_ARRAY_SIZE(launching_copier), true, true);
+	seeds_agree_attached(launching_copier, NL_ARRAY_SIZE(launching_copier));
 }
 
 /* --strict-attach (nl_engine_opts.strict_attach), attached by pid at a call
