@@ -456,9 +456,11 @@ int main(int argc, char **argv)
 
 			decided++;
 			/* no batch untrusted in the truth: no drop, or every one
-			 * redundant; an accusation there is the worst disagreement */
+			 * redundant; an accusation there is the worst disagreement.
+			 * Attached mid-run (-M), a fault all of whose batch's calls
+			 * came before the attach is not in the run the tool saw */
 			for (int T = 0; T < p.spec.nb; T++)
-				sound &= p.truth[T].verdict != NL_VERDICT_UNTRUSTED;
+				sound &= p.truth[T].verdict != NL_VERDICT_UNTRUSTED || r.unseen[T];
 			for (int i = 0; i < r.ndiffs; i++)
 				accused |= !strncmp(r.diffs[i], "accused:", 8);
 			healthy[0] += sound;

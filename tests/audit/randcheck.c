@@ -311,11 +311,16 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 		add_diff(p, r, p->spec.nb, "extra-audits");
 	/* the one line a user gates on (--check): a run with a batch read
 	 * unordered (whichever way its streams were created) must not say its
-	 * evidence is valid */
+	 * evidence is valid; attached mid-run, a batch whose calls all came
+	 * before the attach is not in the run the tool saw. Before, such
+	 * faults were counted: 68 of the 92 programs of seeds 1-20,000 under
+	 * -M (an in-flight batch, some of its calls after the attach, is
+	 * counted still) */
 	bool faulty = false;
 
 	for (int T = 0; T < p->spec.nb; T++)
-		faulty |= p->truth[T].verdict == NL_VERDICT_UNTRUSTED && !p->unsure[T];
+		faulty |= p->truth[T].verdict == NL_VERDICT_UNTRUSTED && !p->unsure[T] &&
+			  !r->unseen[T];
 	if (faulty && r->summary && r->evidence_valid)
 		add_diff(p, r, -1, "valid-despite-fault");
 	if (p->spec.shape != RP_S_SINGLE && !r->mid)
@@ -377,7 +382,10 @@ static int feed_from(const struct rp_prog *p, int at, uint64_t attach_ts, bool m
 	r->mid = at > 0;
 	for (int i = 0; i < at; i++)
 		if (p->calls[i].batch >= 0 && p->calls[i].batch < p->spec.nb)
-			r->excused[p->calls[i].batch] = true;
+			r->excused[p->calls[i].batch] = r->unseen[p->calls[i].batch] = true;
+	for (int i = at; i < p->n; i++)
+		if (p->calls[i].batch >= 0 && p->calls[i].batch < p->spec.nb)
+			r->unseen[p->calls[i].batch] = false;
 	nl_engine_attach(e, p->pid, attach_ts, mid_run);
 	if (rp_counted_launches)
 		rp_counted_calls(p, cnt);
