@@ -23,7 +23,8 @@
  * launches as the probes send them by default (counted in runs, without their
  * kernel address after a run's first), not as --every-launch does. -a prints
  * "healthy-accused SEED" for each healthy program (no batch untrusted in the
- * truth) with a batch accused, the worst disagreement, as it is found, and
+ * truth) with a batch accused (or an audit of no batch of it judged
+ * untrusted), the worst disagreement, as it is found, and
  * "valid-despite-fault SEED" for each program with a batch untrusted in the
  * truth whose summary still says evidence_valid (--check would pass it), and
  * "healthy-unplaced SEED" for a healthy program whose summary says work was
@@ -463,6 +464,10 @@ int main(int argc, char **argv)
 				sound &= p.truth[T].verdict != NL_VERDICT_UNTRUSTED || r.unseen[T];
 			for (int i = 0; i < r.ndiffs; i++)
 				accused |= !strncmp(r.diffs[i], "accused:", 8);
+			/* an audit of no batch of the program (a batch the engine
+			 * made up, or a piece of one it split) judged untrusted
+			 * accuses the healthy batch its ops are of too */
+			accused |= r.extra_untrusted > 0;
 			healthy[0] += sound;
 			healthy[1] += sound && accused;
 			/* records lost in a healthy program the engine judges right:

@@ -49,6 +49,7 @@ void rp_result_batch(const struct rp_prog *p, struct rp_result *r, const struct 
 	}
 	if (T < 0 || r->have[T]) {
 		r->extra++;
+		r->extra_untrusted += a->verdict == NL_VERDICT_UNTRUSTED;
 		return;
 	}
 	if (a->batch != (uint64_t)p->local[T])

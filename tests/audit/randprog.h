@@ -203,6 +203,7 @@ struct rp_result {
 		uint64_t number;
 	} got[RP_MAX_BATCHES];
 	int extra;          /* audits that match no batch of the program */
+	int extra_untrusted; /* ...of them judged untrusted: an accusation too */
 	bool merged[RP_MAX_BATCHES]; /* its copies inside another batch's copy window */
 	int numbering;      /* audits whose engine batch number is not the program's */
 	char roles[32];     /* streams whose learned role is wrong, as "C=sparse D=compute" */
