@@ -293,11 +293,16 @@ static bool created_on(const struct nl_call *c, const struct nl_skey *key)
 }
 
 /* The segments of copy stream `key` in what learning held back, the
- * fill's (pre) and after (post). False when records were lost (the sizes
- * are not known) or the fill has more segments than are kept. */
-static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, uint32_t *pre,
-			  uint32_t *npre, uint32_t *post, uint32_t *npost)
+ * fill's (pre) and after (post); of the streams of the generations `gens`
+ * on that handle (struct nl_hgen), or with NL_GENS_ALL of each one that
+ * copied to the device. False when records were lost (the sizes are not
+ * known) or the fill has more segments than are kept. */
+static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, uint64_t gens,
+			  uint32_t *pre, uint32_t *npre, uint32_t *post, uint32_t *npost)
 {
+	/* the generation of the handle's stream when learning began: the
+	 * engine applied everything before what it held back */
+	uint32_t base = nl_hgen_get(&p->hgen, key->handle);
 	uint64_t rec[NL_FILL_EVENTS]; /* events the copy stream recorded, newest last */
 	uint32_t copy_tid = 0, work = 0, nev = 0, occ = 0;
 	bool handed = false, computed = false;
@@ -331,7 +336,7 @@ static bool fill_segments(const struct nl_proc *p, const struct nl_skey *key, ui
 		 * out the one freed last first) */
 		if (created_on(c, key) && occ + 1 < NL_FILL_OCCUPANTS)
 			occ++;
-		mine &= copies[occ];
+		mine &= gens == NL_GENS_ALL ? copies[occ] : nl_gen_in(gens, base + occ);
 		if (c->kind == NL_K_STREAM_WAIT && !mine && !handed)
 			for (uint32_t j = 0; j < nev && !handed; j++)
 				handed = rec[j] == c->event;
@@ -546,7 +551,8 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	if (!nq || nq > NL_MAX_COPY_KEYS || e->o.no_copy_split)
 		return;
 	for (uint32_t q = 0; q < nq; q++) {
-		if (!fill_segments(p, &p->copy_keys[q], pre[q], &npre[q], post[q], &npost[q]))
+		if (!fill_segments(p, &p->copy_keys[q], p->copy_gens[q], pre[q], &npre[q], post[q],
+				   &npost[q]))
 			return;
 		any |= npre[q] > 0;
 	}
@@ -641,7 +647,7 @@ static void learn_other_fills(struct nl_engine *e, struct nl_proc *p)
 			continue;
 		for (int q = 0; q < p->nxfill; q++)
 			seen |= nl_skey_eq(&key, &p->xfill[q].key);
-		if (seen || !fill_segments(p, &key, pre[0], &npre, post[0], &npost))
+		if (seen || !fill_segments(p, &key, NL_GENS_ALL, pre[0], &npre, post[0], &npost))
 			continue;
 		k = sure_size(pre[0], npre, post[0], npost);
 		if (k && !all_multiples(pre, &npre, post, &npost, 1, k))

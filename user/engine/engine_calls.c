@@ -101,6 +101,8 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 		if (!(c->fields & NL_F_HANDLE))
 			return;
 		key = nl_handle_skey(c->handle);
+		if (p->mid_run)
+			nl_hgen_bump(&p->hgen, c->handle);
 		slot = nl_stream_slot(e, p, &key, true);
 		if (slot >= 0) {
 			const struct nl_stream *o = &p->s[slot];

@@ -36,7 +36,7 @@ uint64_t nl_ring_last_work_ts(const struct nl_stream *s);
 /* The first op of token `token` on the stream with clock > after (NULL: not remembered). */
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
 					     int64_t token, bool work);
-int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k);
+int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k, uint32_t gen);
 /* Roles changed: give every known stream its role again. */
 void nl_streams_refresh_roles(struct nl_proc *p);
 /* A pipeline for a copy stream found after learning: where `reuse`, one

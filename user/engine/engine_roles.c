@@ -51,15 +51,20 @@ void nl_learn_free(struct nl_learn *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* The stream of key k as learning counts it: the one created last on its
+ * handle (struct nl_hgen). */
 static int lslot(struct nl_learn *l, const struct nl_skey *k)
 {
+	uint32_t gen = nl_hgen_get(&l->hgen, k->handle);
+
 	for (uint32_t i = 0; i < l->ns; i++)
-		if (nl_skey_eq(&l->s[i].key, k))
+		if (nl_skey_eq(&l->s[i].key, k) && l->s[i].gen == gen)
 			return (int)i;
 	if (l->ns == l->scap)
 		return -1;
 	l->s[l->ns].used = true;
 	l->s[l->ns].key = *k;
+	l->s[l->ns].gen = gen;
 	return (int)l->ns++;
 }
 
@@ -480,6 +485,10 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 		return false;
 	k = nl_call_skey(c);
 	switch (c->kind) {
+	case NL_K_STREAM_CREATE:
+		if ((c->fields & NL_F_HANDLE) && p->mid_run)
+			nl_hgen_bump(&l->hgen, c->handle);
+		return false;
 	case NL_K_EVENT_CREATE:
 		if (c->fields & NL_F_HANDLE)
 			note_record(l, c->handle, -1);
@@ -555,6 +564,33 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 	}
 }
 
+/* A stream learning saw copy more to the device than it launched. */
+static bool copy_like(const struct nl_lstream *s)
+{
+	return s->h2d && s->launches < s->h2d;
+}
+
+/* The generations of the streams on the handle of learned stream j (its
+ * own, and each other one learning saw) that take its role: those as
+ * copy-like as it is. Streams created again on a handle inside what
+ * learning held back are each a stream: an evaluation turn's copy stream
+ * created again on its handle copies again, but where an allocator hands
+ * a turn's copy and data-dist streams out on each other's handles, the
+ * data-dist stream on the copy stream's handle is no copy stream. */
+static uint64_t gens_of(const struct nl_proc *p, uint32_t j)
+{
+	const struct nl_learn *l = &p->learn;
+	uint64_t gens = 0;
+
+	if (!p->mid_run)
+		return NL_GENS_ALL;
+	for (uint32_t i = 0; i < l->ns; i++)
+		if (nl_skey_eq(&l->s[i].key, &l->s[j].key) && l->s[i].gen < 64 &&
+		    (i == j || copy_like(&l->s[i]) == copy_like(&l->s[j])))
+			gens |= 1ull << l->s[i].gen;
+	return l->s[j].gen < 64 ? gens : NL_GENS_ALL;
+}
+
 bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 {
 	const struct nl_engine_opts *o = &e->o;
@@ -564,29 +600,41 @@ bool nl_learn_decide(const struct nl_engine *e, struct nl_proc *p)
 	pick(e, l, &pk);
 	p->has_copy = o->has_copy_stream || pk.copy >= 0;
 	p->ncopy_keys = 0;
-	if (o->has_copy_stream)
+	if (o->has_copy_stream) {
+		p->copy_gens[p->ncopy_keys] = NL_GENS_ALL;
 		p->copy_keys[p->ncopy_keys++] = nl_handle_skey(o->copy_stream);
-	else if (pk.copy >= 0)
+	} else if (pk.copy >= 0) {
+		p->copy_gens[p->ncopy_keys] = gens_of(p, (uint32_t)pk.copy);
 		p->copy_keys[p->ncopy_keys++] = l->s[pk.copy].key;
+	}
 	for (uint32_t j = 0; j < l->ns && p->ncopy_keys < NL_MAX_COPY_KEYS; j++)
-		if (bit(pk.more, (int)j))
+		if (bit(pk.more, (int)j)) {
+			p->copy_gens[p->ncopy_keys] = gens_of(p, j);
 			p->copy_keys[p->ncopy_keys++] = l->s[j].key;
+		}
 	/* Without launches to go by, PyTorch's choice: the null stream. */
 	p->has_compute = true;
-	if (o->has_compute_stream)
+	p->compute_gens = NL_GENS_ALL;
+	if (o->has_compute_stream) {
 		p->compute_key = nl_handle_skey(o->compute_stream);
-	else if (pk.compute >= 0)
+	} else if (pk.compute >= 0) {
 		p->compute_key = l->s[pk.compute].key;
-	else
+		p->compute_gens = gens_of(p, (uint32_t)pk.compute);
+	} else {
 		p->compute_key = (struct nl_skey){ 0, 0 };
+	}
 	p->nsparse = 0;
 	if (o->has_sparse_streams) {
-		for (unsigned i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++)
+		for (unsigned i = 0; i < o->nsparse && i < NL_ENGINE_MAX_SPARSE; i++) {
+			p->sparse_gens[p->nsparse] = NL_GENS_ALL;
 			p->sparse_keys[p->nsparse++] = nl_handle_skey(o->sparse_streams[i]);
+		}
 	} else {
 		for (uint32_t j = 0; j < l->ns && p->nsparse < NL_ENGINE_MAX_SPARSE; j++)
-			if (bit(pk.sparse, (int)j))
+			if (bit(pk.sparse, (int)j)) {
+				p->sparse_gens[p->nsparse] = gens_of(p, j);
 				p->sparse_keys[p->nsparse++] = l->s[j].key;
+			}
 	}
 	p->has_sparse = p->nsparse > 0;
 	p->pipes[0].has_sparse = p->has_sparse;

@@ -149,15 +149,24 @@ static bool key_is_per_thread(const struct nl_skey *k)
 	return k->handle == 2 && k->tid != 0;
 }
 
-int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k)
+/* The role of the stream of key k and generation gen (struct nl_hgen): a
+ * stream created on the handle of one learning saw in a role, inside what
+ * it held back, takes the role only where it acted as that one did
+ * (gens_of). Before, a key's role went to every stream on its handle:
+ * attached mid-run across an evaluation turn whose streams came back on
+ * each other's handles, the last turn's data-dist stream was taken for
+ * the copy stream the next turn created on its handle, and batches the
+ * job never had were accused copy->sparse in a healthy run (random
+ * program 7038 under fuzz_audit -M). */
+int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k, uint32_t gen)
 {
 	for (int i = 0; p->has_copy && i < p->ncopy_keys; i++)
-		if (nl_skey_eq(k, &p->copy_keys[i]))
+		if (nl_skey_eq(k, &p->copy_keys[i]) && nl_gen_in(p->copy_gens[i], gen))
 			return NL_ROLE_COPY;
-	if (p->has_compute && nl_skey_eq(k, &p->compute_key))
+	if (p->has_compute && nl_skey_eq(k, &p->compute_key) && nl_gen_in(p->compute_gens, gen))
 		return NL_ROLE_COMPUTE;
 	for (int i = 0; i < p->nsparse; i++)
-		if (nl_skey_eq(k, &p->sparse_keys[i]))
+		if (nl_skey_eq(k, &p->sparse_keys[i]) && nl_gen_in(p->sparse_gens[i], gen))
 			return NL_ROLE_SPARSE;
 	return NL_ROLE_OTHER;
 }
@@ -180,7 +189,7 @@ void nl_streams_refresh_roles(struct nl_proc *p)
 	p->compute_slot = -1;
 	for (uint32_t i = 0; i < p->w; i++)
 		if (p->s[i].used) {
-			p->s[i].role = (uint8_t)nl_role_of_key(p, &p->s[i].key);
+			p->s[i].role = (uint8_t)nl_role_of_key(p, &p->s[i].key, p->s[i].gen);
 			note_role_slot(p, (int)i);
 		}
 }
@@ -203,6 +212,7 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 	s->vc[slot] = own;
 	s->used = true;
 	s->key = *k;
+	s->gen = nl_hgen_get(&p->hgen, k->handle);
 	s->history_known = history_known;
 	s->blocking = blocking;
 	s->token = s->carry = s->first_taken = s->implicit_tok = NL_NO_TOKEN;
@@ -212,7 +222,8 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 		p->nblocking++;
 	/* A stream created after learning starts clean, even on the handle of
 	 * a destroyed stream that had a role: it earns one by its edges. */
-	s->role = history_known && p->keys_final ? NL_ROLE_OTHER : (uint8_t)nl_role_of_key(p, k);
+	s->role = history_known && p->keys_final ? NL_ROLE_OTHER :
+							  (uint8_t)nl_role_of_key(p, k, s->gen);
 	note_role_slot(p, slot);
 }
 

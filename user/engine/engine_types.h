@@ -48,6 +48,50 @@ struct nl_skey {
 	uint32_t tid;
 };
 
+/* Streams created on a handle so far, per handle (the first NL_HGEN_MAX
+ * handles created; others stay at 0): a stream's generation. In a process
+ * attached mid-run, learning and the engine each count the creates they
+ * see, from the process's first call, so that a role learned on a stream
+ * goes to the streams on its handle that act as it did, not to every
+ * stream created on the handle before or after it inside what learning
+ * held back (nl_role_of_key). Traced from the start nothing is counted:
+ * every stream on a learned handle takes its role, as before (docs/engine.md,
+ * "Roles"). */
+#define NL_HGEN_MAX 64
+#define NL_GENS_ALL UINT64_MAX /* a role given by the options: every generation */
+
+/* Generation gen is in the set `gens` (bit gen; past 64, only in all). */
+static inline bool nl_gen_in(uint64_t gens, uint32_t gen)
+{
+	return gens == NL_GENS_ALL || (gen < 64 && (gens >> gen & 1));
+}
+struct nl_hgen {
+	uint64_t handle[NL_HGEN_MAX];
+	uint32_t n[NL_HGEN_MAX];
+	uint32_t used;
+};
+
+static inline uint32_t nl_hgen_get(const struct nl_hgen *g, uint64_t handle)
+{
+	for (uint32_t i = 0; i < g->used; i++)
+		if (g->handle[i] == handle)
+			return g->n[i];
+	return 0;
+}
+
+static inline void nl_hgen_bump(struct nl_hgen *g, uint64_t handle)
+{
+	for (uint32_t i = 0; i < g->used; i++)
+		if (g->handle[i] == handle) {
+			g->n[i]++;
+			return;
+		}
+	if (g->used < NL_HGEN_MAX) {
+		g->handle[g->used] = handle;
+		g->n[g->used++] = 1;
+	}
+}
+
 static inline bool nl_skey_eq(const struct nl_skey *a, const struct nl_skey *b)
 {
 	return a->handle == b->handle && a->tid == b->tid;
@@ -111,6 +155,7 @@ struct nl_stream {
 	int64_t first_taken;
 	bool history_known;   /* creation seen, or the null/per-thread stream */
 	bool creation_seen;   /* its creation call was seen (at creation_ts) */
+	uint32_t gen;         /* of its handle (struct nl_hgen) */
 	uint64_t creation_ts;
 	uint8_t role;
 	int8_t pipe;          /* pipeline of a copy or sparse stream; -1 none */
@@ -371,6 +416,7 @@ struct nl_batch {
 struct nl_lstream {
 	bool used;
 	struct nl_skey key;
+	uint32_t gen; /* of its handle (struct nl_hgen) */
 	uint64_t launches, h2d, work, waited;
 	/* its hand-offs (waits on a record of it that covers newer copies than
 	 * the last hand-off's: a second consumer waiting on the same copies is
@@ -411,6 +457,7 @@ struct nl_learn {
 	uint32_t ecap, eused;
 	uint32_t since_check;
 	int last_copier;      /* stream of the last H2D copy, -1 none */
+	struct nl_hgen hgen;  /* streams created per handle, as learning saw them */
 };
 
 /* One pipeline: its batch sequence (tokens pipe << NL_PIPE_SHIFT | n, the
@@ -561,6 +608,12 @@ struct nl_proc {
 	bool discovering;      /* roles learned, not given: pipelines found by edges */
 	struct nl_skey copy_keys[NL_MAX_COPY_KEYS], compute_key;
 	int ncopy_keys;
+	/* the generations of the streams on each key's handle that have its
+	 * role (bits; NL_GENS_ALL: given by the options), and streams created
+	 * per handle as the engine applied the calls */
+	uint64_t copy_gens[NL_MAX_COPY_KEYS], compute_gens;
+	uint64_t sparse_gens[NL_ENGINE_MAX_SPARSE];
+	struct nl_hgen hgen;
 	uint32_t fill_k; /* the fill phase's batch size, learning saw (learn_fill) */
 	/* the batch size every segment learning held back is a multiple of:
 	 * sure while those records are replayed (learn_fill) */
