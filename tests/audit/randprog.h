@@ -214,8 +214,9 @@ struct rp_result {
 	 * attach are not compared, nor roles and numbers */
 	bool mid;
 	bool excused[RP_MAX_BATCHES];
-	/* ...and those all of whose calls came before it: a fault there is
-	 * not in anything the tool saw (not counted valid-despite-fault) */
+	/* ...and those all of whose reading ops (the consumer ops a fault
+	 * is in) came before it: a fault there is not in anything the tool
+	 * saw (not counted valid-despite-fault) */
 	bool unseen[RP_MAX_BATCHES];
 	int ndiffs;
 	char diffs[RP_MAX_DIFFS][RP_CLASS_LEN]; /* class of each batch disagreement */
