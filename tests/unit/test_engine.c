@@ -850,6 +850,39 @@ static void attached_mid_batch(void **state)
 	tb_free(t);
 }
 
+/* Attached mid-run, compute's kernels before the first batch seen are the
+ * forward of a batch copied before the attach: no audit covers it, and the
+ * summary is not valid (in_flight_at_attach). Not traced from the start,
+ * nor where the pipeline's copy stream was created after the attach (the
+ * kernels are then no batch's). */
+static void in_flight_at_attach(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 3; mode++) {
+		struct tb *t = tb_new(NULL);
+		uint64_t m = 0x7e0000000100ull;
+
+		if (mode != 1)
+			nl_engine_attach(t->e, t->pid, t->now, true);
+		if (mode == 2)
+			m = tb_stream_create(t, 1);
+		tb_launch(t, 0);
+		tb_launch(t, 0);
+		for (int i = 0; i < 3; i++)
+			simple_batch(t, m, 0, 2);
+		end_job(t);
+		if (mode == 0) {
+			assert_int_equal(t->sum.in_flight_ops, 2);
+			assert_true(t->sum.invalid_mask & (1u << NL_INVALID_IN_FLIGHT));
+			assert_false(t->sum.evidence_valid);
+		} else {
+			assert_int_equal(t->sum.in_flight_ops, 0);
+			assert_false(t->sum.invalid_mask & (1u << NL_INVALID_IN_FLIGHT));
+		}
+		tb_free(t);
+	}
+}
+
 static void detached_in_flight(void **state)
 {
 	struct tr_opts o = tr_defaults(8);
@@ -1292,6 +1325,7 @@ int main(void)
 		cmocka_unit_test(lost_records_while_learning),
 		cmocka_unit_test(probe_missing),
 		cmocka_unit_test(attached_mid_batch),
+		cmocka_unit_test(in_flight_at_attach),
 		cmocka_unit_test(detached_in_flight),
 		cmocka_unit_test(exited_mid_batch),
 		cmocka_unit_test(graph_capture),

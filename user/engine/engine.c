@@ -35,6 +35,7 @@ static const char *const invalid_names[NL_NINVALID] = {
 	[NL_INVALID_PROBE_MISSING] = "probe_missing",
 	[NL_INVALID_LATE_OPS] = "late_ops",
 	[NL_INVALID_UNPLACED] = "unplaced_work",
+	[NL_INVALID_IN_FLIGHT] = "in_flight_at_attach",
 };
 
 #define NAME_OF(tab, i) ((i) >= 0 && (size_t)(i) < NL_ARRAY_SIZE(tab) ? (tab)[i] : "?")

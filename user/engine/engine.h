@@ -58,6 +58,7 @@ enum nl_invalid_reason {
 	NL_INVALID_PROBE_MISSING,   /* a probe that matters could not attach */
 	NL_INVALID_LATE_OPS,        /* ops that came after their batch's verdict */
 	NL_INVALID_UNPLACED,        /* a copy-like stream outside the audited pipelines */
+	NL_INVALID_IN_FLIGHT,       /* attached mid-run: work of batches begun before, not audited */
 	NL_NINVALID
 };
 
@@ -226,6 +227,9 @@ struct nl_summary {
 	int depth;         /* most common depth; -1 unknown */
 	uint64_t edges, implicit_edges, late_ops;
 	uint64_t unplaced_streams; /* streams with H2D copies and no role (docs/output.md) */
+	/* attached mid-run: stage ops of batches begun before the attach
+	 * (docs/output.md) */
+	uint64_t in_flight_ops;
 	uint64_t evicted_streams, evicted_events, evicted_batches;
 	uint32_t nstreams;
 	const struct nl_stream_summary *streams;

@@ -37,6 +37,8 @@ uint64_t nl_ring_last_work_ts(const struct nl_stream *s);
 const struct nl_ring_op *nl_ring_first_after(const struct nl_stream *s, uint32_t after,
 					     int64_t token, bool work);
 int nl_role_of_key(const struct nl_proc *p, const struct nl_skey *k, uint32_t gen);
+/* Attached mid-run: stage ops of batches in flight at the attach (engine_ops.c). */
+uint64_t nl_in_flight_ops(const struct nl_proc *p);
 /* Roles changed: give every known stream its role again. */
 void nl_streams_refresh_roles(struct nl_proc *p);
 /* A pipeline for a copy stream found after learning: where `reuse`, one

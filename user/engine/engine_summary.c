@@ -153,6 +153,7 @@ static void add_counts(struct nl_summary *s, const struct nl_proc *p)
 	s->implicit_edges += p->implicit_edges;
 	s->late_ops += p->late_ops;
 	s->unplaced_streams += p->unplaced_streams;
+	s->in_flight_ops += nl_in_flight_ops(p);
 	s->evicted_streams += p->evicted_streams;
 	s->evicted_events += p->evicted_events;
 	s->evicted_batches += p->evicted_batches;
@@ -194,6 +195,7 @@ static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
 		[NL_INVALID_PROBE_MISSING] = e->probe_missing,
 		[NL_INVALID_LATE_OPS] = s->late_ops,
 		[NL_INVALID_UNPLACED] = s->unplaced_streams,
+		[NL_INVALID_IN_FLIGHT] = s->in_flight_ops,
 	};
 
 	for (int k = 0; k < NL_NINVALID; k++)

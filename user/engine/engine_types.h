@@ -665,6 +665,10 @@ struct nl_proc {
 	/* counters */
 	uint64_t lru, records, batches;
 	uint64_t edges, implicit_edges, late_ops;
+	uint64_t in_flight_ops, in_flight_pending; /* note_in_flight (engine_ops.c) */
+	/* attached mid-run: a stream created before the attach worked, or a
+	 * wait named an event recorded before it (note_in_flight) */
+	bool before_attach_seen;
 	uint64_t unplaced_streams;
 	uint64_t evicted_streams, evicted_events, evicted_batches;
 	/* its emitted batches, for the summary: by verdict (per pipeline in

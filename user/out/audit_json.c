@@ -210,6 +210,7 @@ void nl_audit_json_summary(FILE *f, const struct nl_summary *s)
 	nl_json_ku64(&j, "implicit_edges", s->implicit_edges);
 	nl_json_ku64(&j, "late_ops", s->late_ops);
 	nl_json_ku64(&j, "unplaced_streams", s->unplaced_streams);
+	nl_json_ku64(&j, "in_flight_ops", s->in_flight_ops);
 	nl_json_key(&j, "evicted");
 	nl_json_obj(&j);
 	nl_json_ku64(&j, "streams", s->evicted_streams);
