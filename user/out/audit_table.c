@@ -169,10 +169,13 @@ void nl_audit_table_summary(FILE *f, const struct nl_summary *s)
 	line(f, "records %" PRIu64 " (ignored %" PRIu64 ", untracked %" PRIu64 "), lost %" PRIu64,
 	     s->records, s->ignored_records, s->untracked_records, s->lost_records);
 	line(f, "edges %" PRIu64 " (+%" PRIu64 " implicit), late ops %" PRIu64
-		", in flight at attach %" PRIu64
 		", evicted %" PRIu64 "/%" PRIu64 "/%" PRIu64 " streams/events/batches",
-	     s->edges, s->implicit_edges, s->late_ops, s->in_flight_ops, s->evicted_streams,
-	     s->evicted_events, s->evicted_batches);
+	     s->edges, s->implicit_edges, s->late_ops, s->evicted_streams, s->evicted_events,
+	     s->evicted_batches);
+	/* attached by pid while batches were in flight (docs/output.md) */
+	if (s->in_flight_ops)
+		line(f, "in flight at the attach: %" PRIu64 " ops of batches no audit covers",
+		     s->in_flight_ops);
 	line(f, "%7s %-18s %-8s %-8s %12s", "PID", "STREAM", "ROLE", "BLOCKING", "OPS");
 	for (uint32_t i = 0; i < s->nstreams; i++) {
 		const struct nl_stream_summary *st = &s->streams[i];
