@@ -185,7 +185,12 @@ static uint64_t compute_score(const struct nl_lstream *s)
  * whose events are waited on): where compute reads a batch, directly from
  * the copy stream or through its data-dist stream. Backward on another
  * thread's stream, fed by compute only, lies further. Empty: no producer
- * known yet. */
+ * known yet. The second edge may leave any stream on the first one's
+ * handle (another generation, struct nl_hgen): attached mid-run, the last
+ * evaluation turn's data-dist stream, its compute wait dropped with its
+ * record, fed nothing, and it was the only stream near its copy stream:
+ * it was taken for compute (random program 91621), where the turns
+ * before on its handle fed compute. */
 static bool near_producer(const struct nl_learn *l, uint64_t *near)
 {
 	uint64_t d1[NL_LEARN_EDGE_WORDS] = { 0 };
@@ -200,8 +205,10 @@ static bool near_producer(const struct nl_learn *l, uint64_t *near)
 		}
 	for (uint32_t j = 0; j < l->ns; j++)
 		if (d1[j / 64] >> (j % 64) & 1)
-			for (int w = 0; w < NL_LEARN_EDGE_WORDS; w++)
-				near[w] |= l->s[j].out[w] | d1[w];
+			for (uint32_t k = 0; k < l->ns; k++)
+				if (k == j || nl_skey_eq(&l->s[k].key, &l->s[j].key))
+					for (int w = 0; w < NL_LEARN_EDGE_WORDS; w++)
+						near[w] |= l->s[k].out[w] | d1[w];
 	return any;
 }
 
