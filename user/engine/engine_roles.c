@@ -174,6 +174,12 @@ static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
  * more, so a short look (a few data-dist kernels before the first
  * forward) does not mistake the data-dist stream for compute. (x64: the
  * share in integers.) */
+/* A stream learning saw copy more to the device than it launched. */
+static bool copy_like(const struct nl_lstream *s)
+{
+	return s->h2d && s->launches < s->h2d;
+}
+
 static uint64_t compute_score(const struct nl_lstream *s)
 {
 	bool dflt = nl_key_is_null(&s->key) || (s->key.handle == 2 && s->key.tid);
@@ -206,7 +212,7 @@ static bool near_producer(const struct nl_learn *l, uint64_t *near)
 	for (uint32_t j = 0; j < l->ns; j++)
 		if (d1[j / 64] >> (j % 64) & 1)
 			for (uint32_t k = 0; k < l->ns; k++)
-				if (k == j || nl_skey_eq(&l->s[k].key, &l->s[j].key))
+				if (nl_skey_eq(&l->s[k].key, &l->s[j].key))
 					for (int w = 0; w < NL_LEARN_EDGE_WORDS; w++)
 						near[w] |= l->s[k].out[w] | d1[w];
 	return any;
@@ -366,13 +372,11 @@ static void pick(const struct nl_engine *e, const struct nl_learn *l, struct pic
 		for (uint32_t i = 0; i < l->ns; i++) {
 			const struct nl_lstream *s = &l->s[i];
 
-			if ((int)i == pk->compute || !s->h2d || !s->waited)
-				continue;
-			/* as many kernels as copies to the device, or more: a
-			 * data-dist stream copying its splits (attached after
-			 * the copy stream's last copy, the only stream left
-			 * copying) */
-			if (s->launches >= s->h2d)
+			/* not one that launched as many kernels as it copied
+			 * to the device, or more: a data-dist stream copying
+			 * its splits (attached after the copy stream's last
+			 * copy, the only stream left copying) */
+			if ((int)i == pk->compute || !copy_like(s) || !s->waited)
 				continue;
 			if (pk->copy < 0 || copy_better(s, &l->s[pk->copy]))
 				pk->copy = (int)i;
@@ -569,12 +573,6 @@ bool nl_learn_note(const struct nl_engine *e, struct nl_proc *p, const struct nl
 	default:
 		return false;
 	}
-}
-
-/* A stream learning saw copy more to the device than it launched. */
-static bool copy_like(const struct nl_lstream *s)
-{
-	return s->h2d && s->launches < s->h2d;
 }
 
 /* The generations of the streams on the handle of learned stream j (its
