@@ -708,6 +708,28 @@ static void test_stream_generations(void **state)
 	seeds_agree_attached(stream_generations, NL_ARRAY_SIZE(stream_generations));
 }
 
+/* An evaluation turn's data-dist stream made again, its first work done
+ * before any wait of its own (its wait on the copy stream dropped), found
+ * later by an edge (data_dist_again, turn_sparse_again, records_again,
+ * records_elsewhere): that work is the batch its clock ordered, where the
+ * null stream's joins or an earlier take made the drop redundant, or the
+ * one copied before it, begun without its edge (book_early_work). Before,
+ * the work went to no batch: healthy batches were accused copy->sparse
+ * (41950159, 41174966, 41751200, 5696, 41401187, 41418828, 41217750,
+ * 41210875) or sparse->forward (41137723, 41260384, 41553850), faults
+ * missed (69954, 41190357), a batch skipped target_exited (581756). All
+ * agree now, launches named and counted. */
+static const uint64_t early_dist_work[] = { 41950159, 41174966, 41751200, 5696, 41401187,
+					    41418828, 41217750, 41210875, 41137723, 41260384,
+					    41553850, 69954, 41190357, 581756 };
+
+static void test_early_dist_work(void **state)
+{
+	(void)state;
+	seeds_agree(early_dist_work, NL_ARRAY_SIZE(early_dist_work), false);
+	seeds_agree(early_dist_work, NL_ARRAY_SIZE(early_dist_work), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1095,6 +1117,7 @@ int main(void)
 		cmocka_unit_test(test_launching_stream_no_copier),
 		cmocka_unit_test(test_stream_generations),
 		cmocka_unit_test(test_in_flight_at_attach),
+		cmocka_unit_test(test_early_dist_work),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

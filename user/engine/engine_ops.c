@@ -1465,6 +1465,8 @@ static void cut_open(struct nl_engine *e, struct nl_proc *p, int slot)
 }
 
 static bool live_copy(const struct nl_proc *p, int pipe);
+static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto,
+			    bool ordered_only);
 static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uint8_t role, int8_t pipe,
 			   uint32_t seg_k);
 static bool sparse_again(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
@@ -1642,8 +1644,16 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		producer_again(e, p, slot, ev->rec_role, ev->rec_pipe, ev->rec_seg_k);
 	else
 		again = false;
-	if (again && s->role == NL_ROLE_SPARSE)
+	/* its work before this record, its first wait dropped, is the batch
+	 * its clock ordered, where it ordered one (book_early_work): a drop the
+	 * null stream's joins made redundant accuses nothing. Only that: where
+	 * none was ordered, booking the work as the batch copied before it
+	 * moved the cadence of the turn's later waits, and a dropped compute
+	 * wait two batches on was missed (random program 41364417) */
+	if (again && s->role == NL_ROLE_SPARSE) {
 		copy_beside(e, p, slot, s->pipe);
+		book_early_work(e, p, slot, s->vc[slot], true);
+	}
 	ev->slot = slot;
 	if (!op_prepare(e, p, slot, c)) {
 		/* Recorded into a graph: waits on it join the capture. */
@@ -1962,8 +1972,13 @@ static uint32_t last_early_work(const struct nl_stream *d, uint32_t upto)
  * batch's copy was ordered, the batch was judged never reached and the
  * sparse stages after it were charged a batch early: an evaluation turn
  * whose first D.wait_stream(M) was dropped had its fault missed or a later
- * batch accused (random programs 342074, 101619). */
-static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto)
+ * batch accused (random programs 342074, 101619). With ordered_only, only
+ * a batch its clock ordered: none such, the work stays unbooked (op_record).
+ * Called where d found its role at an edge of its own or of compute's
+ * (discover, discover_implicit, data_dist_again, turn_sparse_again,
+ * records_again, records_elsewhere). */
+static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, uint32_t upto,
+			    bool ordered_only)
 {
 	struct nl_stream *d = &p->s[slot];
 	struct nl_batch *due;
@@ -1975,7 +1990,7 @@ static void book_early_work(struct nl_engine *e, struct nl_proc *p, int slot, ui
 	memcpy(keep, d->vc, p->w * sizeof(uint32_t));
 	memcpy(d->vc, nl_stream_first_vc(p, slot), p->w * sizeof(uint32_t));
 	due = oldest_unstaged(p, d, NULL);
-	if (!due && (due = oldest_unstaged(p, d, fw)) != NULL && p->compute_slot >= 0 &&
+	if (!due && !ordered_only && (due = oldest_unstaged(p, d, fw)) != NULL && p->compute_slot >= 0 &&
 	    p->s[p->compute_slot].vc[slot] >= last_early_work(d, upto))
 		due->taken_early = true;
 	if (due) {
@@ -2033,7 +2048,7 @@ static void discover_implicit(struct nl_engine *e, struct nl_proc *p, int slot,
 	if (d->role != NL_ROLE_SPARSE)
 		return;
 	d->fed_by_copy = true;
-	book_early_work(e, p, ev->slot, ev->clock);
+	book_early_work(e, p, ev->slot, ev->clock, false);
 }
 
 /* The stream in slot is a destroyed producer again (records_again,
@@ -2442,7 +2457,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				discover_implicit(e, p, slot, ev);
 				discover(e, p, slot, ev->slot);
 				if (early && s->role == NL_ROLE_SPARSE)
-					book_early_work(e, p, slot, upto);
+					book_early_work(e, p, slot, upto, false);
 				/* the edge that found a pipeline (in learning's
 				 * replay: learning took another first) fed its
 				 * data-dist stream from its copy stream too */
@@ -2459,16 +2474,27 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			/* compute waits on a stream created again on the handle
 			 * of a data-dist stream whose pipeline copies again
 			 * (copies_again): that turn's data-dist stream, its
-			 * wait on the copy stream dropped */
+			 * wait on the copy stream dropped. Its work so far is
+			 * judged as by discover_implicit (book_early_work): the
+			 * batch its clock ordered, or the one copied before it,
+			 * begun without its edge. Before, that work went to no
+			 * batch, and a healthy batch whose dropped wait the null
+			 * stream's joins made redundant was accused
+			 * copy->sparse, never reached (random program 41950159) */
 			if (from && from->role == NL_ROLE_OTHER && from->was_role == NL_ROLE_SPARSE &&
-			    slot == p->compute_slot && p->discovering && live_copy(p, from->was_pipe))
+			    slot == p->compute_slot && p->discovering && live_copy(p, from->was_pipe)) {
 				data_dist_again(p, from->was_pipe, from->was_pipe);
-			/* ...and its copy stream, copy_beside */
+				book_early_work(e, p, ev->slot, ev->clock, false);
+			}
+			/* ...and its copy stream, copy_beside; its work so far
+			 * booked the same way (random programs 41190357,
+			 * 41210875: a fault missed, a batch accused) */
 			if (from && slot == p->compute_slot && turn_sparse_again(p, from)) {
 				int pipe = from->was_pipe;
 
 				producer_again(e, p, ev->slot, NL_ROLE_SPARSE, (int8_t)pipe, 0);
 				copy_beside(e, p, ev->slot, pipe);
+				book_early_work(e, p, ev->slot, ev->clock, false);
 			}
 		}
 		/* A stream that starts waiting on the data-dist side later in the
