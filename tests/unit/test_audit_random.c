@@ -730,6 +730,25 @@ static void test_early_dist_work(void **state)
 	seeds_agree(early_dist_work, NL_ARRAY_SIZE(early_dist_work), true);
 }
 
+/* A collective stream whose first hand-off from the data-dist stream was
+ * dropped (its all-to-all ordered after no copy) and that joined the
+ * null stream, or waited elsewhere, before its first wait on the
+ * data-dist side: that wait was not its first join, and its work before
+ * went to no batch. It is judged now where its clock at its first work
+ * op orders no op of a stream that copies (first_work_unordered,
+ * joined_after_work). Each of these missed the batch's copy->sparse, most
+ * with a summary that said valid; all agree now, launches named and
+ * counted. */
+static const uint64_t collective_first_work[] = { 41033028, 41445002, 41536973, 41940854,
+						  41977878, 193663, 264965, 404573, 499793, 594175 };
+
+static void test_collective_first_work(void **state)
+{
+	(void)state;
+	seeds_agree(collective_first_work, NL_ARRAY_SIZE(collective_first_work), false);
+	seeds_agree(collective_first_work, NL_ARRAY_SIZE(collective_first_work), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1118,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_stream_generations),
 		cmocka_unit_test(test_in_flight_at_attach),
 		cmocka_unit_test(test_early_dist_work),
+		cmocka_unit_test(test_collective_first_work),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

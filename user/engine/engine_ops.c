@@ -2179,6 +2179,29 @@ static const struct nl_ring_op *first_work_between(const struct nl_stream *n, ui
 	return NULL;
 }
 
+/* Stream `slot`, without a role, did its first work op ordered after no
+ * op of a stream that copies to the device (the clock it had there,
+ * first_vc): null-stream joins that came after that work, or before it
+ * and before any copy, do not order it after a batch's copy. Before,
+ * with compute the null stream and the streams blocking, a collective
+ * stream whose first hand-off was dropped had joined the null stream
+ * before its first wait, that wait was not its first join, and its
+ * all-to-all, unordered after the batch's copy, went to no batch: the
+ * fault was missed and the summary said valid (random programs 41033028,
+ * 41445002). */
+static bool first_work_unordered(const struct nl_proc *p, int slot)
+{
+	const uint32_t *vc = nl_stream_first_vc(p, slot);
+
+	if (!p->s[slot].first_vc)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++)
+		if ((int)i != slot && p->s[i].used && (p->s[i].role == NL_ROLE_COPY || p->s[i].h2d) &&
+		    vc[i])
+			return false;
+	return true;
+}
+
 /* Stream `slot` joins the data-dist side at its first wait (the
  * collective stream, its pipeline found in learning's replay), after work
  * of its own: that work, ordered after nothing, was the sparse stage of
@@ -2505,7 +2528,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		    nl_pipe_of_stream(p, from) &&
 		    (nl_pipe_of_stream(p, from)->has_sparse || fills_in_sparse(p, s, from))) {
 			sparse_placed(p, s, from->pipe);
-			if (s->joins == 1 && news)
+			if (news && (s->joins == 1 || first_work_unordered(p, slot)))
 				joined_after_work(p, slot);
 		}
 		retake_after_restart(e, p, slot, ev, news);
