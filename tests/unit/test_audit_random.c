@@ -749,6 +749,24 @@ static void test_collective_first_work(void **state)
 	seeds_agree(collective_first_work, NL_ARRAY_SIZE(collective_first_work), true);
 }
 
+/* Traced from the start, a fill's size learned from every segment after
+ * the fill's first (learn_fill), where neither two steady segments in a
+ * row nor the smallest steady segment divide them all: a pipeline whose
+ * turns or fill copy two batches before one record, its first take
+ * dropped, the second segment one batch. Before, the fill stayed one
+ * batch: its fault was missed (593250, 41579512) or its second batch
+ * merged into the first (105287, 165072, 41641492, 41701310, 41820810).
+ * All agree now, launches named and counted. */
+static const uint64_t fill_after_first[] = { 593250, 41579512, 105287, 165072,
+					     41641492, 41701310, 41820810 };
+
+static void test_fill_after_first(void **state)
+{
+	(void)state;
+	seeds_agree(fill_after_first, NL_ARRAY_SIZE(fill_after_first), false);
+	seeds_agree(fill_after_first, NL_ARRAY_SIZE(fill_after_first), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1138,6 +1156,7 @@ int main(void)
 		cmocka_unit_test(test_in_flight_at_attach),
 		cmocka_unit_test(test_early_dist_work),
 		cmocka_unit_test(test_collective_first_work),
+		cmocka_unit_test(test_fill_after_first),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

@@ -613,6 +613,25 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 					m = post[q][i];
 		k = m;
 	}
+	/* Not all multiples of that either: the smallest segment after the
+	 * fill's first, when every segment is a multiple of it. An evaluation
+	 * pipeline learned first, each turn copying two batches before one
+	 * record, its first take dropped: the turn's second segment is one
+	 * batch, and its second turn's fill is a steady segment of two. Before,
+	 * nothing cut the first turn's fill, and its two batches were audited
+	 * as one (random program 41274448). */
+	if (k && !p->mid_run && !all_multiples(pre, npre, post, npost, nq, k)) {
+		uint32_t m = 0;
+
+		for (uint32_t q = 0; q < nq; q++)
+			for (uint32_t i = 1; i < npre[q] + npost[q]; i++) {
+				uint32_t c = size_at(pre[q], npre[q], post[q], i);
+
+				if (c && (!m || c < m))
+					m = c;
+			}
+		k = m;
+	}
 	if (k && !all_multiples(pre, npre, post, npost, nq, k))
 		return;
 	p->window_k = k;
