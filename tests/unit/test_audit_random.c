@@ -767,6 +767,28 @@ static void test_fill_after_first(void **state)
 	seeds_agree(fill_after_first, NL_ARRAY_SIZE(fill_after_first), true);
 }
 
+/* An evaluation turn whose batches copy more tensors than training's, its
+ * fill (two batches before one record) cut by training's size into more
+ * batches than the turn had, its copy stream destroyed at the turn's end:
+ * the fill is cut again by the batches its consumers began in order
+ * (consumed_prefix, recut_taken), where one record of the copy stream was
+ * taken because the turn's first wait on it was dropped or made redundant.
+ * Before, every piece after those was accused copy->sparse, never reached
+ * (41196487, 41039822, 41010837, 41740110, 4200, 409602: healthy or with
+ * the fault on another batch), merged, or skipped target_exited (97867,
+ * 141398, 359343, 427573). All agree now, launches named and counted.
+ * Only at the stream's destruction: at the next segment a right guess of
+ * three batches, two begun so far, was cut in two (510619). */
+static const uint64_t turn_fill_by_takes[] = { 41196487, 41039822, 41010837, 41740110,
+					       4200, 409602, 97867, 141398, 359343, 427573, 510619 };
+
+static void test_turn_fill_by_takes(void **state)
+{
+	(void)state;
+	seeds_agree(turn_fill_by_takes, NL_ARRAY_SIZE(turn_fill_by_takes), false);
+	seeds_agree(turn_fill_by_takes, NL_ARRAY_SIZE(turn_fill_by_takes), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1157,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_early_dist_work),
 		cmocka_unit_test(test_collective_first_work),
 		cmocka_unit_test(test_fill_after_first),
+		cmocka_unit_test(test_turn_fill_by_takes),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

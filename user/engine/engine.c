@@ -873,7 +873,7 @@ void nl_engine_exit(struct nl_engine *e, uint32_t pid, uint64_t ts_ns)
 		end_learning(e, p, true);
 	for (uint32_t k = 0; k < p->w; k++)
 		if (p->s[k].used)
-			nl_fill_guess_ends(e, p, (int)k);
+			nl_fill_guess_ends(e, p, (int)k, false);
 	nl_drain(e, p, ts_ns, true);
 	nl_proc_retire(e, i);
 }

@@ -127,7 +127,7 @@ void nl_apply_lifecycle(struct nl_engine *e, struct nl_proc *p, const struct nl_
 		key = nl_call_skey(c);
 		slot = nl_stream_slot(e, p, &key, false);
 		if (slot >= 0 && !p->learning)
-			nl_fill_guess_ends(e, p, slot);
+			nl_fill_guess_ends(e, p, slot, true);
 		if (slot >= 0)
 			p->s[slot].destroyed = true;
 		break;

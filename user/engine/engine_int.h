@@ -75,7 +75,7 @@ bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stre
 bool nl_cut_restarted(struct nl_engine *e, struct nl_proc *p, const struct nl_batch *x);
 bool nl_took_again(struct nl_engine *e, struct nl_proc *p, int by, uint32_t at, int m, int64_t tok,
 		   uint64_t first);
-void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot);
+void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot, bool destroyed);
 
 /* ---- engine_calls.c -------------------------------------------------------- */
 

@@ -861,6 +861,29 @@ static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
 	return most;
 }
 
+/* The pieces of a fill cut by a guess, first to cur, that its consumers
+ * began in order (a stage reached or a forward begun), before the first
+ * nothing began. Where a data-dist stream's first wait on the fill's
+ * record was dropped, or made redundant by it, one record of the copy
+ * stream was taken where the turn had two batches: its consumers still
+ * began two (random programs 41196487, 41039822). Counted only where the
+ * copy stream is destroyed, its turn over: at the next segment, or at an
+ * exit, a piece not begun yet may be a batch still to come, and a right
+ * guess of three batches was cut in two (random program 510619). */
+static uint32_t consumed_prefix(struct nl_proc *p, int64_t first, int64_t cur)
+{
+	uint32_t t = 0;
+
+	for (int64_t j = first; j <= cur; j++) {
+		const struct nl_batch *b = nl_batch_of(p, j);
+
+		if (!b || !(taken(b) || b->fwd_started || b->st[NL_STAGE_SPARSE].work))
+			break;
+		t++;
+	}
+	return t;
+}
+
 /* Copy stream `slot` is destroyed, or its process exits, its fill cut by a
  * size another copy stream was sure of (guess_k: segment_end, or
  * cut_taken_again once a consumer took the fill twice) into more batches
@@ -874,7 +897,7 @@ static uint32_t records_taken(const struct nl_proc *p, int slot, uint32_t after)
  * or are as many as the batches cut). Before, every batch past the takes
  * was accused copy->sparse, or the turn's batches merged where no size
  * divided the fill. */
-static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
+static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot, bool destroyed)
 {
 	struct nl_stream *m = &p->s[slot];
 	struct nl_pipe *q = nl_pipe_of_stream(p, m);
@@ -889,6 +912,8 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	if (fill_ops(m, first, cur, &last) != fill) /* not all remembered */
 		return false;
 	t = records_taken(p, slot, last);
+	if (t < 2 && destroyed)
+		t = consumed_prefix(p, first, cur);
 	if (t < 2 || t >= pieces || fill % t)
 		return false;
 	own = fill / t;
@@ -925,14 +950,15 @@ static bool recut_taken(struct nl_engine *e, struct nl_proc *p, int slot)
 	return true;
 }
 
-/* Copy stream `slot` is destroyed, or its process exits: a fill cut by a
- * size another copy stream was sure of, with no segment after it to
- * confirm it, is refuted where a wait took its first batch and nothing
- * took those cut from it after the first (recut_fill): an evaluation turn
- * of one batch. */
-void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot)
+/* Copy stream `slot` is destroyed (destroyed), or its process exits: a
+ * fill cut by a size another copy stream was sure of, with no segment
+ * after it to confirm it, is cut again by its takes (recut_taken), or
+ * refuted where a wait took its first batch and nothing took those cut
+ * from it after the first (recut_fill): an evaluation turn of one batch. */
+void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot, bool destroyed)
 {
-	if (p->s[slot].guess_n && p->s[slot].role == NL_ROLE_COPY && !recut_taken(e, p, slot))
+	if (p->s[slot].guess_n && p->s[slot].role == NL_ROLE_COPY &&
+	    !recut_taken(e, p, slot, destroyed))
 		recut_fill(e, p, slot, true);
 	p->s[slot].guess_n = 0;
 }
@@ -2719,7 +2745,7 @@ static void copy_segment(struct nl_engine *e, struct nl_proc *p, struct nl_strea
 	}
 	/* its fill's takes are all made: the next segment begins */
 	if (!s->seg_open && s->guess_n && s->role == NL_ROLE_COPY)
-		recut_taken(e, p, slot);
+		recut_taken(e, p, slot, false);
 	if (!s->seg_open)
 		nl_mint(e, p, s, c->ts_ns);
 	s->seg_tid = c->tid;
