@@ -1863,9 +1863,11 @@ static void sparse_placed(struct nl_proc *p, struct nl_stream *s, int pipe)
  * streams created again). A stream created again on the handle of that
  * pipeline's data-dist stream, that compute waited on already, is this
  * turn's data-dist stream: its wait on the copy stream was dropped (a turn
- * of one batch has no other). Its work so far carries no batch: the
- * cadence of its next wait counts it (nl_sparse_due), or the exit judges
- * the batch it was (nl_drain). */
+ * of one batch has no other). Found at compute's wait on it, its work so
+ * far is booked there (book_early_work, op_wait); found at compute's wait
+ * on the copy stream (discover), that work carries no batch: the cadence
+ * of its next wait counts it (nl_sparse_due), or the exit judges the batch
+ * it was (nl_drain). */
 static void data_dist_again(struct nl_proc *p, int was, int pipe)
 {
 	for (uint32_t i = 0; i < p->w; i++) {

@@ -167,6 +167,12 @@ static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
 	return a->h2d > b->h2d;
 }
 
+/* A stream learning saw copy more to the device than it launched. */
+static bool copy_like(const struct nl_lstream *s)
+{
+	return s->h2d && s->launches < s->h2d;
+}
+
 /* Launches per take: a deep pipeline's data-dist stream ran the sparse
  * stage of several batches, and took each from the copy stream and again
  * from the collective's end, before compute's first forwards. PyTorch
@@ -174,12 +180,6 @@ static bool copy_better(const struct nl_lstream *a, const struct nl_lstream *b)
  * more, so a short look (a few data-dist kernels before the first
  * forward) does not mistake the data-dist stream for compute. (x64: the
  * share in integers.) */
-/* A stream learning saw copy more to the device than it launched. */
-static bool copy_like(const struct nl_lstream *s)
-{
-	return s->h2d && s->launches < s->h2d;
-}
-
 static uint64_t compute_score(const struct nl_lstream *s)
 {
 	bool dflt = nl_key_is_null(&s->key) || (s->key.handle == 2 && s->key.tid);

@@ -65,28 +65,36 @@ static inline bool nl_gen_in(uint64_t gens, uint32_t gen)
 {
 	return gens == NL_GENS_ALL || (gen < 64 && (gens >> gen & 1));
 }
+
 struct nl_hgen {
 	uint64_t handle[NL_HGEN_MAX];
 	uint32_t n[NL_HGEN_MAX];
 	uint32_t used;
 };
 
-static inline uint32_t nl_hgen_get(const struct nl_hgen *g, uint64_t handle)
+/* The index of handle in g (-1: not counted). */
+static inline int nl_hgen_find(const struct nl_hgen *g, uint64_t handle)
 {
 	for (uint32_t i = 0; i < g->used; i++)
 		if (g->handle[i] == handle)
-			return g->n[i];
-	return 0;
+			return (int)i;
+	return -1;
+}
+
+static inline uint32_t nl_hgen_get(const struct nl_hgen *g, uint64_t handle)
+{
+	int i = nl_hgen_find(g, handle);
+
+	return i < 0 ? 0 : g->n[i];
 }
 
 static inline void nl_hgen_bump(struct nl_hgen *g, uint64_t handle)
 {
-	for (uint32_t i = 0; i < g->used; i++)
-		if (g->handle[i] == handle) {
-			g->n[i]++;
-			return;
-		}
-	if (g->used < NL_HGEN_MAX) {
+	int i = nl_hgen_find(g, handle);
+
+	if (i >= 0) {
+		g->n[i]++;
+	} else if (g->used < NL_HGEN_MAX) {
 		g->handle[g->used] = handle;
 		g->n[g->used++] = 1;
 	}
