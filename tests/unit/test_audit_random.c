@@ -789,6 +789,22 @@ static void test_turn_fill_by_takes(void **state)
 	seeds_agree(turn_fill_by_takes, NL_ARRAY_SIZE(turn_fill_by_takes), true);
 }
 
+/* Compute takes batch T from the data-dist stream's record, which ordered
+ * the collective stream's part of T (the data-dist stream waited on its
+ * end), while the collective stream went on, before any wait of its own,
+ * with the next batch's all-to-all, that batch copied by then, its
+ * hand-off dropped (stage_past_record). Before, that all-to-all stayed
+ * T's and T was accused sparse->forward beside the next batch's
+ * copy->sparse. All agree now, launches named and counted. */
+static const uint64_t stage_past_record[] = { 43384822, 45203397 };
+
+static void test_stage_past_record(void **state)
+{
+	(void)state;
+	seeds_agree(stage_past_record, NL_ARRAY_SIZE(stage_past_record), false);
+	seeds_agree(stage_past_record, NL_ARRAY_SIZE(stage_past_record), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1180,6 +1196,7 @@ int main(void)
 		cmocka_unit_test(test_collective_first_work),
 		cmocka_unit_test(test_fill_after_first),
 		cmocka_unit_test(test_turn_fill_by_takes),
+		cmocka_unit_test(test_stage_past_record),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

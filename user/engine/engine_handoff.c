@@ -91,6 +91,38 @@ static int64_t next_batch(struct nl_proc *p, const struct nl_stream *s, int64_t 
 	return tok + 1;
 }
 
+/* Sparse stream i of the pipeline of `from` did part of batch tok's stage
+ * that the record ev of `from` ordered (it waited on i's end), and went on
+ * with work of tok the record does not order, begun after newer_ts (a
+ * newer batch's copy), before any wait of its own since: that work is the
+ * newer batch's as the recording stream's own work past the record is
+ * (nl_take_after_record), reached by no edge (the collective stream's
+ * wait on the data-dist stream for it dropped). Before, it stayed tok's,
+ * the cut was not a clean one, and tok was accused sparse->forward beside
+ * the newer batch's copy->sparse (random program 43384822). */
+static bool stage_past_record(const struct nl_proc *p, int i, int from, const struct nl_event *ev,
+			      int64_t tok, uint64_t newer_ts)
+{
+	const struct nl_stream *x = &p->s[i];
+	bool known = false;
+
+	if (!x->used || x->role != NL_ROLE_SPARSE || x->pipe != p->s[from].pipe || !ev->vc[i])
+		return false;
+	for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+		const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+		if (r->clock <= ev->vc[i]) {
+			known |= r->work && r->token == tok;
+			continue;
+		}
+		if (!known || nl_api_info[r->api].kind == NL_K_STREAM_WAIT || r->token != tok)
+			return false;
+		if (r->work)
+			return r->ts >= newer_ts;
+	}
+	return false;
+}
+
 /* The streams whose work after compute's take of `tok` from stream `from`
  * (after its record at `after`) is that batch's stage carried on without
  * a batch reaching them: `from` after the record, and every sparse stream
@@ -101,14 +133,17 @@ static int64_t next_batch(struct nl_proc *p, const struct nl_stream *s, int64_t 
  * reached it with anything else (a newer batch, or `tok` from elsewhere),
  * where that work ends (UINT32_MAX: none). False when the work is no
  * longer remembered. */
-static bool tainted_streams(struct nl_proc *p, int from, uint32_t after, int64_t tok,
-			    uint32_t *taint, uint32_t *until)
+static bool tainted_streams(struct nl_proc *p, int from, const struct nl_event *ev, int64_t tok,
+			    uint64_t newer_ts, uint32_t *taint, uint32_t *until)
 {
 	bool grew = true;
 
 	for (uint32_t i = 0; i < p->w; i++)
 		taint[i] = until[i] = UINT32_MAX;
-	taint[from] = after;
+	taint[from] = ev->clock;
+	for (uint32_t i = 0; i < p->w; i++)
+		if ((int)i != from && stage_past_record(p, (int)i, from, ev, tok, newer_ts))
+			taint[i] = ev->vc[i];
 	while (grew) {
 		grew = false;
 		for (uint32_t i = 0; i < p->w; i++) {
@@ -197,7 +232,7 @@ void nl_take_after_record(struct nl_engine *e, struct nl_proc *p, const struct n
 	bool any = false, adopted = false;
 
 	if (!bt || !bn || s->vc[slot] <= ev->clock ||
-	    !tainted_streams(p, slot, ev->clock, tok, taint, until))
+	    !tainted_streams(p, slot, ev, tok, bn->first_ts, taint, until))
 		return;
 	for (uint32_t k = nl_ring_start(s); k < s->nring; k++) {
 		const struct nl_ring_op *r = &s->ring[k % NL_RING];
