@@ -805,6 +805,27 @@ static void test_stage_past_record(void **state)
 	seeds_agree(stage_past_record, NL_ARRAY_SIZE(stage_past_record), true);
 }
 
+/* Compute waits on the data-dist stream's record of an event that stream
+ * recorded once before, no stream waiting on it in between, with work
+ * after the first record begun once the next batch's copies were made
+ * (retake_rerecorded): the first record ended the batch's stage, and the
+ * work after it is the next batch's. Before, it stayed the batch's: the
+ * batch was accused sparse->forward beside the next one's copy->sparse
+ * (43193939, 413502, 558137, 43285016), a healthy batch was accused
+ * sparse->forward where a later take was dropped as redundant (44189629),
+ * the next batch's fault was missed (43761330), or the last batch was
+ * skipped (295964, 43263693, 44106314, 502280). All agree now, launches
+ * named and counted. */
+static const uint64_t rerecorded[] = { 43193939, 413502, 558137, 43285016, 43761330,
+				       295964, 43263693, 44106314, 502280, 44189629 };
+
+static void test_retake_rerecorded(void **state)
+{
+	(void)state;
+	seeds_agree(rerecorded, NL_ARRAY_SIZE(rerecorded), false);
+	seeds_agree(rerecorded, NL_ARRAY_SIZE(rerecorded), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1197,6 +1218,7 @@ int main(void)
 		cmocka_unit_test(test_fill_after_first),
 		cmocka_unit_test(test_turn_fill_by_takes),
 		cmocka_unit_test(test_stage_past_record),
+		cmocka_unit_test(test_retake_rerecorded),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

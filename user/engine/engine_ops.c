@@ -1670,6 +1670,9 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		producer_again(e, p, slot, ev->rec_role, ev->rec_pipe, ev->rec_seg_k);
 	else
 		again = false;
+	ev->prev_clock = ev->recorded && !ev->capture && ev->slot == slot && !ev->rec_waited ? ev->clock : 0;
+	ev->unwaited = ev->prev_clock ? ev->unwaited + 1 : 1;
+	ev->rec_waited = false;
 	/* its work before this record, its first wait dropped, is the batch
 	 * its clock ordered, where it ordered one (book_early_work): a drop the
 	 * null stream's joins made redundant accuses nothing. Only that: where
@@ -2383,6 +2386,58 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
 	nl_take_after_record(e, p, &at);
 }
 
+/* Compute waits on record ev of data-dist stream d, carrying batch T,
+ * that d made of the same event before (prev_clock), no stream waiting on
+ * it in between, after T's work there. The first record ended T's stage,
+ * as the record compute takes ends it; d's work since, before any wait of
+ * d, begun after a newer batch's copies were all made, is that batch's,
+ * begun without its edge (the hand-off rule, nl_take_after_record, as at a
+ * take of the first record). Before, it stayed T's: T was accused
+ * sparse->forward for the newer batch's collective, its hand-off dropped,
+ * beside that batch's copy->sparse (random program 43193939). */
+static void retake_rerecorded(struct nl_engine *e, struct nl_proc *p, int slot,
+			      const struct nl_event *ev, bool news)
+{
+	const struct nl_stream *d;
+	const struct nl_batch *n;
+	const struct nl_ring_op *w = NULL;
+	struct nl_event at;
+	bool worked = false;
+	int64_t tok;
+
+	if (slot != p->compute_slot || !news || ev->slot < 0 || ev->slot == slot || ev->unwaited != 2 ||
+	    ev->token == NL_NO_TOKEN)
+		return;
+	d = &p->s[ev->slot];
+	tok = ev->token;
+	n = nl_batch_of(p, tok + 1);
+	if (d->role != NL_ROLE_SPARSE || d->token != tok || !nl_batch_of(p, tok) || !n || n->closed ||
+	    n->fwd_started || n->st[NL_STAGE_SPARSE].work || !n->st[NL_STAGE_COPY].work)
+		return;
+	for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
+		const struct nl_ring_op *r = &d->ring[k % NL_RING];
+
+		if (r->clock <= ev->prev_clock) {
+			worked |= r->work && r->token == tok;
+			continue;
+		}
+		if (r->clock > ev->clock)
+			break;
+		if (r->token != tok || nl_api_info[r->api].kind == NL_K_STREAM_WAIT)
+			return;
+		if (r->work && !w)
+			w = r;
+	}
+	if (!worked || !w || w->ts < n->st[NL_STAGE_COPY].first_ts ||
+	    (!n->copy_closed && n->st[NL_STAGE_COPY].last_ts > w->ts))
+		return;
+	/* d waited on nothing since the first record: the clock it captured
+	 * for the other streams is the one the last did */
+	at = *ev;
+	at.clock = ev->prev_clock;
+	nl_take_after_record(e, p, &at);
+}
+
 /* Attached in the middle of a run, compute, holding no batch seen yet,
  * waits on record ev of a sparse stream of pipeline `pipe`. Where a sparse
  * stream of it did stage work after the attach on no batch seen, which
@@ -2488,7 +2543,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			s->joins++;
 		}
 		s->last_join_ts = c->ts_ns;
-		ev->waited = true;
+		ev->waited = ev->rec_waited = true;
 		if (ev->slot != slot) {
 			p->edges++;
 			if (from)
@@ -2560,6 +2615,7 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				joined_after_work(p, slot);
 		}
 		retake_after_restart(e, p, slot, ev, news);
+		retake_rerecorded(e, p, slot, ev, news);
 		if (!nl_over_copy(p, slot, from, ev)) {
 			int64_t due = nl_sparse_due(p, slot, from, ev->token);
 			/* a wait that brings nothing new: on a record compute

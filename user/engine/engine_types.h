@@ -263,6 +263,12 @@ struct nl_event {
 	 * allocator's (record_stream), only queried */
 	uint32_t records;
 	bool waited;
+	/* the clock of its record before the last on the same stream, where
+	 * no stream waited on it in between (0: none); and whether a stream
+	 * waited on it since its last record */
+	uint32_t prev_clock;
+	bool rec_waited;
+	uint32_t unwaited; /* records in a row on that stream, none waited on */
 	/* another sparse stream than the recording one waited on it: a
 	 * data-dist stream's hand-off to its collective stream */
 	bool sparse_waited;
