@@ -826,6 +826,25 @@ static void test_retake_rerecorded(void **state)
 	seeds_agree(rerecorded, NL_ARRAY_SIZE(rerecorded), true);
 }
 
+/* A data-dist stream whose waits on the copy stream were all dropped (its
+ * first work given the oldest batch, first_taken) that waited on the
+ * collective stream since is judged as a data-dist stream, not as the
+ * collective stream: its launch again of input_dist after the next
+ * batch's copy begins that batch's stage. Before, the next batch's
+ * copy->sparse was missed (43158712, 43334992, 44199428, 44478938), the
+ * first batch was accused sparse->forward beside it (45213873), or a
+ * healthy batch was accused (433694). All agree now, launches named and
+ * counted. */
+static const uint64_t unfed_after_collective[] = { 433694, 43158712, 43334992,
+						   45213873, 44199428, 44478938 };
+
+static void test_unfed_after_collective(void **state)
+{
+	(void)state;
+	seeds_agree(unfed_after_collective, NL_ARRAY_SIZE(unfed_after_collective), false);
+	seeds_agree(unfed_after_collective, NL_ARRAY_SIZE(unfed_after_collective), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1219,6 +1238,7 @@ int main(void)
 		cmocka_unit_test(test_turn_fill_by_takes),
 		cmocka_unit_test(test_stage_past_record),
 		cmocka_unit_test(test_retake_rerecorded),
+		cmocka_unit_test(test_unfed_after_collective),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

@@ -3013,7 +3013,12 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	else if (s->role == NL_ROLE_SPARSE && s->fed_by_copy && !took &&
 		 (older = nl_second_part_of(p, s, c)) != NL_NO_TOKEN)
 		; /* an older batch's second part: s holds its batch still */
-	else if (s->role == NL_ROLE_SPARSE && (s->fed_by_copy || !s->wait_clock))
+	/* a data-dist stream, its waits on the copy stream dropped (its first
+	 * work given the oldest batch), is one still after it waited on the
+	 * collective stream: not judged as that stream (random program
+	 * 43158712: the next batch's stage stayed on the first) */
+	else if (s->role == NL_ROLE_SPARSE &&
+		 (s->fed_by_copy || !s->wait_clock || s->first_taken != NL_NO_TOKEN))
 		nl_take_at_record(e, p, s, sparse_again(p, s, c), c);
 	else if (s->role == NL_ROLE_SPARSE)
 		nl_take_again_after_record(p, s, c);
