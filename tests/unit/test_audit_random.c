@@ -845,6 +845,24 @@ static void test_unfed_after_collective(void **state)
 	seeds_agree(unfed_after_collective, NL_ARRAY_SIZE(unfed_after_collective), true);
 }
 
+/* A data-dist stream that never waited on the copy stream, whose launch
+ * again of input_dist follows the launching thread's record on the copy
+ * stream (a loader thread made the copy): the next batch's stage begins
+ * there. Before, only a copy by the launching thread did: the next
+ * batch's copy->sparse was missed (43836067, 43050441), the first batch
+ * was accused beside it (43634671, 43761552), a healthy batch was
+ * accused (43845293), or the last batch was skipped (44653249). All
+ * agree now, launches named and counted. */
+static const uint64_t unfed_after_record[] = { 43836067, 43050441, 43634671,
+					       43761552, 43845293, 44653249 };
+
+static void test_unfed_after_record(void **state)
+{
+	(void)state;
+	seeds_agree(unfed_after_record, NL_ARRAY_SIZE(unfed_after_record), false);
+	seeds_agree(unfed_after_record, NL_ARRAY_SIZE(unfed_after_record), true);
+}
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1239,6 +1257,7 @@ int main(void)
 		cmocka_unit_test(test_stage_past_record),
 		cmocka_unit_test(test_retake_rerecorded),
 		cmocka_unit_test(test_unfed_after_collective),
+		cmocka_unit_test(test_unfed_after_record),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

@@ -791,10 +791,14 @@ void nl_take_at_record(struct nl_engine *e, struct nl_proc *p, struct nl_stream 
 	 * only the launch again after the same thread's copy begins the next
 	 * batch's stage. Before, such a stream, not fed by the copy stream,
 	 * kept its first batch for every segment until its first wait, and
-	 * the second batch's copy->sparse was missed (random program 701). */
+	 * the second batch's copy->sparse was missed (random program 701).
+	 * So is one after the same thread's record on the copy stream (a
+	 * loader thread's copy, the loop's record of it), as on a stream the
+	 * copy stream fed: before, the batch's copy->sparse was missed
+	 * (random program 43836067) */
 	if (!s->fed_by_copy) {
 		if (again && last->work && last->token == s->token && last->tid == c->tid &&
-		    copied_since(p, s, last->ts, c))
+		    (copied_since(p, s, last->ts, c) || recorded_since(p, s, last->ts, c)))
 			advance_stage(e, p, s, c, true);
 		/* or right after its record the collective stream waited
 		 * on (its hand-off of the batch, below): before, a stream
