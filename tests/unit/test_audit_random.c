@@ -567,6 +567,21 @@ static void seeds_agree(const uint64_t *v, size_t n, bool counted)
 	seeds_agree_at(v, n, counted, false);
 }
 
+/* seeds_agree in both modes, launches named then counted */
+static void seeds_agree_both(const uint64_t *v, size_t n)
+{
+	seeds_agree(v, n, false);
+	seeds_agree(v, n, true);
+}
+
+/* A test that every seed of the array `set` agrees in both modes */
+#define SEEDS_TEST(set)                                     \
+	static void test_##set(void **state)                \
+	{                                                   \
+		(void)state;                                \
+		seeds_agree_both(set, NL_ARRAY_SIZE(set));  \
+	}
+
 /* ...each attached by pid at its call of fuzz_audit -M, in both modes */
 static void seeds_agree_attached(const uint64_t *v, size_t n)
 {
@@ -723,12 +738,7 @@ static const uint64_t early_dist_work[] = { 41950159, 41174966, 41751200, 5696, 
 					    41418828, 41217750, 41210875, 41137723, 41260384,
 					    41553850, 69954, 41190357, 581756 };
 
-static void test_early_dist_work(void **state)
-{
-	(void)state;
-	seeds_agree(early_dist_work, NL_ARRAY_SIZE(early_dist_work), false);
-	seeds_agree(early_dist_work, NL_ARRAY_SIZE(early_dist_work), true);
-}
+SEEDS_TEST(early_dist_work)
 
 /* A collective stream whose first hand-off from the data-dist stream was
  * dropped (its all-to-all ordered after no copy) and that joined the
@@ -742,12 +752,7 @@ static void test_early_dist_work(void **state)
 static const uint64_t collective_first_work[] = { 41033028, 41445002, 41536973, 41940854,
 						  41977878, 193663, 264965, 404573, 499793, 594175 };
 
-static void test_collective_first_work(void **state)
-{
-	(void)state;
-	seeds_agree(collective_first_work, NL_ARRAY_SIZE(collective_first_work), false);
-	seeds_agree(collective_first_work, NL_ARRAY_SIZE(collective_first_work), true);
-}
+SEEDS_TEST(collective_first_work)
 
 /* Traced from the start, a fill's size learned from every segment after
  * the fill's first (learn_fill), where neither two steady segments in a
@@ -760,12 +765,7 @@ static void test_collective_first_work(void **state)
 static const uint64_t fill_after_first[] = { 593250, 41579512, 105287, 165072,
 					     41641492, 41701310, 41820810 };
 
-static void test_fill_after_first(void **state)
-{
-	(void)state;
-	seeds_agree(fill_after_first, NL_ARRAY_SIZE(fill_after_first), false);
-	seeds_agree(fill_after_first, NL_ARRAY_SIZE(fill_after_first), true);
-}
+SEEDS_TEST(fill_after_first)
 
 /* An evaluation turn whose batches copy more tensors than training's, its
  * fill (two batches before one record) cut by training's size into more
@@ -782,12 +782,7 @@ static void test_fill_after_first(void **state)
 static const uint64_t turn_fill_by_takes[] = { 41196487, 41039822, 41010837, 41740110,
 					       4200, 409602, 97867, 141398, 359343, 427573, 510619 };
 
-static void test_turn_fill_by_takes(void **state)
-{
-	(void)state;
-	seeds_agree(turn_fill_by_takes, NL_ARRAY_SIZE(turn_fill_by_takes), false);
-	seeds_agree(turn_fill_by_takes, NL_ARRAY_SIZE(turn_fill_by_takes), true);
-}
+SEEDS_TEST(turn_fill_by_takes)
 
 /* Compute takes batch T from the data-dist stream's record, which ordered
  * the collective stream's part of T (the data-dist stream waited on its
@@ -798,12 +793,7 @@ static void test_turn_fill_by_takes(void **state)
  * copy->sparse. All agree now, launches named and counted. */
 static const uint64_t stage_past_record[] = { 43384822, 45203397 };
 
-static void test_stage_past_record(void **state)
-{
-	(void)state;
-	seeds_agree(stage_past_record, NL_ARRAY_SIZE(stage_past_record), false);
-	seeds_agree(stage_past_record, NL_ARRAY_SIZE(stage_past_record), true);
-}
+SEEDS_TEST(stage_past_record)
 
 /* Compute waits on the data-dist stream's record of an event that stream
  * recorded once before, no stream waiting on it in between, with work
@@ -819,12 +809,7 @@ static void test_stage_past_record(void **state)
 static const uint64_t rerecorded[] = { 43193939, 413502, 558137, 43285016, 43761330,
 				       295964, 43263693, 44106314, 502280, 44189629 };
 
-static void test_retake_rerecorded(void **state)
-{
-	(void)state;
-	seeds_agree(rerecorded, NL_ARRAY_SIZE(rerecorded), false);
-	seeds_agree(rerecorded, NL_ARRAY_SIZE(rerecorded), true);
-}
+SEEDS_TEST(rerecorded)
 
 /* A data-dist stream whose waits on the copy stream were all dropped (its
  * first work given the oldest batch, first_taken) that waited on the
@@ -838,12 +823,7 @@ static void test_retake_rerecorded(void **state)
 static const uint64_t unfed_after_collective[] = { 433694, 43158712, 43334992,
 						   45213873, 44199428, 44478938 };
 
-static void test_unfed_after_collective(void **state)
-{
-	(void)state;
-	seeds_agree(unfed_after_collective, NL_ARRAY_SIZE(unfed_after_collective), false);
-	seeds_agree(unfed_after_collective, NL_ARRAY_SIZE(unfed_after_collective), true);
-}
+SEEDS_TEST(unfed_after_collective)
 
 /* A data-dist stream that never waited on the copy stream, whose launch
  * again of input_dist follows the launching thread's record on the copy
@@ -856,12 +836,7 @@ static void test_unfed_after_collective(void **state)
 static const uint64_t unfed_after_record[] = { 43836067, 43050441, 43634671,
 					       43761552, 43845293, 44653249 };
 
-static void test_unfed_after_record(void **state)
-{
-	(void)state;
-	seeds_agree(unfed_after_record, NL_ARRAY_SIZE(unfed_after_record), false);
-	seeds_agree(unfed_after_record, NL_ARRAY_SIZE(unfed_after_record), true);
-}
+SEEDS_TEST(unfed_after_record)
 
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
@@ -960,21 +935,6 @@ static void test_join_handed(void **state)
 		rp_counted_launches = false;
 	}
 }
-
-/* seeds_agree in both modes, launches named then counted */
-static void seeds_agree_both(const uint64_t *v, size_t n)
-{
-	seeds_agree(v, n, false);
-	seeds_agree(v, n, true);
-}
-
-/* A test that every seed of the array `set` agrees in both modes */
-#define SEEDS_TEST(set)                                     \
-	static void test_##set(void **state)                \
-	{                                                   \
-		(void)state;                                \
-		seeds_agree_both(set, NL_ARRAY_SIZE(set));  \
-	}
 
 static void test_counted_fixed(void **state)
 {
@@ -1255,7 +1215,7 @@ int main(void)
 		cmocka_unit_test(test_fill_after_first),
 		cmocka_unit_test(test_turn_fill_by_takes),
 		cmocka_unit_test(test_stage_past_record),
-		cmocka_unit_test(test_retake_rerecorded),
+		cmocka_unit_test(test_rerecorded),
 		cmocka_unit_test(test_unfed_after_collective),
 		cmocka_unit_test(test_unfed_after_record),
 		cmocka_unit_test(test_strict_attach),
