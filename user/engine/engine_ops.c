@@ -1662,7 +1662,7 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	struct nl_stream *s = &p->s[slot];
 	struct nl_event *ev = nl_event_get(e, p, handle);
 	uint32_t clock;
-	bool again = true, hand;
+	bool again = true, hand, in_row;
 
 	if (records_again(p, s, slot, ev))
 		producer_again(e, p, slot, s->was_role, s->was_pipe, s->was_seg_k);
@@ -1670,9 +1670,8 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 		producer_again(e, p, slot, ev->rec_role, ev->rec_pipe, ev->rec_seg_k);
 	else
 		again = false;
-	ev->prev_clock = ev->recorded && !ev->capture && ev->slot == slot && !ev->rec_waited ? ev->clock : 0;
-	ev->unwaited = ev->prev_clock ? ev->unwaited + 1 : 1;
-	ev->rec_waited = false;
+	/* recorded here before, no stream waiting on it since (retake_rerecorded) */
+	in_row = ev->recorded && !ev->capture && ev->slot == slot && !ev->rec_waited;
 	/* its work before this record, its first wait dropped, is the batch
 	 * its clock ordered, where it ordered one (book_early_work): a drop the
 	 * null stream's joins made redundant accuses nothing. Only that: where
@@ -1700,6 +1699,9 @@ static void op_record(struct nl_engine *e, struct nl_proc *p, int slot, const st
 	if (ev->records < UINT32_MAX)
 		ev->records++;
 	ev->capture = false;
+	ev->prev_clock = in_row ? ev->clock : 0;
+	ev->unwaited = in_row ? ev->unwaited + 1 : 1;
+	ev->rec_waited = false;
 	ev->clock = clock;
 	ev->gate = s->gate;
 	ev->token = s->token;
