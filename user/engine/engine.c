@@ -539,6 +539,18 @@ static uint32_t per_take(const struct nl_proc *p, bool sure)
 	return takes && copies % takes == 0 ? copies / takes : 0;
 }
 
+/* The smallest of m (0: none yet) and the segment sizes v[from..n); sizes
+ * of 0 left out where nonzero, else taken as any other (the next one
+ * then replaces it). */
+static uint32_t smallest_from(const uint32_t *v, uint32_t from, uint32_t n, uint32_t m,
+			      bool nonzero)
+{
+	for (uint32_t i = from; i < n; i++)
+		if ((v[i] || !nonzero) && (!m || v[i] < m))
+			m = v[i];
+	return m;
+}
+
 /* Every copy stream of the first pipeline (batch i on M[i % 2] copies the
  * same batch size on each): K from any one's segments, every segment of
  * every one a multiple of it. */
@@ -576,13 +588,9 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	 * record, are a fill segment too. Not after an attach in the middle of
 	 * a run, where nothing held back is a fill. */
 	for (uint32_t q = 0; !k && !p->mid_run && q < nq; q++)
-		for (uint32_t i = 0; i < npost[q]; i++)
-			if (!k || post[q][i] < k)
-				k = post[q][i];
+		k = smallest_from(post[q], 0, npost[q], k, false);
 	for (uint32_t q = 0; !k && !p->mid_run && q < nq; q++)
-		for (uint32_t i = 1; i < npre[q]; i++)
-			if (!k || pre[q][i] < k)
-				k = pre[q][i];
+		k = smallest_from(pre[q], 1, npre[q], k, false);
 	/* A smoke run that ended while its roles were learned, whose loader
 	 * copied every batch before the first record: no segment after the
 	 * fill has a copy. Its copy ops over compute's takes. */
@@ -608,9 +616,7 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		uint32_t m = 0;
 
 		for (uint32_t q = 0; q < nq; q++)
-			for (uint32_t i = 0; i < npost[q]; i++)
-				if (!m || post[q][i] < m)
-					m = post[q][i];
+			m = smallest_from(post[q], 0, npost[q], m, false);
 		k = m;
 	}
 	/* Not all multiples of that either: the smallest segment after the
@@ -623,13 +629,10 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 	if (k && !p->mid_run && !all_multiples(pre, npre, post, npost, nq, k)) {
 		uint32_t m = 0;
 
-		for (uint32_t q = 0; q < nq; q++)
-			for (uint32_t i = 1; i < npre[q] + npost[q]; i++) {
-				uint32_t c = size_at(pre[q], npre[q], post[q], i);
-
-				if (c && (!m || c < m))
-					m = c;
-			}
+		for (uint32_t q = 0; q < nq; q++) {
+			m = smallest_from(pre[q], 1, npre[q], m, true);
+			m = smallest_from(post[q], 0, npost[q], m, true);
+		}
 		k = m;
 	}
 	if (k && !all_multiples(pre, npre, post, npost, nq, k))
