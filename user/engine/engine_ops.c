@@ -2327,6 +2327,27 @@ static bool turn_sparse_again(const struct nl_proc *p, const struct nl_stream *x
 	return !live_copy(p, pipe) && !live_role(p, pipe, NL_ROLE_SPARSE);
 }
 
+/* Batch tok + 1, copied, that no consumer reached yet (no sparse work, no
+ * forward begun): what work of tok's producer past a record may be, begun
+ * without its edge (retake_after_restart, retake_rerecorded). NULL if
+ * none. */
+static const struct nl_batch *unreached_next(struct nl_proc *p, int64_t tok)
+{
+	const struct nl_batch *n = nl_batch_of(p, tok + 1);
+
+	if (!n || n->closed || n->fwd_started || n->st[NL_STAGE_SPARSE].work ||
+	    !n->st[NL_STAGE_COPY].work)
+		return NULL;
+	return n;
+}
+
+/* Every copy of batch n was made by ts (its segment closed, or its last
+ * copy before ts): work at ts may be its stage, begun without its edge. */
+static bool copies_made_by(const struct nl_batch *n, uint64_t ts)
+{
+	return n->copy_closed || n->st[NL_STAGE_COPY].last_ts <= ts;
+}
+
 /* Compute, which began batch T's forward by a restart (no take: T was
  * accused or ordered there), now waits on a record ev of data-dist stream
  * d still carrying T. One batch is taken once: d's record ended T's stage
@@ -2354,10 +2375,9 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
 	d = &p->s[ev->slot];
 	tok = ev->token;
 	h = nl_batch_of(p, tok);
-	n = nl_batch_of(p, tok + 1);
+	n = unreached_next(p, tok);
 	if (d->role != NL_ROLE_SPARSE || d->token != tok || !h || h->fwd_waited ||
-	    !h->st[NL_STAGE_FORWARD].work || !n || n->closed || n->fwd_started ||
-	    n->st[NL_STAGE_SPARSE].work || !n->st[NL_STAGE_COPY].work)
+	    !h->st[NL_STAGE_FORWARD].work || !n)
 		return;
 	for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
 		const struct nl_ring_op *r = &d->ring[k % NL_RING];
@@ -2378,7 +2398,7 @@ static void retake_after_restart(struct nl_engine *e, struct nl_proc *p, int slo
 	}
 	/* the newer batch's copies all made before that work: its segment,
 	 * still open, ends where the work begins, as a take's would */
-	if (!r0 || !w || (!n->copy_closed && n->st[NL_STAGE_COPY].last_ts > w->ts))
+	if (!r0 || !w || !copies_made_by(n, w->ts))
 		return;
 	/* r0 as the record taken: d waited on nothing since, so its clock
 	 * now is the one r0 captured for the other streams */
@@ -2412,9 +2432,8 @@ static void retake_rerecorded(struct nl_engine *e, struct nl_proc *p, int slot,
 		return;
 	d = &p->s[ev->slot];
 	tok = ev->token;
-	n = nl_batch_of(p, tok + 1);
-	if (d->role != NL_ROLE_SPARSE || d->token != tok || !nl_batch_of(p, tok) || !n || n->closed ||
-	    n->fwd_started || n->st[NL_STAGE_SPARSE].work || !n->st[NL_STAGE_COPY].work)
+	n = unreached_next(p, tok);
+	if (d->role != NL_ROLE_SPARSE || d->token != tok || !nl_batch_of(p, tok) || !n)
 		return;
 	for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
 		const struct nl_ring_op *r = &d->ring[k % NL_RING];
@@ -2430,8 +2449,7 @@ static void retake_rerecorded(struct nl_engine *e, struct nl_proc *p, int slot,
 		if (r->work && !w)
 			w = r;
 	}
-	if (!worked || !w || w->ts < n->st[NL_STAGE_COPY].first_ts ||
-	    (!n->copy_closed && n->st[NL_STAGE_COPY].last_ts > w->ts))
+	if (!worked || !w || w->ts < n->st[NL_STAGE_COPY].first_ts || !copies_made_by(n, w->ts))
 		return;
 	/* d waited on nothing since the first record: the clock it captured
 	 * for the other streams is the one the last did */
