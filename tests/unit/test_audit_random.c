@@ -838,6 +838,28 @@ static const uint64_t unfed_after_record[] = { 43836067, 43050441, 43634671,
 
 SEEDS_TEST(unfed_after_record)
 
+/* Compute the null stream, its backward beginning with forward's first
+ * kernel: before any window from one wait to the next taught first_min, a
+ * join moved compute to the next batch at backward's launch, and the wait
+ * that then took that batch from the data-dist stream says the move came
+ * in the middle of the step: first_min is learned from the two windows
+ * (note_join_early). A join that only orders compute keeps its batch for
+ * the step's next launch of its first kernel (order_tok). Before, every
+ * backward was charged to the next batch, and where that batch's take
+ * was dropped as redundant a healthy batch was accused sparse->forward
+ * (46987402, 46223934, 46984072, 47275707, 47842910, 48511763, 48909821),
+ * a healthy batch copy->sparse (48704662), or the last batch was skipped
+ * or audited twice (48629465, 48588804). The rest made the first versions
+ * of the change disagree: a join's batch kept before first_min was known
+ * (234359, 101539), across a turn of another pipeline (101539), or not at
+ * a wait on the copy stream (301086, 374596, 196960, 128691). Both modes. */
+static const uint64_t join_mid_step[] = { 46987402, 46223934, 46984072, 47275707,
+					  47842910, 48511763, 48909821, 48704662,
+					  48629465, 48588804, 234359,   101539,
+					  301086,   374596,   196960,   128691 };
+
+SEEDS_TEST(join_mid_step)
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1218,6 +1240,7 @@ int main(void)
 		cmocka_unit_test(test_rerecorded),
 		cmocka_unit_test(test_unfed_after_collective),
 		cmocka_unit_test(test_unfed_after_record),
+		cmocka_unit_test(test_join_mid_step),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

@@ -241,6 +241,47 @@ static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64
 	return q->first_min ? w->first_hits + 1 <= q->first_min : tok != s->token + 1;
 }
 
+/* Compute takes batch got, which it holds since a null-stream join moved it
+ * there at the step's first kernel (note_join_moved), by a record of a
+ * sparse stream made after that move: the batch's stage was still going
+ * on, and the move came in the middle of the step (backward launching
+ * forward's first kernel). Then joins only order compute until a whole
+ * window teaches first_min (join_only_orders). Before, every step's
+ * backward was charged to the next batch, and where that batch's take was
+ * dropped as redundant (the null stream's join ordered it), its dist_init
+ * after backward's launches accused a healthy batch sparse->forward
+ * (random program 46987402). */
+static void note_join_early(struct nl_proc *p, int64_t got, const struct nl_event *ev)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, got);
+	struct nl_batch *h = nl_batch_of(p, got);
+
+	const struct nl_batch *o = nl_batch_of(p, got - 1);
+
+	if (q && !q->first_min && q->join_moved_ts && q->join_moved == got && h && o &&
+	    h->st[NL_STAGE_FORWARD].work && ev->rec_ts > q->join_moved_ts &&
+	    o->st[NL_STAGE_FORWARD].first_sig[0] == h->st[NL_STAGE_FORWARD].first_sig[0])
+	{
+		q->first_min = o->st[NL_STAGE_FORWARD].first_hits + h->st[NL_STAGE_FORWARD].first_hits;
+		h->st[NL_STAGE_FORWARD].first_hits = 0;
+	}
+}
+
+/* Compute moved from batch `was` to the next at null-stream op c, a
+ * launch, before any whole window taught first_min (join_only_orders):
+ * kept, so that a wait taking that batch again shows the move early. */
+static void note_join_moved(struct nl_proc *p, const struct nl_stream *s, int64_t was,
+			    const struct nl_call *c)
+{
+	struct nl_pipe *q = nl_pipe_of_token(p, s->token);
+
+	if (!q || q->first_min || c->kind != NL_K_LAUNCH || was == NL_NO_TOKEN ||
+	    nl_tok_pipe(was) != nl_tok_pipe(s->token) || s->token != was + 1)
+		return;
+	q->join_moved = s->token;
+	q->join_moved_ts = c->ts_ns;
+}
+
 /* Sparse stream s waits at c on a record of another blocking stream, not
  * a copy stream (the data-dist stream on the all-to-all's end, before its
  * dist_init, the collective stream not known yet): the wait decides its
@@ -301,11 +342,35 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		if (s->implicit_tok > tok && c->kind != NL_K_STREAM_WAIT) /* else the wait decides */
 			tok = s->implicit_tok;
 		s->implicit_tok = NL_NO_TOKEN;
+		/* a join's token that only ordered compute, of the pipeline
+		 * it holds still (a wait since took none of another) */
+		if (s->order_tok != NL_NO_TOKEN && s->token != NL_NO_TOKEN &&
+		    nl_tok_pipe(s->order_tok) == nl_tok_pipe(s->token) &&
+		    (tok == NL_NO_TOKEN || (nl_tok_pipe(tok) == nl_tok_pipe(s->order_tok) && s->order_tok > tok)))
+			tok = s->order_tok;
+		s->order_tok = NL_NO_TOKEN;
 		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok) &&
-		    !(slot == p->compute_slot && join_only_orders(p, s, tok, c))) {
-			if (slot != p->compute_slot || implicit_may_begin(p, tok, c))
+		    slot == p->compute_slot && join_only_orders(p, s, tok, c)) {
+			/* kept for a later launch of the step's first kernel,
+			 * its take dropped (join_only_orders), until compute
+			 * takes it or a newer one. Before, a join made by backward's launches
+			 * brought the next batch's input_dist, and where that
+			 * batch's take was dropped, the step's next launch,
+			 * joining nothing new, left compute on the batch before
+			 * (random program 301086). So at a wait: one that
+			 * brings no batch (on the copy stream) leaves it. Not
+			 * before a whole window taught first_min: the join's
+			 * move then waits for nothing but the next batch */
+			if (nl_pipe_of_token(p, tok)->first_min)
+				s->order_tok = tok;
+		} else if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok)) {
+			if (slot != p->compute_slot || implicit_may_begin(p, tok, c)) {
+				int64_t was = s->token;
+
 				nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
-			else
+				if (slot == p->compute_slot)
+					note_join_moved(p, s, was, c);
+			} else
 				s->implicit_tok = tok;
 		}
 	} else if (s->blocking && p->null_slot >= 0) {
@@ -534,6 +599,7 @@ static void retoken_fill(struct nl_proc *p, const struct recut *r)
 		recut_token(r, &x->token);
 		recut_token(r, &x->carry);
 		recut_token(r, &x->implicit_tok);
+		recut_token(r, &x->order_tok);
 		recut_token(r, &x->handed_tok);
 		recut_token(r, &x->hold_tok);
 		recut_token(r, &x->hold_next);
@@ -2687,6 +2753,9 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 					}
 				}
 			}
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && from &&
+			    from->role == NL_ROLE_SPARSE)
+				note_join_early(p, got, ev);
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && news &&
 			    from && from->role == NL_ROLE_SPARSE) {
 				struct nl_batch *h = nl_batch_of(p, got);

@@ -215,7 +215,7 @@ void nl_stream_reset(struct nl_proc *p, int slot, const struct nl_skey *k, bool 
 	s->gen = nl_hgen_get(&p->hgen, k->handle);
 	s->history_known = history_known;
 	s->blocking = blocking;
-	s->token = s->carry = s->first_taken = s->implicit_tok = NL_NO_TOKEN;
+	s->token = s->carry = s->first_taken = s->implicit_tok = s->order_tok = NL_NO_TOKEN;
 	s->capture_origin = -1;
 	s->lru = ++p->lru;
 	if (blocking && !nl_key_is_null(k))

@@ -179,6 +179,8 @@ struct nl_stream {
 	int64_t carry;        /* null stream: the newest token its implicit joins brought */
 	int64_t implicit_tok; /* blocking sparse stream: a token its record's join brought, for its next work;
 			       * null-stream compute: a join's token, for its next op that may begin a step */
+	int64_t order_tok;    /* null-stream compute: a join's token that only ordered it (join_only_orders),
+			       * for a later launch that begins the step again */
 	/* copy stream: an open segment, its thread and that thread's compute work then */
 	bool seg_open;
 	uint32_t seg_tid;
@@ -525,6 +527,10 @@ struct nl_pipe {
 	/* compute waited on a record of its producer stream: its batches come
 	 * by waits (hand-offs), not by the null stream's implicit joins */
 	bool took_by_wait;
+	/* the batch a null-stream join last moved compute to at a launch,
+	 * before any whole window taught first_min, and when (0: none) */
+	int64_t join_moved;
+	uint64_t join_moved_ts;
 	/* the last NL_LONE_HIST times compute's step began again in a window
 	 * of this pipeline while nothing of it was left to begin (no newer
 	 * batch copied), or right after a copy on a stream of no role yet
