@@ -860,6 +860,17 @@ static const uint64_t join_mid_step[] = { 46987402, 46223934, 46984072, 47275707
 
 SEEDS_TEST(join_mid_step)
 
+/* A data-dist stream, compute's take of its batch done, launches
+ * input_dist again after its copy stream recorded again with no copy
+ * since the record it waited on, and no stream waited on the second
+ * record: the segment held two batches (a fill of two, the second's wait
+ * dropped with its record kept). It is cut in two (nl_cut_rerecorded).
+ * Before, the second batch was merged into the first's copies and the
+ * first accused sparse->forward (46278358, 48806618). Both modes. */
+static const uint64_t rerecorded_fill[] = { 46278358, 48806618 };
+
+SEEDS_TEST(rerecorded_fill)
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1241,6 +1252,7 @@ int main(void)
 		cmocka_unit_test(test_unfed_after_collective),
 		cmocka_unit_test(test_unfed_after_record),
 		cmocka_unit_test(test_join_mid_step),
+		cmocka_unit_test(test_rerecorded_fill),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

@@ -708,12 +708,78 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
 		take_token(p, s, next);
 }
 
+/* Some stream's wait, as far as the rings remember, was on stream
+ * slot's record of clock `clock`. */
+static bool waited_on(const struct nl_proc *p, int slot, uint32_t clock)
+{
+	for (uint32_t i = 0; i < p->w; i++) {
+		const struct nl_stream *x = &p->s[i];
+
+		for (uint32_t k = x->used ? nl_ring_start(x) : x->nring; k < x->nring; k++) {
+			const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot &&
+			    r->ev_clock == clock)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Sparse stream s, whose last wait on a copy stream took the batch it
+ * holds, begins its stage again at launch c with no newer batch of its
+ * pipeline copied: where that copy stream recorded again since the record
+ * waited on, by c's thread, copying nothing between, a record no stream
+ * waited on (not an added edge to compute) nor an allocator's
+ * (may_be_pools), the segment held the next batch's copies too (a
+ * fill of two, the second batch's wait on that record dropped). It is cut
+ * in as many batches as records were made of it (nl_cut_in). So at a stage
+ * begun again by the hand-off rule (take_over) where no fill guess is
+ * left to split (split_fill_again). Before, the next
+ * batch's stage stayed on the batch compute took, which was accused
+ * sparse->forward, and the next batch was merged into its copies (random
+ * program 46278358). */
+void nl_cut_rerecorded(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+		       const struct nl_call *c)
+{
+	const struct nl_stream *m;
+	const struct nl_ring_op *w = NULL;
+	uint32_t recs = 1;
+
+	if (nl_batch_of(p, next_batch(p, s, s->token)))
+		return;
+	for (uint32_t k = s->nring; k > nl_ring_start(s) && !w; k--) {
+		const struct nl_ring_op *r = &s->ring[(k - 1) % NL_RING];
+
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot >= 0 &&
+		    p->s[r->ev_slot].role == NL_ROLE_COPY && p->s[r->ev_slot].pipe == s->pipe)
+			w = r;
+	}
+	if (!w || w->token != s->token)
+		return;
+	m = &p->s[w->ev_slot];
+	for (uint32_t k = nl_ring_start(m); k < m->nring; k++) {
+		const struct nl_ring_op *r = &m->ring[k % NL_RING];
+
+		if (r->clock <= w->ev_clock)
+			continue;
+		if (r->work)
+			return;
+		if (nl_api_info[r->api].kind == NL_K_EVENT_RECORD && r->tid == c->tid &&
+		    r->ts < c->ts_ns && !may_be_pools(p, m, r->clock) &&
+		    !waited_on(p, w->ev_slot, r->clock))
+			recs++;
+	}
+	nl_cut_in(e, p, w->ev_slot, s->token, recs);
+}
+
 /* take_next_stage at a stage begun again by launch c, once the batch
  * after the one s holds has its part of the segment (stage_behind) */
 static void advance_stage(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 			  const struct nl_call *c, bool copied)
 {
 	stage_behind(e, p, s, c);
+	nl_cut_rerecorded(e, p, s, c);
 	take_next_stage(p, s, copied);
 }
 

@@ -71,8 +71,11 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok);
 uint32_t nl_other_fill_k(const struct nl_proc *p, const struct nl_skey *key);
 /* A fill segment left open, before the first batch is taken: cut at the fill size. */
 void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot);
+void nl_cut_rerecorded(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+		       const struct nl_call *c);
 bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 bool nl_cut_restarted(struct nl_engine *e, struct nl_proc *p, const struct nl_batch *x);
+bool nl_cut_in(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint32_t parts);
 bool nl_took_again(struct nl_engine *e, struct nl_proc *p, int by, uint32_t at, int m, int64_t tok,
 		   uint64_t first);
 void nl_fill_guess_ends(struct nl_engine *e, struct nl_proc *p, int slot, bool destroyed);

@@ -1463,6 +1463,30 @@ static bool cut_taken_again(struct nl_engine *e, struct nl_proc *p, int slot, in
 	return true;
 }
 
+/* Copy stream `slot`'s closed segment of batch tok, recorded `parts` times
+ * with no copy between the records (nl_cut_rerecorded): cut in that many
+ * batches, as the records would have cut it, where they divide it and the
+ * stream is sure of no other size. */
+bool nl_cut_in(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint32_t parts)
+{
+	struct nl_stream *m = &p->s[slot];
+	uint32_t n, k;
+
+	if (e->o.no_copy_split || m->role != NL_ROLE_COPY || m->seg_open || m->token != tok ||
+	    parts < 2)
+		return false;
+	n = fill_ops(m, tok, tok, NULL);
+	if (!n || n % parts)
+		return false;
+	k = n / parts;
+	if ((nl_sure_seg_k(m) && nl_sure_seg_k(m) != k) || !cut_segment(e, p, slot, tok, k, n))
+		return false;
+	nl_close_segment(p, m);
+	m->seg_k = k;
+	m->seg_k_n = NL_SEG_SURE;
+	return true;
+}
+
 /* Wait o took an older batch of those another pipeline's size cut copy
  * stream m's fill into (a guess), tok the newest of them, by a record m
  * made after the fill's last copy and before clock `upto`: it took tok's
@@ -2957,6 +2981,8 @@ static void take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *
 		      const struct nl_call *c)
 {
 	split_fill_again(e, p, s, c);
+	if (s->handed && s->token == s->handed_tok && sparse_again(p, s, c))
+		nl_cut_rerecorded(e, p, s, c);
 	nl_take_over(e, p, s, sparse_again(p, s, c), c);
 }
 
