@@ -847,7 +847,9 @@ SEEDS_TEST(unfed_after_record)
  * the step's next launch of its first kernel (order_tok). Before, every
  * backward was charged to the next batch, and where that batch's take
  * was dropped as redundant a healthy batch was accused sparse->forward
- * (46987402, 46223934, 46984072, 47275707, 47842910, 48511763, 48909821),
+ * (46987402, 46223934, 46984072, 47275707, 47842910, 48511763, 48909821;
+ * 40012410 and 41206684, whose windows before the move were closed by a
+ * loss.item() sync and gone at the wait; 31149, at depth 2),
  * a healthy batch copy->sparse (48704662), or the last batch was skipped
  * or audited twice (48629465, 48588804). The rest made the first versions
  * of the change disagree: a join's batch kept before first_min was known
@@ -856,7 +858,8 @@ SEEDS_TEST(unfed_after_record)
 static const uint64_t join_mid_step[] = { 46987402, 46223934, 46984072, 47275707,
 					  47842910, 48511763, 48909821, 48704662,
 					  48629465, 48588804, 234359,   101539,
-					  301086,   374596,   196960,   128691 };
+					  301086,   374596,   196960,   128691,
+					  40012410, 41206684, 31149 };
 
 SEEDS_TEST(join_mid_step)
 

@@ -256,30 +256,32 @@ static void note_join_early(struct nl_proc *p, int64_t got, const struct nl_even
 	struct nl_pipe *q = nl_pipe_of_token(p, got);
 	struct nl_batch *h = nl_batch_of(p, got);
 
-	const struct nl_batch *o = nl_batch_of(p, got - 1);
-
-	if (q && !q->first_min && q->join_moved_ts && q->join_moved == got && h && o &&
-	    h->st[NL_STAGE_FORWARD].work && ev->rec_ts > q->join_moved_ts &&
-	    o->st[NL_STAGE_FORWARD].first_sig[0] == h->st[NL_STAGE_FORWARD].first_sig[0])
-	{
-		q->first_min = o->st[NL_STAGE_FORWARD].first_hits + h->st[NL_STAGE_FORWARD].first_hits;
+	if (q && !q->first_min && q->join_moved_ts && q->join_moved == got && h &&
+	    h->st[NL_STAGE_FORWARD].work && ev->rec_ts > q->join_moved_ts) {
+		q->first_min = q->join_moved_hits + h->st[NL_STAGE_FORWARD].first_hits;
 		h->st[NL_STAGE_FORWARD].first_hits = 0;
 	}
 }
 
 /* Compute moved from batch `was` to the next at null-stream op c, a
- * launch, before any whole window taught first_min (join_only_orders):
- * kept, so that a wait taking that batch again shows the move early. */
+ * launch of the kernel was's window began with, before any whole window
+ * taught first_min (join_only_orders): kept with that window's launches
+ * of the kernel, so that a wait taking the batch again shows the move
+ * early (note_join_early; was may be closed and gone by then). */
 static void note_join_moved(struct nl_proc *p, const struct nl_stream *s, int64_t was,
 			    const struct nl_call *c)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, s->token);
+	const struct nl_batch *b = nl_batch_of(p, was);
 
-	if (!q || q->first_min || c->kind != NL_K_LAUNCH || was == NL_NO_TOKEN ||
-	    nl_tok_pipe(was) != nl_tok_pipe(s->token) || s->token != was + 1)
+	if (!q || q->first_min || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) || !b ||
+	    nl_tok_pipe(was) != nl_tok_pipe(s->token) || s->token != was + 1 ||
+	    !b->st[NL_STAGE_FORWARD].first_named[0] ||
+	    b->st[NL_STAGE_FORWARD].first_sig[0] != nl_call_sig(c))
 		return;
 	q->join_moved = s->token;
 	q->join_moved_ts = c->ts_ns;
+	q->join_moved_hits = b->st[NL_STAGE_FORWARD].first_hits;
 }
 
 /* Sparse stream s waits at c on a record of another blocking stream, not

@@ -527,10 +527,13 @@ struct nl_pipe {
 	/* compute waited on a record of its producer stream: its batches come
 	 * by waits (hand-offs), not by the null stream's implicit joins */
 	bool took_by_wait;
-	/* the batch a null-stream join last moved compute to at a launch,
-	 * before any whole window taught first_min, and when (0: none) */
+	/* the batch a null-stream join last moved compute to at a launch of
+	 * the step's first kernel, before any whole window taught first_min,
+	 * when (0: none), and the launches of that kernel the window it left
+	 * had (note_join_moved) */
 	int64_t join_moved;
 	uint64_t join_moved_ts;
+	uint32_t join_moved_hits;
 	/* the last NL_LONE_HIST times compute's step began again in a window
 	 * of this pipeline while nothing of it was left to begin (no newer
 	 * batch copied), or right after a copy on a stream of no role yet
