@@ -874,6 +874,24 @@ static const uint64_t rerecorded_fill[] = { 46278358, 48806618 };
 
 SEEDS_TEST(rerecorded_fill)
 
+/* A pipeline learned as another's (not the one whose copy stream learning
+ * picked), traced from its start, whose fill segment is cut by no two
+ * steady segments in a row of one size: its smallest segment after the
+ * fill cuts it, where every segment is a multiple of it, as for the first
+ * pipeline, when the threads that record its events made its copies
+ * (learn_other_fills). Before, the fill stayed one batch: the
+ * next batch was accused copy->sparse (48912157) or copy->forward
+ * (206744), a dropped take's copy->forward was missed (177437), a
+ * fault's batch merged (251495, 54879), the wrong batch accused
+ * (260580), or a batch audited that the program never had (213131). Not
+ * where a loader thread copies ahead of the loop's records: a first
+ * version cut such a fill by a segment of two batches (47713144). Both
+ * modes. */
+static const uint64_t other_fill_smallest[] = { 48912157, 206744, 177437, 251495,
+						54879,    260580, 213131, 47713144 };
+
+SEEDS_TEST(other_fill_smallest)
+
 /* Attached by pid (fuzz_audit -M), a faulty batch in flight at the attach
  * (copied before it, its sparse stage or forward after) is in no audit:
  * the summary says not valid, in_flight_at_attach (in_flight_work). Each
@@ -1256,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_unfed_after_record),
 		cmocka_unit_test(test_join_mid_step),
 		cmocka_unit_test(test_rerecorded_fill),
+		cmocka_unit_test(test_other_fill_smallest),
 		cmocka_unit_test(test_strict_attach),
 		cmocka_unit_test(test_found_mid_run),
 		cmocka_unit_test(test_found_mid_run_second_copy),

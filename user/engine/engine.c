@@ -645,6 +645,42 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 		p->fill_k = k;
 }
 
+/* Every copy to the device on the stream of key, in what learning held
+ * back, was made by a thread that recorded an event on it there: no
+ * loader thread copies ahead of the loop's records. */
+static bool copies_where_recorded(const struct nl_proc *p, const struct nl_skey *key)
+{
+	uint32_t tids[8], n = 0;
+
+	for (uint32_t i = 0; i < p->nlbuf; i++) {
+		const struct nl_call *c = &p->lbuf[i];
+		struct nl_skey k = nl_call_skey(c);
+		bool known = false;
+
+		if (c->kind != NL_K_EVENT_RECORD || !nl_skey_eq(&k, key))
+			continue;
+		for (uint32_t j = 0; j < n; j++)
+			known |= tids[j] == c->tid;
+		if (!known && n == 8)
+			return false;
+		if (!known)
+			tids[n++] = c->tid;
+	}
+	for (uint32_t i = 0; i < p->nlbuf; i++) {
+		const struct nl_call *c = &p->lbuf[i];
+		struct nl_skey k = nl_call_skey(c);
+		bool known = false;
+
+		if (!nl_kind_is_work(c->kind) || !nl_call_is_h2d(c) || !nl_skey_eq(&k, key))
+			continue;
+		for (uint32_t j = 0; j < n; j++)
+			known |= tids[j] == c->tid;
+		if (!known)
+			return false;
+	}
+	return n > 0;
+}
+
 /* Streams outside the first pipeline that copy to the device in what
  * learning held back (another pipeline's copy streams, found by their
  * edges in the replay): each one's fill size as learn_fill finds it, from
@@ -675,6 +711,20 @@ static void learn_other_fills(struct nl_engine *e, struct nl_proc *p)
 		k = sure_size(pre[0], npre, post[0], npost);
 		if (k && !all_multiples(pre, &npre, post, &npost, 1, k))
 			k = 0;
+		/* none two in a row: its smallest segment after the fill, as
+		 * learn_fill takes it for the first pipeline. A pipeline learned
+		 * second at depth 3, its fill of three batches before one record,
+		 * a redundant wait of its data-dist stream dropped with its
+		 * record, then one batch per record: before, the fill stayed one
+		 * batch, and the next was accused copy->sparse (random program
+		 * 48912157). Not where a loader thread copies: its copies run
+		 * ahead of the loop's records, and a segment of two may hold
+		 * two batches of one copy (47713144) */
+		if (!k && copies_where_recorded(p, &key)) {
+			k = smallest_from(post[0], 0, npost, 0, true);
+			if (k && !all_multiples(pre, &npre, post, &npost, 1, k))
+				k = 0;
+		}
 		for (uint32_t j = 0; k && j < npre; j++)
 			cut |= pre[0][j] > k;
 		p->xfill[p->nxfill].key = key;
