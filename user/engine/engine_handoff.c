@@ -715,7 +715,9 @@ static bool waited_on(const struct nl_proc *p, int slot, uint32_t clock)
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
 
-		for (uint32_t k = x->used ? nl_ring_start(x) : x->nring; k < x->nring; k++) {
+		if (!x->used)
+			continue;
+		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
 			const struct nl_ring_op *r = &x->ring[k % NL_RING];
 
 			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot &&
@@ -731,14 +733,13 @@ static bool waited_on(const struct nl_proc *p, int slot, uint32_t clock)
  * pipeline copied: where that copy stream recorded again since the record
  * waited on, by c's thread, copying nothing between, a record no stream
  * waited on (not an added edge to compute) nor an allocator's
- * (may_be_pools), the segment held the next batch's copies too (a
- * fill of two, the second batch's wait on that record dropped). It is cut
- * in as many batches as records were made of it (nl_cut_in). So at a stage
+ * (may_be_pools), the segment held the next batch's copies too (a fill
+ * of two, the second batch's wait on that record dropped). It is cut in
+ * as many batches as records were made of it (nl_cut_in). So at a stage
  * begun again by the hand-off rule (take_over) where no fill guess is
- * left to split (split_fill_again). Before, the next
- * batch's stage stayed on the batch compute took, which was accused
- * sparse->forward, and the next batch was merged into its copies (random
- * program 46278358). */
+ * left to split (split_fill_again). Before, the next batch's stage stayed
+ * on the batch compute took, which was accused sparse->forward, and the
+ * next batch was merged into its copies (random program 46278358). */
 void nl_cut_rerecorded(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 		       const struct nl_call *c)
 {

@@ -245,12 +245,14 @@ static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64
  * there at the step's first kernel (note_join_moved), by a record of a
  * sparse stream made after that move: the batch's stage was still going
  * on, and the move came in the middle of the step (backward launching
- * forward's first kernel). Then joins only order compute until a whole
- * window teaches first_min (join_only_orders). Before, every step's
- * backward was charged to the next batch, and where that batch's take was
- * dropped as redundant (the null stream's join ordered it), its dist_init
- * after backward's launches accused a healthy batch sparse->forward
- * (random program 46987402). */
+ * forward's first kernel). The step's launches of that kernel are those
+ * of the window the move left and of this one up to the wait: first_min
+ * (join_only_orders), and this window counts from the wait. Before, no
+ * whole window was ever counted, every step's backward was charged to
+ * the next batch, and where that batch's take was dropped as redundant
+ * (the null stream's join ordered it), its dist_init after backward's
+ * launches accused a healthy batch sparse->forward (random program
+ * 46987402). */
 static void note_join_early(struct nl_proc *p, int64_t got, const struct nl_event *ev)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, got);
@@ -348,32 +350,36 @@ static void implicit_sync(struct nl_engine *e, struct nl_proc *p, int slot,
 		 * it holds still (a wait since took none of another) */
 		if (s->order_tok != NL_NO_TOKEN && s->token != NL_NO_TOKEN &&
 		    nl_tok_pipe(s->order_tok) == nl_tok_pipe(s->token) &&
-		    (tok == NL_NO_TOKEN || (nl_tok_pipe(tok) == nl_tok_pipe(s->order_tok) && s->order_tok > tok)))
+		    (tok == NL_NO_TOKEN ||
+		     (nl_tok_pipe(tok) == nl_tok_pipe(s->order_tok) && s->order_tok > tok)))
 			tok = s->order_tok;
 		s->order_tok = NL_NO_TOKEN;
-		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok) &&
-		    slot == p->compute_slot && join_only_orders(p, s, tok, c)) {
-			/* kept for a later launch of the step's first kernel,
-			 * its take dropped (join_only_orders), until compute
-			 * takes it or a newer one. Before, a join made by backward's launches
-			 * brought the next batch's input_dist, and where that
-			 * batch's take was dropped, the step's next launch,
-			 * joining nothing new, left compute on the batch before
-			 * (random program 301086). So at a wait: one that
-			 * brings no batch (on the copy stream) leaves it. Not
-			 * before a whole window taught first_min: the join's
-			 * move then waits for nothing but the next batch */
-			if (nl_pipe_of_token(p, tok)->first_min)
-				s->order_tok = tok;
-		} else if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok)) {
-			if (slot != p->compute_slot || implicit_may_begin(p, tok, c)) {
+		if (implicit_newer(p, s, tok) && !nl_held_unworked(p, s, tok)) {
+			const struct nl_pipe *tq = nl_pipe_of_token(p, tok);
+
+			if (slot == p->compute_slot && join_only_orders(p, s, tok, c)) {
+				/* kept for a later launch of the step's first
+				 * kernel, its take dropped, until compute takes
+				 * it or a newer one; so at a wait that brings no
+				 * batch (on the copy stream). Before, a join
+				 * made by backward's launches brought the next
+				 * batch's input_dist, and where that batch's
+				 * take was dropped, the step's next launch,
+				 * joining nothing new, left compute on the batch
+				 * before (random program 301086). Not before a
+				 * whole window taught first_min: the join's move
+				 * then waits for nothing but the next batch */
+				if (tq && tq->first_min)
+					s->order_tok = tok;
+			} else if (slot != p->compute_slot || implicit_may_begin(p, tok, c)) {
 				int64_t was = s->token;
 
 				nl_set_token(p, slot, nl_cadence(p, slot, tok, -1, false), ts);
 				if (slot == p->compute_slot)
 					note_join_moved(p, s, was, c);
-			} else
+			} else {
 				s->implicit_tok = tok;
+			}
 		}
 	} else if (s->blocking && p->null_slot >= 0) {
 		int n = p->null_slot;
