@@ -624,6 +624,19 @@ static bool older_after(int64_t t, int64_t last, int64_t tok)
 	       nl_tok_pipe(t) == nl_tok_pipe(tok);
 }
 
+/* Stream x's ring holds a wait on stream slot's record at `clock`. */
+bool nl_ring_waited(const struct nl_stream *x, int slot, uint32_t clock)
+{
+	for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
+		const struct nl_ring_op *r = &x->ring[k % NL_RING];
+
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot &&
+		    r->ev_clock == clock)
+			return true;
+	}
+	return false;
+}
+
 /* Another sparse stream waited on the record at `clock` of stream s (D
  * handing its input_dist to the collective stream): the batch goes on on s
  * after it. */
@@ -635,16 +648,10 @@ static bool waited_by(const struct nl_proc *p, const struct nl_stream *s, uint32
 	for (uint32_t i = 0; i < p->w; i++) {
 		const struct nl_stream *x = &p->s[i];
 
-		if (!x->used || x == s ||
-		    (x->role != NL_ROLE_SPARSE && (!unroled || x->role != NL_ROLE_OTHER)))
-			continue;
-		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
-			const struct nl_ring_op *r = &x->ring[k % NL_RING];
-
-			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot &&
-			    r->ev_clock == clock)
-				return true;
-		}
+		if (x->used && x != s &&
+		    (x->role == NL_ROLE_SPARSE || (unroled && x->role == NL_ROLE_OTHER)) &&
+		    nl_ring_waited(x, slot, clock))
+			return true;
 	}
 	return false;
 }

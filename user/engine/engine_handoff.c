@@ -712,19 +712,9 @@ static void take_next_stage(struct nl_proc *p, struct nl_stream *s, bool copied)
  * slot's record of clock `clock`. */
 static bool waited_on(const struct nl_proc *p, int slot, uint32_t clock)
 {
-	for (uint32_t i = 0; i < p->w; i++) {
-		const struct nl_stream *x = &p->s[i];
-
-		if (!x->used)
-			continue;
-		for (uint32_t k = nl_ring_start(x); k < x->nring; k++) {
-			const struct nl_ring_op *r = &x->ring[k % NL_RING];
-
-			if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT && r->ev_slot == slot &&
-			    r->ev_clock == clock)
-				return true;
-		}
-	}
+	for (uint32_t i = 0; i < p->w; i++)
+		if (p->s[i].used && nl_ring_waited(&p->s[i], slot, clock))
+			return true;
 	return false;
 }
 

@@ -71,8 +71,6 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok);
 uint32_t nl_other_fill_k(const struct nl_proc *p, const struct nl_skey *key);
 /* A fill segment left open, before the first batch is taken: cut at the fill size. */
 void nl_cut_fill(struct nl_engine *e, struct nl_proc *p, int slot);
-void nl_cut_rerecorded(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
-		       const struct nl_call *c);
 bool nl_sparse_took_again(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s);
 bool nl_cut_restarted(struct nl_engine *e, struct nl_proc *p, const struct nl_batch *x);
 bool nl_cut_in(struct nl_engine *e, struct nl_proc *p, int slot, int64_t tok, uint32_t parts);
@@ -131,6 +129,8 @@ int64_t nl_retake_behind(struct nl_engine *e, struct nl_proc *p, int slot, int64
 void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl_pipe *gq);
 /* Every copy op of batch b is ordered before stream s's clock. */
 bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
+/* Stream x's ring holds a wait on stream slot's record at `clock`. */
+bool nl_ring_waited(const struct nl_stream *x, int slot, uint32_t clock);
 
 /* ---- engine_graph.c -------------------------------------------------------- */
 
@@ -200,6 +200,10 @@ bool nl_other_than_first(const struct nl_batch *b, int slot, const struct nl_cal
 bool nl_launch_after_handoff(struct nl_proc *p, const struct nl_stream *s, const struct nl_call *c);
 void nl_take_again_after_record(struct nl_proc *p, struct nl_stream *s, const struct nl_call *c);
 void nl_take_first_compute(struct nl_proc *p, struct nl_stream *s);
+/* A handed data-dist stream's copy segment recorded again with no copy
+ * between: cut in as many batches as records (nl_cut_in). */
+void nl_cut_rerecorded(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
+		       const struct nl_call *c);
 
 /* ---- engine_batch.c -------------------------------------------------------- */
 

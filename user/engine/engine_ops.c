@@ -2786,15 +2786,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				}
 			}
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && from &&
-			    from->role == NL_ROLE_SPARSE)
-				note_join_early(p, got, ev);
-			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && news &&
-			    from && from->role == NL_ROLE_SPARSE) {
+			    from->role == NL_ROLE_SPARSE) {
 				struct nl_batch *h = nl_batch_of(p, got);
 
+				note_join_early(p, got, ev);
 				/* a second take of the batch compute works on, on
 				 * the data-dist side (merged_stage) */
-				if (h && h->st[NL_STAGE_FORWARD].work) {
+				if (news && h && h->st[NL_STAGE_FORWARD].work) {
 					int64_t n = nl_retake_behind(e, p, ev->slot, got, seen);
 
 					if (n != NL_NO_TOKEN) {
@@ -2988,10 +2986,13 @@ static void split_fill_again(struct nl_engine *e, struct nl_proc *p, const struc
 static void take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s,
 		      const struct nl_call *c)
 {
+	bool again;
+
 	split_fill_again(e, p, s, c);
-	if (s->handed && s->token == s->handed_tok && sparse_again(p, s, c))
+	again = sparse_again(p, s, c);
+	if (again && s->handed && s->token == s->handed_tok)
 		nl_cut_rerecorded(e, p, s, c);
-	nl_take_over(e, p, s, sparse_again(p, s, c), c);
+	nl_take_over(e, p, s, again, c);
 }
 
 /* TorchRec's step a: compute waited on the data-dist stream's record
