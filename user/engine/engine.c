@@ -19,7 +19,7 @@ static const char *const skip_names[NL_NSKIP] = {
 	[NL_SKIP_TARGET_EXITED] = "target_exited", [NL_SKIP_DETACHED] = "detached",
 	[NL_SKIP_GRAPH_CAPTURE] = "graph_capture", [NL_SKIP_UNKNOWN_HANDLE] = "unknown_handle",
 	[NL_SKIP_EVICTED] = "evicted", [NL_SKIP_PRETRACE_STREAM] = "pretrace_stream",
-	[NL_SKIP_ATTACH_OFFSET] = "attach_offset",
+	[NL_SKIP_ATTACH_OFFSET] = "attach_offset", [NL_SKIP_NOT_CONSUMED] = "not_consumed",
 };
 static const char *const edge_names[NL_NEDGES] = {
 	[NL_EDGE_COPY_SPARSE] = "copy->sparse",

@@ -38,6 +38,7 @@ enum nl_skip_reason {
 	NL_SKIP_EVICTED,
 	NL_SKIP_PRETRACE_STREAM,
 	NL_SKIP_ATTACH_OFFSET,
+	NL_SKIP_NOT_CONSUMED,  /* no step took it: the job stopped first (not invalid) */
 	NL_NSKIP
 };
 
@@ -220,6 +221,9 @@ struct nl_summary {
 	uint32_t invalid_mask;    /* 1u << enum nl_invalid_reason; 0 exactly when valid */
 	uint32_t missing_stages;  /* 1u << enum nl_stage_id, over every process */
 	uint64_t batches, trusted, untrusted, skipped;
+	/* of those skipped, the ones skipped only as not consumed: no step
+	 * took them, so they make the evidence no less valid */
+	uint64_t unconsumed;
 	uint64_t skip_reasons[NL_NSKIP];
 	uint64_t missing_edges[NL_NEDGES];
 	uint64_t records, ignored_records, untracked_records, lost_records;

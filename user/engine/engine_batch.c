@@ -262,6 +262,57 @@ static void note_first_hits(struct nl_pipe *q, const struct nl_batch *b, const s
 		q->first_min_whole = hits;
 }
 
+/* Compute's window of batch b ends where batch `to`'s begins: whether it
+ * was one step like every window before it (steps_uneven, even_hits), so
+ * that the count of windows is the count of steps (never_consumed). */
+static void note_even(struct nl_pipe *q, const struct nl_batch *b, int64_t to)
+{
+	const struct nl_stage_acc *w = b ? &b->st[NL_STAGE_FORWARD] : NULL;
+
+	if (q->fwd_max == NL_NO_TOKEN) {
+		q->steps_uneven |= nl_tok_seq(to) != 0;
+		return;
+	}
+	if (!w || to != q->fwd_max + 1 || !b->fwd_started || w->again_ts || !w->first_hits ||
+	    (q->even_hits && w->first_hits != q->even_hits))
+		q->steps_uneven = true;
+	else
+		q->even_hits = w->first_hits;
+}
+
+/* Batch b's copies, as its copy streams remember them: the ring's tokens
+ * follow every cut of a segment (a ring that no longer reaches back
+ * counts fewer, which never_consumed takes as uneven) */
+static uint64_t copies_of(struct nl_proc *p, const struct nl_batch *b)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_stream *s = &p->s[b->bs[i].slot];
+
+		if (b->bs[i].stage != NL_STAGE_COPY)
+			continue;
+		for (uint32_t k = nl_ring_start(s); k < s->nring; k++)
+			n += s->ring[k % NL_RING].token == b->token && s->ring[k % NL_RING].work;
+	}
+	return n;
+}
+
+/* Whether batch b was copied in as many copies as every batch of its
+ * pipeline emitted so far and every one not yet emitted (never_consumed) */
+static bool copies_even(struct nl_proc *p, const struct nl_pipe *q, const struct nl_batch *b)
+{
+	uint64_t k = copies_of(p, b);
+	struct nl_batch *x;
+
+	if (!k || q->copies_uneven || (q->even_copies && q->even_copies != k))
+		return false;
+	NL_FOR_PIPE_BATCHES(p, q, x)
+		if (copies_of(p, x) != k)
+			return false;
+	return true;
+}
+
 /* Compute's first work op with token `to`: forward(to) begins and closes
  * every earlier batch of its pipeline. */
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)
@@ -272,6 +323,7 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 	if (!q || to <= q->fwd_max)
 		return;
 	note_first_hits(q, nl_batch_of(p, q->fwd_max), nl_batch_of(p, to));
+	note_even(q, nl_batch_of(p, q->fwd_max), to);
 	nl_compute_tick(p, to, ts);
 	/* the window before ends at the first op that carried `to`, the wait
 	 * that brought it when one did */
@@ -622,6 +674,60 @@ static void take_shared(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
 	b->st[NL_STAGE_FORWARD].c = own->st[NL_STAGE_FORWARD].c;
 }
 
+/* At exit, batch b was never consumed: the job stopped before the step
+ * that would have taken it (a loop with a step limit over a longer
+ * dataloader prefetches batches no step uses). Compute holds an older
+ * batch of b's pipeline, the process's only one, whose batches came by
+ * waits; its forward was seen complete (a host sync after its last op),
+ * and compute did one step's work since and no more: every window of the
+ * pipeline so far was one step like the others (note_even), this one
+ * began as they all did (the same two different first kernels, on the
+ * same thread, at least two windows so), never began so again (again_ts)
+ * and launched the step's first kernel as often as each of them did; no
+ * restart was kept for the exit. b is at most the pipeline's depth ahead
+ * of it and copied in as many copies as every batch (copies_even). So
+ * b's forward never began, ordered or not, and nothing on compute read
+ * it. Anything less sure stays target_exited: a take dropped in the last
+ * steps can leave a batch looking so once the windows are numbered one
+ * off (random program 112056), and then the run must not be valid. */
+static bool never_consumed(struct nl_proc *p, const struct nl_batch *b)
+{
+	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
+	const struct nl_batch *own = c ? nl_batch_of(p, c->token) : NULL;
+	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
+	const struct nl_stage_acc *w;
+
+	if (!own || !q || nl_tok_pipe(own->token) != nl_tok_pipe(b->token) ||
+	    own->token >= b->token || b->fwd_started || b->st[NL_STAGE_FORWARD].ops ||
+	    b->watch[NL_CONSUMER_COMPUTE].repeat || b->watch[NL_CONSUMER_SPARSE].repeat)
+		return false;
+	w = &own->st[NL_STAGE_FORWARD];
+	if (!own->fwd_started || !w->c.done_by_ns || !q->took_by_wait)
+		return false;
+	/* no more batches ahead of compute than the pipeline's depth (as
+	 * own's forward came after its copy), each copied in as many copies
+	 * as every batch before: a batch of segments merged or cut wrong is
+	 * none a step could prefetch (random program 116520) */
+	if (own->fwd_tick <= own->copy_tick || b->token - own->token > own->fwd_tick - own->copy_tick ||
+	    !copies_even(p, q, b))
+		return false;
+	if (q->step_n < 2 || q->step_varied || q->step_tid_varied || q->again_in_step ||
+	    !w->first_named[0] || !w->first_named[1] || w->first_sig[0] == w->first_sig[1] ||
+	    w->first_sig[0] != q->step_sig[0] ||
+	    w->first_sig[1] != q->step_sig[1] || w->first_tid != q->step_tid)
+		return false;
+	if (w->again_ts || !q->first_min || w->first_hits > q->first_min ||
+	    q->steps_uneven || !q->even_hits || w->first_hits != q->even_hits)
+		return false;
+	/* one pipeline: another's step, its take dropped, may hide in a
+	 * window of this one and leave a batch of it looking unconsumed
+	 * (random programs 105881, 405870: an evaluation batch's) */
+	for (int i = 0; i < p->npipes; i++)
+		if (p->pipes[i].used && &p->pipes[i] != q)
+			return false;
+	return !q->again_ts && !nl_lone_again(q) && !q->again_two_ts;
+}
+
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
 	struct nl_batch *b;
@@ -669,7 +775,9 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		    !(fin && !b->fwd_started && b->watch[k].repeat) &&
 		    !(fin && k == NL_CONSUMER_SPARSE &&
 		      (b->st[NL_STAGE_SPARSE].work || unclaimed_sparse_work(p, b))))
-			b->skip |= NL_SKIP_BIT(exited ? NL_SKIP_TARGET_EXITED : NL_SKIP_DETACHED);
+			b->skip |= NL_SKIP_BIT(!exited		      ? NL_SKIP_DETACHED
+					       : fin && never_consumed(p, b) ? NL_SKIP_NOT_CONSUMED
+									     : NL_SKIP_TARGET_EXITED);
 		close_batch(e, p, b, ts);
 	}
 	for (int i = 0; i < p->npipes; i++)
@@ -749,12 +857,18 @@ static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *
 {
 	struct nl_batch *b = nl_batch_of(p, q->oldest);
 	struct nl_batch_audit a;
+	uint64_t k;
 
 	q->oldest++;
 	if (!b)
 		return;
 	nl_build_audit(e, p, b, &a);
 	b->used = false;
+	k = copies_of(p, b);
+	if (k != q->even_copies) {
+		q->copies_uneven |= q->even_copies != 0;
+		q->even_copies = k;
+	}
 	e->sum.batches++;
 	if (a.verdict == NL_VERDICT_TRUSTED)
 		e->sum.trusted++;
@@ -762,6 +876,8 @@ static void emit_oldest(struct nl_engine *e, struct nl_proc *p, struct nl_pipe *
 		e->sum.untrusted++;
 	else
 		e->sum.skipped++;
+	if (a.verdict == NL_VERDICT_SKIPPED && a.skip_mask == NL_SKIP_BIT(NL_SKIP_NOT_CONSUMED))
+		e->sum.unconsumed++;
 	for (int r = 0; r < NL_NSKIP; r++)
 		if (a.skip_mask & NL_SKIP_BIT(r))
 			e->sum.skip_reasons[r]++;

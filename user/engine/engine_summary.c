@@ -185,7 +185,7 @@ static void judge_evidence(const struct nl_engine *e, struct nl_summary *s)
 	const bool invalid[NL_NINVALID] = {
 		[NL_INVALID_NO_BATCHES] = !s->batches,
 		[NL_INVALID_UNTRUSTED] = s->untrusted,
-		[NL_INVALID_SKIPPED] = s->skipped,
+		[NL_INVALID_SKIPPED] = s->skipped > s->unconsumed,
 		[NL_INVALID_MISSING_STAGE] = s->missing_stages,
 		[NL_INVALID_LOST_RECORDS] = s->lost_records || (s->has_run_info &&
 								(r->lost_ringbuf || r->lost_stash)),

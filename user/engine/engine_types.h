@@ -516,6 +516,15 @@ struct nl_pipe {
 	 * window had, among windows a wait began and a wait ended (0: none
 	 * yet): a step that launches that kernel again has more than one */
 	uint32_t first_min;
+	/* every forward window closed so far was one step like the others:
+	 * each batch in turn, no restart left in it, its first kernel
+	 * launched even_hits times (note_even); steps_uneven once one was not */
+	bool steps_uneven;
+	uint32_t even_hits;
+	/* the copies (work ops) of each batch emitted, while every one had
+	 * as many (copies_uneven once one had not) */
+	uint64_t even_copies;
+	bool copies_uneven;
 	/* the same among windows with no launch counted in a run (a launch
 	 * counted may have been of the kernel): the one to accuse by */
 	uint32_t first_min_whole;

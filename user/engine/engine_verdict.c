@@ -326,6 +326,25 @@ static void overlap(const struct nl_proc *p, const struct nl_batch *b, struct nl
 	a->overlap_ns = sum;
 }
 
+/* A batch no step consumed (nl_drain, not_consumed): only its sparse
+ * stage read it. A copy->sparse finding, where that stage did work, is a
+ * read of its copy unordered and makes it untrusted; any other finding is
+ * of a read that never came. */
+static void unconsumed(const struct nl_batch *b, struct nl_batch_audit *a, uint32_t *by_flags)
+{
+	uint32_t keep = b->st[NL_STAGE_SPARSE].work ? 1u << NL_EDGE_COPY_SPARSE : 0;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < a->nunordered; i++)
+		if (keep & (1u << a->unordered[i].edge))
+			a->unordered[k++] = a->unordered[i];
+	a->nunordered = k;
+	a->missing_mask &= keep;
+	*by_flags &= keep;
+	if (a->missing_mask)
+		a->skip_mask = 0;
+}
+
 void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 		    const struct nl_batch *b, struct nl_batch_audit *a)
 {
@@ -373,6 +392,8 @@ void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 	a->post_step_at_ns = b->post_confirmed ? b->post_at : 0;
 	a->tick_end_ns = b->close_ts;
 	judge(p, b, a, &by_flags);
+	if (a->skip_mask == NL_SKIP_BIT(NL_SKIP_NOT_CONSUMED))
+		unconsumed(b, a, &by_flags);
 	if (a->missing_mask && !e->o.unseen_nonblocking) {
 		/* Named only where the calls prove it, whatever flags the
 		 * streams created before tracing had: the first edge must be
