@@ -24,6 +24,7 @@ static void write_header(const struct pl_opts *o)
 	pj_str(&j, "pattern", o->pattern == PAT_SIMPLE ? "simple" : "torchrec");
 	pj_num(&j, "depth", o->depth);
 	pj_num(&j, "batches", o->batches);
+	pj_num(&j, "steps", o->steps);
 	pj_raw(&j, ",\"drop\":[");
 	for (int i = 0; i < o->ndrops; i++)
 		pj_raw(&j, "%s{\"wait\":\"%s\",\"batch\":%ld}", i ? "," : "",

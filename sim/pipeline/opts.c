@@ -23,6 +23,9 @@ const char *const pl_stall_names[STALL_COUNT] = { "copy", "sparse" };
 static const char usage[] =
 	"usage: pipeline [options]\n"
 	"  --batches N          batches to train (default 8)\n"
+	"  --steps N            stop after N training steps, as a loop with a step limit\n"
+	"                       over a longer dataloader does: the batches prefetched for\n"
+	"                       steps that never come are never consumed (default --batches)\n"
 	"  --depth 1|2          pipeline depth (torchrec only; default 2)\n"
 	"  --pattern P          torchrec (TrainPipelineSparseDist) or simple (copy -> forward)\n"
 	"  --drop WAIT@K        skip one named wait for batch K: b_data_dist_wait,\n"
@@ -127,7 +130,7 @@ static int parse_stall(const char *arg, struct pl_opts *o, char *err, size_t len
 	return 0;
 }
 
-enum { O_BATCHES = 256, O_DEPTH, O_PATTERN, O_DROP, O_STALL, O_EXIT_AT, O_SLEEP, O_MLP, O_WATCHDOG, O_TORCH,
+enum { O_BATCHES = 256, O_DEPTH, O_PATTERN, O_DROP, O_STALL, O_EXIT_AT, O_STEPS, O_SLEEP, O_MLP, O_WATCHDOG, O_TORCH,
        O_SEED, O_GATE_SIGNAL, O_GATE_FILE, O_GATE_TIMEOUT, O_TRUTH, O_HELP };
 
 static const struct option longopts[] = {
@@ -137,6 +140,7 @@ static const struct option longopts[] = {
 	{ "drop", required_argument, NULL, O_DROP },
 	{ "stall", required_argument, NULL, O_STALL },
 	{ "exit-at", required_argument, NULL, O_EXIT_AT },
+	{ "steps", required_argument, NULL, O_STEPS },
 	{ "iter-sleep-ms", required_argument, NULL, O_SLEEP },
 	{ "mlp-layers", required_argument, NULL, O_MLP },
 	{ "watchdog-ms", required_argument, NULL, O_WATCHDOG },
@@ -180,9 +184,13 @@ static int validate(struct pl_opts *o, bool depth_given, char *err, size_t len)
 			return errf(err, len, "--stall %s@%ld: batch out of range 0..%ld",
 				    pl_stall_names[f->what], f->batch, o->batches - 1);
 	}
-	if (o->exit_at >= o->batches)
-		return errf(err, len, "--exit-at %ld: batch out of range 0..%ld", o->exit_at,
-			    o->batches - 1);
+	if (o->steps > o->batches)
+		return errf(err, len, "--steps %ld: more than --batches %ld", o->steps, o->batches);
+	if (!o->steps)
+		o->steps = o->batches;
+	if (o->exit_at >= o->steps)
+		return errf(err, len, "--exit-at %ld: batch out of range 0..%ld (the steps run)",
+			    o->exit_at, o->steps - 1);
 	return 0;
 }
 
@@ -229,6 +237,10 @@ int pl_parse_opts(int argc, char **argv, struct pl_opts *o, char *err, size_t le
 		case O_EXIT_AT:
 			if (parse_long(optarg, 0, LONG_MAX, &o->exit_at, NULL))
 				return errf(err, len, "--exit-at '%s': expected a batch number", optarg);
+			break;
+		case O_STEPS:
+			if (parse_long(optarg, 1, 1000000, &o->steps, NULL))
+				return errf(err, len, "--steps '%s': expected 1..1000000", optarg);
 			break;
 		case O_SLEEP:
 			if (parse_long(optarg, 0, 10000, &o->iter_sleep_ms, NULL))

@@ -47,7 +47,8 @@ struct pl_fault {
 struct pl_opts {
 	int pattern;
 	int depth;
-	long batches;
+	long batches;        /* the dataloader's */
+	long steps;          /* steps run (forward of batches 0..steps-1); the rest prefetched */
 	struct pl_fault drops[PL_MAX_FAULTS];
 	int ndrops;
 	struct pl_fault stalls[PL_MAX_FAULTS];
@@ -209,7 +210,7 @@ struct pl_batch {
 	uint32_t h_splits[PL_NSPLIT]; /* .tolist() destination */
 	uint32_t h_loss;
 	simhip_kernel_t stall_copy_k, stall_sparse_k; /* --stall: their durations */
-	bool copied, fwd_started, fwd_done;
+	bool copied, sparse_started, fwd_started, fwd_done;
 	atomic_int checked;       /* forward's content check ran */
 	atomic_long mismatches;   /* words forward (and .tolist()) found wrong */
 };

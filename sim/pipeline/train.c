@@ -128,6 +128,7 @@ static void start_sparse(struct pl_ctx *x, long k, int step)
 	pl_attr(k, ST_SPARSE, step);
 	pl_wait_stream(x, x->D, x->M, k, "M->D", step, W_B_DATA_DIST,
 		       pl_dropped(x->o, W_B_DATA_DIST, k));
+	b->sparse_started = true;
 	hw_launch(&k_input_dist, 32, b->argv, x->D);
 	b->splits_w = pl_alltoall(x, x->D, k, step, true, &op, 1);
 	/* Split sizes known on the host go up with a blocking copy. */
@@ -299,7 +300,7 @@ static void iter_sleep(const struct pl_opts *o)
 
 static void run_torchrec(struct pl_ctx *x)
 {
-	const long B = x->o->batches;
+	const long B = x->o->batches, S = x->o->steps;
 	const int ahead = x->o->depth; /* iterations between copy(k) and forward(k) */
 
 	/* fill_pipeline: batch 0 copied and its sparse stage run, batch 1
@@ -315,7 +316,9 @@ static void run_torchrec(struct pl_ctx *x)
 		free_staging(x, 1, SP_FILL);
 	}
 
-	for (long i = 0; i < B; i++) {
+	/* --steps: the dataloader holds B batches, the loop stops after S
+	 * steps; what it prefetched for the steps after is never consumed */
+	for (long i = 0; i < S; i++) {
 		wait_for_batch(x, i);
 		if (ahead == 1 && i + 1 < B)
 			copy_batch(x, i + 1, SP_C);
@@ -336,11 +339,11 @@ static void run_torchrec(struct pl_ctx *x)
 
 static void run_simple(struct pl_ctx *x)
 {
-	const long B = x->o->batches;
+	const long B = x->o->batches, S = x->o->steps;
 
 	copy_batch(x, 0, SP_FILL);
 	free_staging(x, 0, SP_FILL);
-	for (long i = 0; i < B; i++) {
+	for (long i = 0; i < S; i++) {
 		struct pl_batch *b = &x->b[i];
 
 		pl_attr(i, ST_FORWARD, SP_A);
@@ -447,6 +450,8 @@ int pl_verdicts(struct pl_ctx *x, bool exiting)
 	for (long k = 0; k < o->batches; k++) {
 		struct pl_batch *b = &x->b[k];
 		bool skipped = exiting && !b->fwd_done;
+		/* prefetched for a step that never came (--steps) */
+		bool unused = !exiting && k >= o->steps;
 		bool checked = atomic_load(&b->checked);
 		long bad = atomic_load(&b->mismatches);
 		bool forced = pl_race_forced(o, k);
@@ -459,17 +464,26 @@ int pl_verdicts(struct pl_ctx *x, bool exiting)
 		if (!b->copied)
 			continue;
 		listed++;
-		if (!skipped)
+		/* an unused batch is untrusted when its sparse stage ran without
+		 * its edge (it read the copy unordered), and otherwise skipped:
+		 * nothing read it */
+		if (unused)
+			nmissing = b->sparse_started && pl_dropped(o, W_B_DATA_DIST, k);
+		else if (!skipped)
 			nmissing = missing_edges(o, k, NULL);
+		skipped |= unused && !nmissing;
 		verdict = skipped ? "skipped" : nmissing ? "untrusted" : "trusted";
 		pj_begin(&j, "batch");
 		pj_num(&j, "batch", k);
 		pj_str(&j, "verdict", verdict);
 		if (skipped)
 			pj_raw(&j, ",\"missing_edges\":[]");
+		else if (unused)
+			pj_raw(&j, ",\"missing_edges\":[\"%s\"]", pl_waits[W_B_DATA_DIST].missing);
 		else
 			missing_edges(o, k, &j);
-		pj_raw(&j, ",\"skip_reasons\":[%s]", skipped ? "\"target_exited\"" : "");
+		pj_raw(&j, ",\"skip_reasons\":[%s]",
+		       !skipped ? "" : unused ? "\"not_consumed\"" : "\"target_exited\"");
 		if (!skipped && checked)
 			pj_bool(&j, "content_ok", bad == 0);
 		else
@@ -481,7 +495,7 @@ int pl_verdicts(struct pl_ctx *x, bool exiting)
 			mn += (size_t)snprintf(mism + mn, sizeof(mism) - mn, "%ld", bad);
 		if (bad)
 			mismatched++;
-		if (exiting || skipped)
+		if (exiting || skipped || unused)
 			continue;
 		if (!checked || (bad && !nmissing) || (forced && !bad)) {
 			fprintf(stderr, "pipeline: batch %ld: %s\n", k,

@@ -44,6 +44,17 @@ check "  ...the race was real (content check failed on batch 3)" \
 	jq -e -s '[.[] | select(.type=="batch" and .batch==3)][0].content_ok == false' "$TMP/race.truth"
 check "stall + dropped redundant wait: trusted" \
 	audit race_a --batches 6 --stall sparse@3:40 --drop a_compute_wait@3
+# a step limit over a longer dataloader: the batches prefetched for the
+# steps that never came are skipped not_consumed, and the run is valid
+check "--steps 6 of 8 batches: the two prefetched skipped not_consumed" \
+	audit steps --batches 8 --steps 6
+check "  ...and the run's evidence valid" \
+	jq -e -s '.[-1] | .evidence_valid and .skip_reasons.not_consumed == 2' "$TMP/steps.json"
+check "--steps, simple loop, 1 prefetched" audit steps_simple --pattern simple --batches 7 --steps 6
+check "--steps, the prefetched batch 6's copy->sparse dropped: untrusted, the rest not_consumed" \
+	audit steps_drop --batches 8 --steps 6 --drop b_data_dist_wait@6
+check "--steps, counted launches (--mlp-layers 20)" \
+	audit steps_mlp --batches 8 --steps 6 --mlp-layers 20
 check "abrupt exit in batch 3: in-flight batches skipped target_exited" \
 	audit exit --batches 7 --exit-at 3
 check "  ...none of them trusted" \

@@ -54,6 +54,13 @@ live clean --batches 6
 check "-- pipeline, clean: exit 0" test $LIVE_RC = 0
 check "  ...evidence_valid, 6 trusted batches" \
 	jq -e -s '[.[] | select(.type=="summary")][0] | .evidence_valid and .trusted == 6' "$TMP/cmd_clean.json"
+# the CI smoke run of docs/usage.md: a step limit over a longer dataloader
+live steps --batches 10 --steps 6 --mlp-layers 8
+check "-- pipeline --steps 6 of 10 batches: exit 0" test $LIVE_RC = 0
+check "  ...the two prefetched batches skipped not_consumed, the evidence valid" \
+	jq -e -s '[.[] | select(.type=="summary")][0] | .evidence_valid and .trusted == 6 and .skipped == 2 and .skip_reasons.not_consumed == 2' "$TMP/cmd_steps.json"
+live steps_drop --batches 10 --steps 6 --drop b_data_dist_wait@6
+check "-- pipeline --steps, a prefetched batch's sparse stage unordered: exit 3" test $LIVE_RC = 3
 live drop --batches 6 --drop b_data_dist_wait@2
 check "-- pipeline, dropped data-dist wait: exit 3" test $LIVE_RC = 3
 check "  ...untrusted_batches named on stderr" grep -q 'evidence not valid: untrusted_batches' "$TMP/cmd_drop.err"
