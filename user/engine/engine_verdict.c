@@ -392,7 +392,13 @@ void nl_build_audit(const struct nl_engine *e, const struct nl_proc *p,
 	a->post_step_at_ns = b->post_confirmed ? b->post_at : 0;
 	a->tick_end_ns = b->close_ts;
 	judge(p, b, a, &by_flags);
-	if (a->skip_mask == NL_SKIP_BIT(NL_SKIP_NOT_CONSUMED))
+	/* ...and so for a batch cut short by the exit whose sparse stage
+	 * read its copy unordered: that read was made, whatever came after
+	 * (a pipeline traced from its start only: found mid-run, whose work
+	 * is the batch's is not known at exit) */
+	if (a->skip_mask == NL_SKIP_BIT(NL_SKIP_NOT_CONSUMED) ||
+	    (a->skip_mask == NL_SKIP_BIT(NL_SKIP_TARGET_EXITED) && b->st[NL_STAGE_SPARSE].work &&
+	     (a->missing_mask & (1u << NL_EDGE_COPY_SPARSE)) && p->pipes[a->pipeline].from_start))
 		unconsumed(b, a, &by_flags);
 	if (a->missing_mask && !e->o.unseen_nonblocking) {
 		/* Named only where the calls prove it, whatever flags the
