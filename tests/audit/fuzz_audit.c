@@ -37,6 +37,8 @@
  * told as nanlog-bpf tells it); any batch accused there is printed as
  * "lossy-accused SEED K ..." and fails the run. With -p SEED, -L K runs the
  * program whole with the loss of its K-th such run and prints its audits.
+ * -N: the programs seeds gave before loops that stop short were drawn (no
+ * rp_spec.tail), as the unit tests' pinned seeds name them.
  * -S: the engine as --strict-attach runs it (with -M: a pipeline found
  * mid-run accuses no batch, it skips it attach_offset).
  * -M: every program as if the tool attached by pid (mid-run) at one of its
@@ -253,7 +255,7 @@ int main(int argc, char **argv)
 	uint64_t count = 0, first = 1, n = 0, undecided[4] = { 0 }, disagree = 0, unknown = 0,
 		 oversync = 0, decided = 0, by_tag[4][2] = { { 0 } }, guessed = 0, wrong_guess = 0,
 		 by_shape[RP_NSHAPES][5] = { { 0 } }, healthy[4] = { 0 },
-		 faulty[2] = { 0 }, lossy_runs = 0, lossy_progs = 0, lossy_accused = 0,
+		 faulty[2] = { 0 }, tails[5] = { 0 }, lossy_runs = 0, lossy_progs = 0, lossy_accused = 0,
 		 lossy_skipped = 0, lossy_per = 0;
 	const char *dir = NULL, *known_path = NULL;
 	bool list = false, print_healthy = false, print_json = false;
@@ -281,6 +283,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "-M")) {
 			attach_mid = true;
+			continue;
+		}
+		if (!strcmp(a, "-N")) {
+			rp_tails = false;
 			continue;
 		}
 		if (!strcmp(a, "-S")) {
@@ -495,6 +501,16 @@ int main(int argc, char **argv)
 			/* every batch judged right, and still not valid: a false
 			 * alarm of --check the classes above do not count */
 			healthy[3] += sound && !r.ndiffs && r.summary && !r.evidence_valid;
+			/* a loop stopped before its prefetched batches: how many
+			 * of them the engine could not show unconsumed */
+			for (int T = 0; T < p.spec.nb; T++)
+				tails[0] += p.truth[T].unconsumed;
+			tails[1] += (uint64_t)r.unconsumed_exited;
+			bool tail = p.spec.nb > 0 && p.truth[p.spec.nb - 1].unconsumed;
+
+			tails[2] += tail;
+			tails[3] += tail && sound;
+			tails[4] += tail && sound && !r.ndiffs && r.summary && r.evidence_valid;
 			if (print_healthy && sound && !r.ndiffs && r.summary && !r.evidence_valid)
 				printf("healthy-invalid %llu\n", (unsigned long long)seed);
 			/* the one line a user gates on: a faulty run must not be valid */
@@ -588,6 +604,12 @@ int main(int argc, char **argv)
 	       "summary says not valid\n",
 	       (unsigned long long)healthy[0], (unsigned long long)healthy[1],
 	       (unsigned long long)healthy[2], (unsigned long long)healthy[3]);
+	printf("programs stopped before their prefetched batches: %llu decided, %llu healthy, "
+	       "%llu of those judged right and valid; %llu batches never consumed, %llu of them "
+	       "skipped target_exited (right, not valid), not not_consumed\n",
+	       (unsigned long long)tails[2], (unsigned long long)tails[3],
+	       (unsigned long long)tails[4], (unsigned long long)tails[0],
+	       (unsigned long long)tails[1]);
 	printf("faulty programs (a batch untrusted in the truth): %llu decided, %llu whose "
 	       "summary says evidence_valid\n",
 	       (unsigned long long)faulty[0], (unsigned long long)faulty[1]);

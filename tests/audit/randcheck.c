@@ -186,10 +186,10 @@ static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const 
 		snprintf(pipe, sizeof(pipe), " p%d", p->pipe[T]);
 	/* tags: a wait covered a newer batch; blocking streams ordered by the null
 	 * stream; the shape beyond one pipeline with one copy stream */
-	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
+	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
 		 pipe, p->oversync ? " [oversync]" : "",
 		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "",
-		 shape_tag(p), p->spec.reuse ? " [reuse]" : "");
+		 shape_tag(p), p->spec.reuse ? " [reuse]" : "", p->spec.tail ? " [tail]" : "");
 	r->diff_batch[r->ndiffs++] = T;
 }
 
@@ -227,6 +227,21 @@ static void numbering(const struct rp_prog *p, struct rp_result *r)
 	}
 	if (map[1] >= 0 && map[0] == map[1])
 		add_diff(p, r, -1, "one-pipeline");
+}
+
+/* Batch T skipped where the truth says otherwise: the class names the
+ * reasons. */
+static void skipped_diff(const struct rp_prog *p, struct rp_result *r, int T)
+{
+	char what[64];
+	size_t o = 0;
+
+	o += (size_t)snprintf(what + o, sizeof(what) - o, "skipped(");
+	for (int k = 0; k < NL_NSKIP; k++)
+		if (r->got[T].skip_mask & (1u << k))
+			o += (size_t)snprintf(what + o, sizeof(what) - o, "%s ", nl_skip_name(k));
+	snprintf(what + o - (what[o - 1] == ' '), sizeof(what) - o + 1, ")");
+	add_diff(p, r, T, what);
 }
 
 /* A verdict and its named edges that the truth t accepts: the same verdict,
@@ -274,6 +289,32 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 			    (!p->other_known || !judged_right(t, v, m) ||
 			     !judged_right(&p->other[T], v, m)))
 				add_diff(p, r, T, "guessed(pretrace_stream)");
+		} else if (t->verdict == NL_VERDICT_SKIPPED) {
+			/* never consumed: skipped so, or target_exited where the
+			 * engine cannot show compute ran no step more (right, not
+			 * valid: counted apart; pretrace_stream with it where the
+			 * flags of streams created before tracing would order its
+			 * reads had there been any), and attached mid-run as any
+			 * batch open at exit is (below) */
+			uint32_t ok = (1u << NL_SKIP_NOT_CONSUMED) | (1u << NL_SKIP_TARGET_EXITED) |
+				      (r->got[T].skip_mask & (1u << NL_SKIP_TARGET_EXITED) ?
+					       1u << NL_SKIP_PRETRACE_STREAM : 0);
+
+			r->unconsumed_exited += v == NL_VERDICT_SKIPPED &&
+						(r->got[T].skip_mask & (1u << NL_SKIP_TARGET_EXITED));
+			if (r->mid)
+				ok |= (1u << NL_SKIP_ATTACHED_MID_BATCH) |
+				      (1u << NL_SKIP_PRETRACE_STREAM) | (1u << NL_SKIP_UNKNOWN_HANDLE) |
+				      (1u << NL_SKIP_TARGET_EXITED);
+			if (v != NL_VERDICT_SKIPPED) {
+				edges_str(m, a, sizeof(a));
+				snprintf(what, sizeof(what), "unconsumed:%s%s%s", nl_verdict_name(v),
+					 v == NL_VERDICT_UNTRUSTED ? ":" : "",
+					 v == NL_VERDICT_UNTRUSTED ? a : "");
+				add_diff(p, r, T, what);
+			} else if (r->got[T].skip_mask & ~ok) {
+				skipped_diff(p, r, T);
+			}
 		} else if (v == NL_VERDICT_SKIPPED && r->mid &&
 			   !(r->got[T].skip_mask & ~((1u << NL_SKIP_ATTACHED_MID_BATCH) |
 						     (1u << NL_SKIP_PRETRACE_STREAM) |
@@ -284,15 +325,7 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 			 * batch it touches is rightly not judged; nor is one
 			 * open at exit (nl_drain) */
 		} else if (v == NL_VERDICT_SKIPPED) {
-			size_t o = 0;
-
-			o += (size_t)snprintf(what + o, sizeof(what) - o, "skipped(");
-			for (int k = 0; k < NL_NSKIP; k++)
-				if (r->got[T].skip_mask & (1u << k))
-					o += (size_t)snprintf(what + o, sizeof(what) - o, "%s ",
-							      nl_skip_name(k));
-			snprintf(what + o - (what[o - 1] == ' '), sizeof(what) - o + 1, ")");
-			add_diff(p, r, T, what);
+			skipped_diff(p, r, T);
 		} else if (t->verdict == NL_VERDICT_TRUSTED && v == NL_VERDICT_UNTRUSTED) {
 			edges_str(m, a, sizeof(a));
 			snprintf(what, sizeof(what), "accused:%s", a);
@@ -641,7 +674,7 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 
 	while (changed) {
 		changed = false;
-		for (int step = 0; step < 33; step++) {
+		for (int step = 0; step < 34; step++) {
 			struct rp_spec t = *s;
 
 			switch (step) {
@@ -716,6 +749,11 @@ void rp_minimize(struct rp_spec *s, const char *cls)
 				drops_follow(&t, s, -1);
 				break;
 			case 32: t.midcopy = false; break;
+			case 33: /* one batch fewer never consumed */
+				if (!t.tail)
+					continue;
+				t.tail--;
+				break;
 			case 31: /* pipeline 1's batches the first's size */
 				if (!t.ncopies1)
 					continue;

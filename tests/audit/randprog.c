@@ -162,6 +162,8 @@ static void order_fix(struct rp_spec *s)
 	}
 }
 
+bool rp_tails = true;
+
 /* The shape beyond one pipeline, from a stream of numbers of its own: a seed
  * that draws RP_S_SINGLE gives the program it gave before shapes existed. */
 static void spec_shape(struct rp_spec *s, uint64_t seed)
@@ -295,6 +297,21 @@ void rp_spec_random(struct rp_spec *s, uint64_t seed)
 	 * (moved, that wait would cover less) */
 	s->midcopy = s->loader && s->sparse && s->depth > s->lag && !s->buf_wait &&
 		     below(&r, 100) < 50;
+	r = seed * 0x94d049bb133111ebull + 0xbf58476d1ce4e5b9ull;
+	if (rp_tails && s->shape == RP_S_SINGLE && below(&r, 100) < 20)
+		s->tail = 1 + below(&r, s->depth);
+}
+
+/* The batches a program's loop never consumes: its last tail of them,
+ * at most its depth, leaving it the four steps a program has at least
+ * (fewer hand-offs cannot teach the roles: rp_result_compare) */
+static int tail_of(const struct rp_spec *s)
+{
+	int t = s->shape == RP_S_SINGLE ? s->tail : 0;
+
+	if (t > s->depth)
+		t = s->depth;
+	return t <= s->nb - 4 ? t : s->nb > 4 ? s->nb - 4 : 0;
 }
 
 void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
@@ -324,6 +341,8 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 		snprintf(buf + strlen(buf), len - strlen(buf), " reuse");
 	if (s->midcopy)
 		snprintf(buf + strlen(buf), len - strlen(buf), " midcopy");
+	if (tail_of(s) > 0)
+		snprintf(buf + strlen(buf), len - strlen(buf), " tail=%d", tail_of(s));
 	if (s->shape == RP_S_ALTCOPY)
 		snprintf(buf + strlen(buf), len - strlen(buf), " shape=altcopy");
 	else if (s->shape >= RP_S_TWO)
@@ -1101,6 +1120,10 @@ static void truth(struct gen *g)
 		if (cf && p->spec.sparse && !cs && !sf)
 			t->all_mask |= 1u << NL_EDGE_SPARSE_FORWARD;
 		t->verdict = t->first < 0 ? NL_VERDICT_TRUSTED : NL_VERDICT_UNTRUSTED;
+		/* nothing on compute read it: its sparse stage is all there is */
+		t->unconsumed = T >= p->spec.nb - tail_of(&p->spec);
+		if (t->unconsumed && t->first < 0)
+			t->verdict = NL_VERDICT_SKIPPED;
 	}
 }
 
@@ -1265,7 +1288,7 @@ static int build(struct rp_prog *p, const struct rp_spec *s, bool flip_untraced)
 		for (; T < p->spec.nb && p->pipe[T] == P; T++)
 			b++;
 		if (!P) {
-			for (int i = a ? a : -s->depth; i < b && !g->err; i++)
+			for (int i = a ? a : -s->depth; i < b - tail_of(s) && !g->err; i++)
 				tick(g, 0, i, 0, nb0);
 			continue;
 		}

@@ -98,6 +98,11 @@ struct rp_spec {
 	 * stage of that tick, after its first launch (an asynchronous loader
 	 * runs whenever it likes); drawn from a stream of its own too */
 	bool midcopy;
+	/* one pipeline only: the loop stops after nb - tail steps, as a step
+	 * limit over a longer dataloader does; its last `tail` batches (at
+	 * most depth) are copied, and their sparse stage begun where it is
+	 * due, but never taken or run forward (drawn apart too) */
+	int tail;
 	uint8_t order[RP_NITEMS]; /* the items of a tick in issue order */
 	int ncopies;         /* copies per batch (constant, as a batch's tensors are) */
 	int ndrops;
@@ -141,6 +146,9 @@ struct rp_truth {
 	int verdict;       /* NL_VERDICT_TRUSTED / UNTRUSTED */
 	uint32_t all_mask; /* 1u << edge for every edge with an unordered read */
 	int first;         /* the named edge (-1 when trusted) */
+	/* prefetched, never consumed (rp_spec.tail): skipped not_consumed
+	 * (verdict skipped) unless its sparse stage read its copy unordered */
+	bool unconsumed;
 };
 
 struct rp_prog {
@@ -203,6 +211,9 @@ struct rp_result {
 		uint64_t number;
 	} got[RP_MAX_BATCHES];
 	int extra;          /* audits that match no batch of the program */
+	/* batches never consumed that were skipped target_exited, not
+	 * not_consumed: right, but they make the evidence invalid */
+	int unconsumed_exited;
 	int extra_untrusted; /* ...of them judged untrusted: an accusation too */
 	bool merged[RP_MAX_BATCHES]; /* its copies inside another batch's copy window */
 	int numbering;      /* audits whose engine batch number is not the program's */
@@ -259,6 +270,10 @@ int rp_check_live(const char *run_path, const char *audit_path, FILE *out);
  * of launches keeps it named (include/nanlog_rec.h, step starts stay named).
  * Off: as --every-launch sends them. */
 extern bool rp_counted_launches;
+/* Whether rp_spec_random draws programs that stop before their prefetched
+ * batches (rp_spec.tail); true unless a test pins the programs its seeds
+ * gave before tails were drawn */
+extern bool rp_tails;
 /* The engine as --strict-attach runs it (nl_engine_opts.strict_attach). */
 extern bool rp_strict_attach;
 /* Where rp_run writes the engine's batch audits as JSON lines (NULL: not). */

@@ -451,13 +451,17 @@ static void random_sample(const char *path, bool counted)
 static void test_random_sample(void **state)
 {
 	(void)state;
+	rp_tails = true;
 	random_sample(KNOWN_PATH, false);
+	rp_tails = false;
 }
 
 static void test_random_sample_counted(void **state)
 {
 	(void)state;
+	rp_tails = true;
 	random_sample(KNOWN_COUNTED_PATH, true);
+	rp_tails = false;
 }
 
 /* Records lost in healthy programs (fuzz_audit -L): batches skipped
@@ -546,6 +550,14 @@ static void run_seed(uint64_t seed, bool mid, struct rp_result *r)
 
 /* Every program of seeds v[0..n) agrees with its truth (launches counted
  * in runs where `counted`; attached mid-run where `mid`). */
+static void print_diffs(uint64_t seed, const struct rp_result *r, bool counted, bool mid)
+{
+	for (int k = 0; k < r->ndiffs; k++)
+		print_message("seed %llu (fuzz_audit%s%s%s -p %llu): %s\n", (unsigned long long)seed,
+			      counted ? " -u" : "", mid ? " -M" : "", rp_tails ? "" : " -N",
+			      (unsigned long long)seed, r->diffs[k]);
+}
+
 static void seeds_agree_at(const uint64_t *v, size_t n, bool counted, bool mid)
 {
 	rp_counted_launches = counted;
@@ -553,10 +565,7 @@ static void seeds_agree_at(const uint64_t *v, size_t n, bool counted, bool mid)
 		struct rp_result r;
 
 		run_seed(v[i], mid, &r);
-		for (int k = 0; k < r.ndiffs; k++)
-			print_message("seed %llu (fuzz_audit%s%s -p %llu): %s\n",
-				      (unsigned long long)v[i], counted ? " -u" : "", mid ? " -M" : "",
-				      (unsigned long long)v[i], r.diffs[k]);
+		print_diffs(v[i], &r, counted, mid);
 		assert_int_equal(r.ndiffs, 0);
 	}
 	rp_counted_launches = false;
@@ -1128,6 +1137,69 @@ static const uint64_t step_on_compute[] = { 574676, 512193 };
 
 SEEDS_TEST(step_on_compute)
 
+/* Loops that stop before the batches they prefetched (a step limit over a
+ * longer dataloader: rp_spec.tail), one per depth, stage and compute
+ * stream: every batch no step consumed is skipped not_consumed, not
+ * target_exited, and the run's evidence is valid. Before, each such batch
+ * was skipped target_exited and no such run could pass --check. */
+static const uint64_t tail_healthy[] = { 147, 19, 112, 117, 162, 30, 100, 134, 163, 26,
+					 300, 362, 78, 118, 22, 119, 127, 228, 368 };
+/* ...and with the data-dist stream's wait on the copy stream dropped for
+ * a batch never consumed (with its record or not, at depth 1 to 3): its
+ * sparse stage read the copy unordered, copy->sparse on it */
+static const uint64_t tail_faulty[] = { 75, 93, 114, 142, 435, 660, 1007, 1426 };
+
+static void tails_agree(const uint64_t *v, size_t n, bool healthy)
+{
+	rp_tails = true;
+	for (int counted = 0; counted < 2; counted++) {
+		rp_counted_launches = counted;
+		for (size_t i = 0; i < n; i++) {
+			struct rp_result r;
+
+			run_seed(v[i], false, &r);
+			print_diffs(v[i], &r, counted, false);
+			if (r.unconsumed_exited)
+				print_message("seed %llu%s: %d batches never consumed skipped "
+					      "target_exited\n", (unsigned long long)v[i],
+					      counted ? " (counted)" : "", r.unconsumed_exited);
+			assert_int_equal(r.ndiffs, 0);
+			assert_int_equal(r.unconsumed_exited, 0);
+			assert_true(r.summary);
+			assert_int_equal(r.evidence_valid, healthy);
+		}
+	}
+	rp_counted_launches = false;
+	rp_tails = false;
+}
+
+/* ...and where an earlier take was dropped, so that the batches never
+ * consumed stay target_exited: a sparse stage that read a copy unordered
+ * (the collective stream's wait on the data-dist stream dropped) is
+ * untrusted copy->sparse still, that read was made. Before, that batch
+ * was skipped target_exited, its fault unnamed. Both modes. */
+static const uint64_t tail_sparse_exited[] = { 25955, 33543, 144884, 227797, 57129, 428411 };
+
+static void test_tail_sparse_exited(void **state)
+{
+	(void)state;
+	rp_tails = true;
+	seeds_agree_both(tail_sparse_exited, NL_ARRAY_SIZE(tail_sparse_exited));
+	rp_tails = false;
+}
+
+static void test_tail_healthy(void **state)
+{
+	(void)state;
+	tails_agree(tail_healthy, NL_ARRAY_SIZE(tail_healthy), true);
+}
+
+static void test_tail_faulty(void **state)
+{
+	(void)state;
+	tails_agree(tail_faulty, NL_ARRAY_SIZE(tail_faulty), false);
+}
+
 /* The data-dist stream handed a batch to the collective stream, took
  * older batches back before their dist_init, and went on from one of
  * them, never taking that batch back (its wait on the all-to-all's end
@@ -1246,6 +1318,9 @@ SEEDS_TEST(retake_behind)
 
 int main(void)
 {
+	/* the seeds below name the programs they gave before tails were
+	 * drawn; the samples and the tail tests draw them */
+	rp_tails = false;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_truth_clean),
 		cmocka_unit_test(test_truth_one_drop),
@@ -1257,6 +1332,9 @@ int main(void)
 		cmocka_unit_test(test_recording_roundtrip),
 		cmocka_unit_test(test_random_sample),
 		cmocka_unit_test(test_random_sample_counted),
+		cmocka_unit_test(test_tail_healthy),
+		cmocka_unit_test(test_tail_faulty),
+		cmocka_unit_test(test_tail_sparse_exited),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),
