@@ -189,7 +189,7 @@ static void add_diff(const struct rp_prog *p, struct rp_result *r, int T, const 
 	snprintf(r->diffs[r->ndiffs], RP_CLASS_LEN, "%s%s%s%s%s%s%s%s%s", what, ctx[0] ? " " : "", ctx,
 		 pipe, p->oversync ? " [oversync]" : "",
 		 p->spec.blocking && p->spec.compute == RP_C_NULL ? " [implicit]" : "",
-		 shape_tag(p), p->spec.reuse ? " [reuse]" : "", p->spec.tail ? " [tail]" : "");
+		 shape_tag(p), p->spec.reuse ? " [reuse]" : "", rp_tail_of(&p->spec) ? " [tail]" : "");
 	r->diff_batch[r->ndiffs++] = T;
 }
 

@@ -305,7 +305,7 @@ void rp_spec_random(struct rp_spec *s, uint64_t seed)
 /* The batches a program's loop never consumes: its last tail of them,
  * at most its depth, leaving it the four steps a program has at least
  * (fewer hand-offs cannot teach the roles: rp_result_compare) */
-static int tail_of(const struct rp_spec *s)
+int rp_tail_of(const struct rp_spec *s)
 {
 	int t = s->shape == RP_S_SINGLE ? s->tail : 0;
 
@@ -341,8 +341,8 @@ void rp_spec_describe(const struct rp_spec *s, char *buf, size_t len)
 		snprintf(buf + strlen(buf), len - strlen(buf), " reuse");
 	if (s->midcopy)
 		snprintf(buf + strlen(buf), len - strlen(buf), " midcopy");
-	if (tail_of(s) > 0)
-		snprintf(buf + strlen(buf), len - strlen(buf), " tail=%d", tail_of(s));
+	if (rp_tail_of(s) > 0)
+		snprintf(buf + strlen(buf), len - strlen(buf), " tail=%d", rp_tail_of(s));
 	if (s->shape == RP_S_ALTCOPY)
 		snprintf(buf + strlen(buf), len - strlen(buf), " shape=altcopy");
 	else if (s->shape >= RP_S_TWO)
@@ -1121,7 +1121,7 @@ static void truth(struct gen *g)
 			t->all_mask |= 1u << NL_EDGE_SPARSE_FORWARD;
 		t->verdict = t->first < 0 ? NL_VERDICT_TRUSTED : NL_VERDICT_UNTRUSTED;
 		/* nothing on compute read it: its sparse stage is all there is */
-		t->unconsumed = T >= p->spec.nb - tail_of(&p->spec);
+		t->unconsumed = T >= p->spec.nb - rp_tail_of(&p->spec);
 		if (t->unconsumed && t->first < 0)
 			t->verdict = NL_VERDICT_SKIPPED;
 	}
@@ -1288,7 +1288,7 @@ static int build(struct rp_prog *p, const struct rp_spec *s, bool flip_untraced)
 		for (; T < p->spec.nb && p->pipe[T] == P; T++)
 			b++;
 		if (!P) {
-			for (int i = a ? a : -s->depth; i < b - tail_of(s) && !g->err; i++)
+			for (int i = a ? a : -s->depth; i < b - rp_tail_of(s) && !g->err; i++)
 				tick(g, 0, i, 0, nb0);
 			continue;
 		}

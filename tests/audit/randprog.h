@@ -274,6 +274,9 @@ extern bool rp_counted_launches;
  * batches (rp_spec.tail); true unless a test pins the programs its seeds
  * gave before tails were drawn */
 extern bool rp_tails;
+/* The batches of the spec's program that no step consumes (rp_spec.tail
+ * as the program has it: at most its depth, four steps left at least) */
+int rp_tail_of(const struct rp_spec *s);
 /* The engine as --strict-attach runs it (nl_engine_opts.strict_attach). */
 extern bool rp_strict_attach;
 /* Where rp_run writes the engine's batch audits as JSON lines (NULL: not). */
