@@ -254,6 +254,12 @@ static bool judged_right(const struct rp_truth *t, int v, uint32_t m)
 	       ((m & (1u << t->first)) && !(m & ~t->all_mask));
 }
 
+/* Attached mid-run, the skip reasons right for any batch: what began
+ * before the tool looked, and what was open at exit (nl_drain) */
+static const uint32_t mid_skips = (1u << NL_SKIP_ATTACHED_MID_BATCH) |
+				  (1u << NL_SKIP_PRETRACE_STREAM) | (1u << NL_SKIP_UNKNOWN_HANDLE) |
+				  (1u << NL_SKIP_TARGET_EXITED);
+
 void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 {
 	char what[64], a[40], b[40];
@@ -303,9 +309,7 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 			r->unconsumed_exited += v == NL_VERDICT_SKIPPED &&
 						(r->got[T].skip_mask & (1u << NL_SKIP_TARGET_EXITED));
 			if (r->mid)
-				ok |= (1u << NL_SKIP_ATTACHED_MID_BATCH) |
-				      (1u << NL_SKIP_PRETRACE_STREAM) | (1u << NL_SKIP_UNKNOWN_HANDLE) |
-				      (1u << NL_SKIP_TARGET_EXITED);
+				ok |= mid_skips;
 			if (v != NL_VERDICT_SKIPPED) {
 				edges_str(m, a, sizeof(a));
 				snprintf(what, sizeof(what), "unconsumed:%s%s%s", nl_verdict_name(v),
@@ -315,11 +319,7 @@ void rp_result_compare(const struct rp_prog *p, struct rp_result *r)
 			} else if (r->got[T].skip_mask & ~ok) {
 				skipped_diff(p, r, T);
 			}
-		} else if (v == NL_VERDICT_SKIPPED && r->mid &&
-			   !(r->got[T].skip_mask & ~((1u << NL_SKIP_ATTACHED_MID_BATCH) |
-						     (1u << NL_SKIP_PRETRACE_STREAM) |
-						     (1u << NL_SKIP_UNKNOWN_HANDLE) |
-						     (1u << NL_SKIP_TARGET_EXITED)))) {
+		} else if (v == NL_VERDICT_SKIPPED && r->mid && !(r->got[T].skip_mask & ~mid_skips)) {
 			/* attached mid-run: what began before the tool looked
 			 * (a batch, a stream, an event) is not known, and a
 			 * batch it touches is rightly not judged; nor is one

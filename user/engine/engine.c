@@ -648,6 +648,14 @@ static void learn_fill(struct nl_engine *e, struct nl_proc *p)
 /* Every copy to the device on the stream of key, in what learning held
  * back, was made by a thread that recorded an event on it there: no
  * loader thread copies ahead of the loop's records. */
+static bool tid_in(const uint32_t *tids, uint32_t n, uint32_t tid)
+{
+	for (uint32_t j = 0; j < n; j++)
+		if (tids[j] == tid)
+			return true;
+	return false;
+}
+
 static bool copies_where_recorded(const struct nl_proc *p, const struct nl_skey *key)
 {
 	uint32_t tids[8], n = 0;
@@ -655,27 +663,19 @@ static bool copies_where_recorded(const struct nl_proc *p, const struct nl_skey 
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
 		const struct nl_call *c = &p->lbuf[i];
 		struct nl_skey k = nl_call_skey(c);
-		bool known = false;
 
-		if (c->kind != NL_K_EVENT_RECORD || !nl_skey_eq(&k, key))
+		if (c->kind != NL_K_EVENT_RECORD || !nl_skey_eq(&k, key) || tid_in(tids, n, c->tid))
 			continue;
-		for (uint32_t j = 0; j < n; j++)
-			known |= tids[j] == c->tid;
-		if (!known && n == 8)
+		if (n == 8)
 			return false;
-		if (!known)
-			tids[n++] = c->tid;
+		tids[n++] = c->tid;
 	}
 	for (uint32_t i = 0; i < p->nlbuf; i++) {
 		const struct nl_call *c = &p->lbuf[i];
 		struct nl_skey k = nl_call_skey(c);
-		bool known = false;
 
-		if (!nl_kind_is_work(c->kind) || !nl_call_is_h2d(c) || !nl_skey_eq(&k, key))
-			continue;
-		for (uint32_t j = 0; j < n; j++)
-			known |= tids[j] == c->tid;
-		if (!known)
+		if (nl_kind_is_work(c->kind) && nl_call_is_h2d(c) && nl_skey_eq(&k, key) &&
+		    !tid_in(tids, n, c->tid))
 			return false;
 	}
 	return n > 0;
