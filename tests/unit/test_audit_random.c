@@ -1200,6 +1200,19 @@ static void test_tail_faulty(void **state)
 	tails_agree(tail_faulty, NL_ARRAY_SIZE(tail_faulty), false);
 }
 
+/* ...and where a loader copied the batches never consumed with no record
+ * between them (the last takes dropped, or never made): the copy stream's
+ * open segment, a whole multiple of the size it is sure of, is cut at
+ * exit (nl_end_open_segments). Before, those batches merged into one,
+ * skipped target_exited, the run never valid. */
+static const uint64_t tail_open_segment[] = { 25003, 100263, 337825, 114647, 100079, 146175 };
+
+static void test_tail_open_segment(void **state)
+{
+	(void)state;
+	tails_agree(tail_open_segment, NL_ARRAY_SIZE(tail_open_segment), true);
+}
+
 /* The data-dist stream handed a batch to the collective stream, took
  * older batches back before their dist_init, and went on from one of
  * them, never taking that batch back (its wait on the all-to-all's end
@@ -1335,6 +1348,7 @@ int main(void)
 		cmocka_unit_test(test_tail_healthy),
 		cmocka_unit_test(test_tail_faulty),
 		cmocka_unit_test(test_tail_sparse_exited),
+		cmocka_unit_test(test_tail_open_segment),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),

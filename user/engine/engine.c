@@ -927,6 +927,7 @@ void nl_engine_exit(struct nl_engine *e, uint32_t pid, uint64_t ts_ns)
 	for (uint32_t k = 0; k < p->w; k++)
 		if (p->s[k].used)
 			nl_fill_guess_ends(e, p, (int)k, false);
+	nl_end_open_segments(e, p);
 	nl_drain(e, p, ts_ns, true);
 	nl_proc_retire(e, i);
 }

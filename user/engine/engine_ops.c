@@ -1273,6 +1273,28 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 	}
 }
 
+/* At the process's exit, a copy stream's segment no record closed, of a
+ * whole multiple n > 1 of the size the stream is sure of: batches a
+ * loader copied ahead of steps that never came, their records never
+ * made (a loop that stops before its prefetched batches). It is cut as
+ * a record would have cut it. Before, the batches merged into one,
+ * skipped target_exited, the run never valid (random program 25003). */
+void nl_end_open_segments(struct nl_engine *e, struct nl_proc *p)
+{
+	if (e->o.no_copy_split)
+		return;
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *m = &p->s[i];
+
+		if (!m->used || m->role != NL_ROLE_COPY || !m->seg_open || !m->seg_k ||
+		    m->seg_k_n < NL_SEG_SURE || m->seg_work <= m->seg_k || m->seg_work % m->seg_k ||
+		    m->guess_n)
+			continue;
+		segment_end(e, p, (int)i);
+		nl_close_segment(p, m);
+	}
+}
+
 /* A consumer took batch tok, the newest of those cut from copy stream
  * `slot`'s fill by another pipeline's size (a guess: cut_taken_again),
  * once more, the stream copying nothing since: the fill holds one batch
