@@ -1213,6 +1213,17 @@ static void test_tail_open_segment(void **state)
 	tails_agree(tail_open_segment, NL_ARRAY_SIZE(tail_open_segment), true);
 }
 
+/* Two pipelines: compute's step began again twice in a window of the
+ * first, whose next batch's copy segment was still open (its take dropped
+ * with its record), the second time after the other pipeline's last
+ * batch was copied (its take dropped too). The first restart is kept for
+ * the exit even where that batch is the only one compute could begin
+ * then (only_pending), so that the second is shown another's. Before, the
+ * first was forgotten, the second kept for the first pipeline's batch,
+ * and the other's last batch skipped target_exited (59563). Both modes. */
+static const uint64_t second_restart_open[] = { 59563 };
+SEEDS_TEST(second_restart_open)
+
 /* The data-dist stream handed a batch to the collective stream, took
  * older batches back before their dist_init, and went on from one of
  * them, never taking that batch back (its wait on the all-to-all's end
@@ -1349,6 +1360,7 @@ int main(void)
 		cmocka_unit_test(test_tail_faulty),
 		cmocka_unit_test(test_tail_sparse_exited),
 		cmocka_unit_test(test_tail_open_segment),
+		cmocka_unit_test(test_second_restart_open),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),
 		cmocka_unit_test(test_pre_attach_due),

@@ -1581,9 +1581,12 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		 * another pipeline's last batch's (restarted_elsewhere).
 		 * Before, it was forgotten, and such a last batch, its take
 		 * dropped, was skipped target_exited (random programs 235943,
-		 * 380512) */
+		 * 380512). So too where b is the only batch compute could
+		 * begin (only_pending): the other pipeline's last batch may
+		 * be copied next, its take dropped, and the step begun again
+		 * after it is that batch's (random program 59563) */
 		if (!ordered && !b->copy_closed && w->first_named[1] && p->npipes > 1 &&
-		    !only_pending(p, b) && (!q->has_sparse || sparse_begun(b)))
+		    (!q->has_sparse || sparse_begun(b)))
 			keep_restart(p, slot, w, b, pair, c, true);
 		return;
 	}
