@@ -1207,10 +1207,27 @@ static void test_tail_faulty(void **state)
  * skipped target_exited, the run never valid. */
 static const uint64_t tail_open_segment[] = { 25003, 100263, 337825, 114647, 100079, 146175 };
 
+/* ...and where compute is the null stream joining a blocking copy stream
+ * and backward begins with forward's first kernel: the join at backward's
+ * launch moved compute a step early, the explicit wait after it shows the
+ * move early (note_join_early: on the copy stream too, and whenever the
+ * record waited on was made), the window counts from the wait, and the
+ * step's signature and count are those before the move. Before, the last
+ * backward was taken for the next batch's forward: a batch never consumed
+ * judged trusted (76397, 120798: with a sparse stage, the record made
+ * before the move). */
+static const uint64_t tail_join_moved[] = { 40018, 275124, 149258, 161925, 101883, 76397, 120798 };
+
 static void test_tail_open_segment(void **state)
 {
 	(void)state;
 	tails_agree(tail_open_segment, NL_ARRAY_SIZE(tail_open_segment), true);
+}
+
+static void test_tail_join_moved(void **state)
+{
+	(void)state;
+	tails_agree(tail_join_moved, NL_ARRAY_SIZE(tail_join_moved), true);
 }
 
 /* Two pipelines: compute's step began again twice in a window of the
@@ -1360,6 +1377,7 @@ int main(void)
 		cmocka_unit_test(test_tail_faulty),
 		cmocka_unit_test(test_tail_sparse_exited),
 		cmocka_unit_test(test_tail_open_segment),
+		cmocka_unit_test(test_tail_join_moved),
 		cmocka_unit_test(test_second_restart_open),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),

@@ -176,7 +176,7 @@ static void watch_consumers(struct nl_proc *p, const struct nl_stream *s,
 	int k = st == NL_STAGE_SPARSE ? NL_CONSUMER_SPARSE : NL_CONSUMER_COMPUTE;
 	const struct nl_batch *own = nl_batch_of(p, token);
 	const struct nl_stage_acc *w = own ? &own->st[st] : NULL;
-	bool can = w && w->work >= 2 && op->tid == w->first_tid;
+	bool can = w && nl_first_work(w) >= 2 && op->tid == w->first_tid;
 	/* a consumer's op speaks of its own pipeline's batches only */
 	int only = token >= 0 ? nl_tok_pipe(token) : s->pipe;
 	bool marked = false; /* one restart is one batch's: the oldest waiting */
@@ -557,7 +557,7 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 		acc->unnamed |= c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN) &&
 				(!acc->work || !acc->first_named[0] ||
 				 nl_counted_may_be(p, c, acc->first_sig[0]));
-		acc->hit_pending = acc->work && acc->first_named[0] && op.sig == acc->first_sig[0] &&
+		acc->hit_pending = nl_first_work(acc) && acc->first_named[0] && op.sig == acc->first_sig[0] &&
 				   c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN);
 		if (acc->hit_pending) {
 			acc->first_hits++;
@@ -565,17 +565,19 @@ void nl_account(struct nl_engine *e, struct nl_proc *p, int slot, const struct n
 			acc->hit_op = op;
 		}
 	}
-	if (work && acc->work < 2) {
-		if (!acc->work)
+	if (work && nl_first_work(acc) < 2) {
+		uint64_t k = nl_first_work(acc);
+
+		if (!k)
 			acc->first_tid = c->tid;
-		acc->first_sig[acc->work] = op.sig;
-		acc->first_named[acc->work] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
-		if (!acc->work && acc->first_named[0] && c->kind == NL_K_LAUNCH)
+		acc->first_sig[k] = op.sig;
+		acc->first_named[k] = c->kind != NL_K_LAUNCH || (c->fields & NL_F_FN);
+		if (!k && acc->first_named[0] && c->kind == NL_K_LAUNCH)
 			acc->first_hits = 1;
 	} else if (work) {
 		note_again(acc, &op, c);
 	}
-	if (work && ++acc->work == 2 && st == NL_STAGE_FORWARD)
+	if (work && ++acc->work - acc->first_from == 2 && st == NL_STAGE_FORWARD)
 		note_step(nl_pipe_of_token(p, token), acc);
 	if ((c->kind == NL_K_COPY || c->kind == NL_K_COPY_SYNC) && (c->fields & NL_F_BYTES))
 		acc->bytes += c->bytes;

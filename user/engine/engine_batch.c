@@ -273,8 +273,8 @@ static void note_even(struct nl_pipe *q, const struct nl_batch *b, int64_t to)
 		q->steps_uneven |= nl_tok_seq(to) != 0;
 		return;
 	}
-	if (!w || to != q->fwd_max + 1 || !b->fwd_started || w->again_ts || !w->first_hits ||
-	    (q->even_hits && w->first_hits != q->even_hits))
+	q->even_other = !w || to != q->fwd_max + 1 || !b->fwd_started || w->again_ts || !w->first_hits;
+	if (q->even_other || (q->even_hits && w->first_hits != q->even_hits))
 		q->steps_uneven = true;
 	else
 		q->even_hits = w->first_hits;

@@ -45,7 +45,7 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
  * its restart). */
 static bool opens_step(const struct nl_pipe *q, const struct nl_stage_acc *w)
 {
-	return w->work >= 2 && w->first_named[0] && w->first_named[1] &&
+	return nl_first_work(w) >= 2 && w->first_named[0] && w->first_named[1] &&
 	       w->first_sig[0] != w->first_sig[1] && q->step_n && !q->step_varied &&
 	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
 }
@@ -1136,7 +1136,7 @@ static struct nl_batch *other_due(struct nl_proc *p, const struct nl_stream *s, 
  * broke the run, does so before its step is done. */
 static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, uint64_t sig)
 {
-	if (w->work < 2 || !w->first_named[0])
+	if (nl_first_work(w) < 2 || !w->first_named[0])
 		return false;
 	if (w->first_named[1])
 		return opens_step(q, w) && sig == q->step_sig[0];
@@ -1496,7 +1496,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 	 * window had), a run begun again with the window's first kernel (same
 	 * thread) still takes the next batch where that batch is ordered
 	 * before compute already: nothing is accused by it. */
-	counted = !again && w->work >= 2 && w->first_named[0] && !w->first_named[1] &&
+	counted = !again && nl_first_work(w) >= 2 && w->first_named[0] && !w->first_named[1] &&
 		  sig == w->first_sig[0] && c->tid == w->first_tid;
 	/* A model may launch its step's first kernel again inside the step
 	 * (its backward or optimizer beginning with the same kernel): a launch

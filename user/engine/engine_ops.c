@@ -242,9 +242,10 @@ static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64
 }
 
 /* Compute takes batch got, which it holds since a null-stream join moved it
- * there at the step's first kernel (note_join_moved), by a record of a
- * sparse stream made after that move: the batch's stage was still going
- * on, and the move came in the middle of the step (backward launching
+ * there at the step's first kernel (note_join_moved), by a wait on a
+ * record of a sparse stream (or, in a pipeline without a sparse stage, of
+ * a copy stream) after that move: a loop waits for a batch before its
+ * forward, so the move came in the middle of the step (backward launching
  * forward's first kernel). The step's launches of that kernel are those
  * of the window the move left and of this one up to the wait: first_min
  * (join_only_orders), and this window counts from the wait. Before, no
@@ -252,16 +253,42 @@ static bool join_only_orders(struct nl_proc *p, const struct nl_stream *s, int64
  * the next batch, and where that batch's take was dropped as redundant
  * (the null stream's join ordered it), its dist_init after backward's
  * launches accused a healthy batch sparse->forward (random program
- * 46987402). */
-static void note_join_early(struct nl_proc *p, int64_t got, const struct nl_event *ev)
+ * 46987402). It once asked for the record to be made after the move too:
+ * a record made before it, the wait after, is the same step's (random
+ * program 76397: a batch never consumed judged trusted). */
+static void note_join_early(struct nl_proc *p, int64_t got)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, got);
 	struct nl_batch *h = nl_batch_of(p, got);
 
 	if (q && !q->first_min && q->join_moved_ts && q->join_moved == got && h &&
-	    h->st[NL_STAGE_FORWARD].work && ev->rec_ts > q->join_moved_ts) {
-		q->first_min = q->join_moved_hits + h->st[NL_STAGE_FORWARD].first_hits;
-		h->st[NL_STAGE_FORWARD].first_hits = 0;
+	    h->st[NL_STAGE_FORWARD].work) {
+		struct nl_stage_acc *w = &h->st[NL_STAGE_FORWARD];
+
+		q->first_min = q->join_moved_hits + w->first_hits;
+		/* the window begins again at the wait: its first two work
+		 * ops, and its launches of the step's first kernel, are
+		 * counted from there */
+		w->first_hits = 0;
+		w->first_from = w->work;
+		w->first_named[0] = w->first_named[1] = false;
+		w->again_prog = 0;
+		/* nor did its first two kernels begin a step: the step's
+		 * signature is what it was before the move. Before, a model
+		 * whose backward begins with forward's first kernel had its
+		 * steps varied, and a batch a loop that stopped early never
+		 * consumed was skipped target_exited (random program 40018) */
+		q->step_sig[0] = q->join_step.sig[0];
+		q->step_sig[1] = q->join_step.sig[1];
+		q->step_n = q->join_step.n;
+		q->step_tid = q->join_step.tid;
+		q->step_varied = q->join_step.varied;
+		q->step_tid_varied = q->join_step.tid_varied;
+		/* and the window the move left had first_min launches of
+		 * the kernel, not those it had at the move (note_even) */
+		q->steps_uneven = q->join_step.uneven || q->even_other ||
+				  (q->join_step.even_hits && q->join_step.even_hits != q->first_min);
+		q->even_hits = q->first_min;
 	}
 }
 
@@ -284,6 +311,14 @@ static void note_join_moved(struct nl_proc *p, const struct nl_stream *s, int64_
 	q->join_moved = s->token;
 	q->join_moved_ts = c->ts_ns;
 	q->join_moved_hits = b->st[NL_STAGE_FORWARD].first_hits;
+	q->join_step.sig[0] = q->step_sig[0];
+	q->join_step.sig[1] = q->step_sig[1];
+	q->join_step.n = q->step_n;
+	q->join_step.tid = q->step_tid;
+	q->join_step.varied = q->step_varied;
+	q->join_step.tid_varied = q->step_tid_varied;
+	q->join_step.uneven = q->steps_uneven;
+	q->join_step.even_hits = q->even_hits;
 }
 
 /* Sparse stream s waits at c on a record of another blocking stream, not
@@ -2808,10 +2843,13 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 				}
 			}
 			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && from &&
+			    from->role == NL_ROLE_COPY && !nl_pipe_of_token(p, got)->has_sparse)
+				note_join_early(p, got);
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && got == s->token && from &&
 			    from->role == NL_ROLE_SPARSE) {
 				struct nl_batch *h = nl_batch_of(p, got);
 
-				note_join_early(p, got, ev);
+				note_join_early(p, got);
 				/* a second take of the batch compute works on, on
 				 * the data-dist side (merged_stage) */
 				if (news && h && h->st[NL_STAGE_FORWARD].work) {

@@ -334,6 +334,9 @@ struct nl_batch_stream {
 
 struct nl_stage_acc {
 	uint64_t ops, work, bytes, first_ts, last_ts;
+	/* work ops before the window's own first (a null-stream join's move
+	 * shown early: note_join_early); the first two are counted from it */
+	uint64_t first_from;
 	uint64_t first_sig[2];   /* the stage's first two work ops (valid up to work) */
 	bool first_named[2];     /* ...and whether each named its kernel (a launch the
 				  * kernel counted in a run arrives without it) */
@@ -521,6 +524,7 @@ struct nl_pipe {
 	 * launched even_hits times (note_even); steps_uneven once one was not */
 	bool steps_uneven;
 	uint32_t even_hits;
+	bool even_other; /* the last window so judged was not one step but for its count */
 	/* the copies (work ops) of each batch emitted, while every one had
 	 * as many (copies_uneven once one had not) */
 	uint64_t even_copies;
@@ -543,6 +547,15 @@ struct nl_pipe {
 	int64_t join_moved;
 	uint64_t join_moved_ts;
 	uint32_t join_moved_hits;
+	/* the step's signature as it stood at that move: the window the move
+	 * began is not a step where a wait shows it early (note_join_early) */
+	struct {
+		uint64_t sig[2];
+		uint32_t n, tid;
+		bool varied, tid_varied;
+		bool uneven;       /* steps_uneven and even_hits then */
+		uint32_t even_hits;
+	} join_step;
 	/* the last NL_LONE_HIST times compute's step began again in a window
 	 * of this pipeline while nothing of it was left to begin (no newer
 	 * batch copied), or right after a copy on a stream of no role yet
@@ -603,6 +616,12 @@ struct nl_pipe {
 
 /* The fewest launches of its first kernel a step of pipeline q makes, as
  * learned (first_min), or 1 while none is. */
+/* A stage's work ops from its window's first on (first_from) */
+static inline uint64_t nl_first_work(const struct nl_stage_acc *w)
+{
+	return w->work - w->first_from;
+}
+
 static inline uint32_t nl_step_first_min(const struct nl_pipe *q)
 {
 	return q->first_min ? q->first_min : 1;
