@@ -1230,6 +1230,19 @@ static void test_tail_join_moved(void **state)
 	tails_agree(tail_join_moved, NL_ARRAY_SIZE(tail_join_moved), true);
 }
 
+/* ...and where no forward window ran from one wait to the next (the
+ * redundant takes dropped, each window begun by the step's two first
+ * kernels again), so that first_min was never learned: the windows, all
+ * one step alike, say how many launches of the first kernel a step makes.
+ * Before, such a run was never valid. */
+static const uint64_t tail_no_waited_window[] = { 1355, 2488, 11139 };
+
+static void test_tail_no_waited_window(void **state)
+{
+	(void)state;
+	tails_agree(tail_no_waited_window, NL_ARRAY_SIZE(tail_no_waited_window), true);
+}
+
 /* Two pipelines: compute's step began again twice in a window of the
  * first, whose next batch's copy segment was still open (its take dropped
  * with its record), the second time after the other pipeline's last
@@ -1378,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(test_tail_sparse_exited),
 		cmocka_unit_test(test_tail_open_segment),
 		cmocka_unit_test(test_tail_join_moved),
+		cmocka_unit_test(test_tail_no_waited_window),
 		cmocka_unit_test(test_second_restart_open),
 		cmocka_unit_test(test_lossy_never_accuses),
 		cmocka_unit_test(test_attached_exit),

@@ -683,8 +683,12 @@ static void take_shared(struct nl_engine *e, struct nl_proc *p, struct nl_batch 
  * pipeline so far was one step like the others (note_even), this one
  * began as they all did (the same two different first kernels, on the
  * same thread, at least two windows so), never began so again (again_ts)
- * and launched the step's first kernel as often as each of them did; no
- * restart was kept for the exit. b is at most the pipeline's depth ahead
+ * and launched the step's first kernel as often as each of them did (and
+ * no more than a window from one wait to the next, first_min, where one
+ * such was seen: a loop whose redundant takes were dropped may have none,
+ * each window begun by its step's two first kernels again; before, each
+ * such run was not valid, random program 1355); no restart was kept for
+ * the exit. b is at most the pipeline's depth ahead
  * of it and copied in as many copies as every batch (copies_even). So
  * b's forward never began, ordered or not, and nothing on compute read
  * it. Anything less sure stays target_exited: a take dropped in the last
@@ -716,7 +720,7 @@ static bool never_consumed(struct nl_proc *p, const struct nl_batch *b)
 	    w->first_sig[0] != q->step_sig[0] ||
 	    w->first_sig[1] != q->step_sig[1] || w->first_tid != q->step_tid)
 		return false;
-	if (w->again_ts || !q->first_min || w->first_hits > q->first_min ||
+	if (w->again_ts || (q->first_min && w->first_hits > q->first_min) ||
 	    q->steps_uneven || !q->even_hits || w->first_hits != q->even_hits)
 		return false;
 	/* one pipeline: another's step, its take dropped, may hide in a
