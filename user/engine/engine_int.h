@@ -66,6 +66,8 @@ void nl_close_segment(struct nl_proc *p, struct nl_stream *s);
 /* Batch tok's copy segment, still open, of a size its copy stream is sure
  * of (or a whole multiple): ended as a record would end it. */
 void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok);
+/* At the process's exit: every copy stream's open segment of a whole
+ * multiple n > 1 of its sure size, cut as a record would cut it. */
 void nl_end_open_segments(struct nl_engine *e, struct nl_proc *p);
 /* A copy stream outside the first pipeline: the fill size its segments
  * showed in what learning held back, while that is replayed (0: none). */
