@@ -91,12 +91,12 @@ static bool restart_stands(struct nl_proc *p, const struct nl_stage_acc *w, int6
 }
 
 /* Batch b's pipeline has learned the first two kernels its steps begin
- * with (step_sig). */
+ * with (step.sig). */
 static bool step_known(struct nl_proc *p, const struct nl_batch *b)
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 
-	return q && q->step_n && !q->step_varied;
+	return q && q->step.n && !q->step.varied;
 }
 
 /* Op c is made by the thread every step of batch b's pipeline began on
@@ -112,7 +112,7 @@ static bool step_thread_may_be(struct nl_proc *p, const struct nl_batch *b, cons
 {
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 
-	return !q || q->step_tid_varied || c->tid == q->step_tid;
+	return !q || q->step.tid_varied || c->tid == q->step.tid;
 }
 
 /* Compute's op c, in the window of another pipeline's batch `own`,
@@ -489,16 +489,16 @@ static void note_step(struct nl_pipe *q, const struct nl_stage_acc *acc)
 	}
 	if (!q || !acc->first_named[0] || !acc->first_named[1])
 		return;
-	q->step_tid_varied |= q->step_n > 0 && q->step_tid != acc->first_tid;
-	q->step_tid = acc->first_tid;
-	if (q->step_n && q->step_sig[0] == acc->first_sig[0] && q->step_sig[1] == acc->first_sig[1]) {
-		q->step_n++;
+	q->step.tid_varied |= q->step.n > 0 && q->step.tid != acc->first_tid;
+	q->step.tid = acc->first_tid;
+	if (q->step.n && q->step.sig[0] == acc->first_sig[0] && q->step.sig[1] == acc->first_sig[1]) {
+		q->step.n++;
 		return;
 	}
-	q->step_varied |= q->step_n > 0;
-	q->step_sig[0] = acc->first_sig[0];
-	q->step_sig[1] = acc->first_sig[1];
-	q->step_n = 1;
+	q->step.varied |= q->step.n > 0;
+	q->step.sig[0] = acc->first_sig[0];
+	q->step.sig[1] = acc->first_sig[1];
+	q->step.n = 1;
 }
 
 /* The null stream's ops before op `clock` of stream `slot`, as its ring

@@ -715,10 +715,10 @@ static bool never_consumed(struct nl_proc *p, const struct nl_batch *b)
 	if (own->fwd_tick <= own->copy_tick || b->token - own->token > own->fwd_tick - own->copy_tick ||
 	    !copies_even(p, q, b))
 		return false;
-	if (q->step_n < 2 || q->step_varied || q->step_tid_varied || q->again_in_step ||
+	if (q->step.n < 2 || q->step.varied || q->step.tid_varied || q->again_in_step ||
 	    !w->first_named[0] || !w->first_named[1] || w->first_sig[0] == w->first_sig[1] ||
-	    w->first_sig[0] != q->step_sig[0] ||
-	    w->first_sig[1] != q->step_sig[1] || w->first_tid != q->step_tid)
+	    w->first_sig[0] != q->step.sig[0] ||
+	    w->first_sig[1] != q->step.sig[1] || w->first_tid != q->step.tid)
 		return false;
 	if (w->again_ts || (q->first_min && w->first_hits > q->first_min) ||
 	    q->steps_uneven || !q->even_hits || w->first_hits != q->even_hits)

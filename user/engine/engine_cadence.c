@@ -46,8 +46,8 @@ bool nl_over_copy(const struct nl_proc *p, int slot, const struct nl_stream *fro
 static bool opens_step(const struct nl_pipe *q, const struct nl_stage_acc *w)
 {
 	return nl_first_work(w) >= 2 && w->first_named[0] && w->first_named[1] &&
-	       w->first_sig[0] != w->first_sig[1] && q->step_n && !q->step_varied &&
-	       q->step_sig[0] == w->first_sig[0] && q->step_sig[1] == w->first_sig[1];
+	       w->first_sig[0] != w->first_sig[1] && q->step.n && !q->step.varied &&
+	       q->step.sig[0] == w->first_sig[0] && q->step.sig[1] == w->first_sig[1];
 }
 
 /* A compute op in another pipeline's window went unwatched, or a launch
@@ -356,7 +356,7 @@ static bool restarts_at_most(struct nl_proc *p, const struct nl_stream *s, uint6
 	const struct nl_pipe *q = own ? nl_pipe_of_token(p, own->token) : NULL;
 	const struct nl_batch *x;
 
-	if (!(q && q->step_n && !q->run_n &&
+	if (!(q && q->step.n && !q->run_n &&
 	      own->st[NL_STAGE_FORWARD].first_hits <= (n + 1) * nl_step_first_min(q)))
 		return false;
 	NL_FOR_BATCHES(p, x) {
@@ -1139,7 +1139,7 @@ static bool step_again(const struct nl_pipe *q, const struct nl_stage_acc *w, ui
 	if (nl_first_work(w) < 2 || !w->first_named[0])
 		return false;
 	if (w->first_named[1])
-		return opens_step(q, w) && sig == q->step_sig[0];
+		return opens_step(q, w) && sig == q->step.sig[0];
 	return q->run_n >= NL_STEP_SURE && !q->run_varied && sig == q->run_sig &&
 	       w->first_sig[0] == q->run_sig && q->run_min_work && w->work >= q->run_min_work;
 }
@@ -1510,7 +1510,7 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			return;
 	} else {
 		pair = w->hit_pending && w->hit_op.tid == c->tid && opens_step(q, w) &&
-		       sig == q->step_sig[1];
+		       sig == q->step.sig[1];
 		counted = false;
 		if (!pair)
 			return;

@@ -107,7 +107,7 @@ static bool implicit_may_begin(struct nl_proc *p, int64_t tok, const struct nl_c
 		if (h && h->st[NL_STAGE_FORWARD].work && c->tid != h->st[NL_STAGE_FORWARD].first_tid)
 			return false;
 	}
-	if (c->kind != NL_K_LAUNCH || !q || !q->step_n || q->step_varied)
+	if (c->kind != NL_K_LAUNCH || !q || !q->step.n || q->step.varied)
 		return true;
 	return nl_step_kernel_may_be(p, q, c, 0);
 }
@@ -278,16 +278,11 @@ static void note_join_early(struct nl_proc *p, int64_t got)
 		 * whose backward begins with forward's first kernel had its
 		 * steps varied, and a batch a loop that stopped early never
 		 * consumed was skipped target_exited (random program 40018) */
-		q->step_sig[0] = q->join_step.sig[0];
-		q->step_sig[1] = q->join_step.sig[1];
-		q->step_n = q->join_step.n;
-		q->step_tid = q->join_step.tid;
-		q->step_varied = q->join_step.varied;
-		q->step_tid_varied = q->join_step.tid_varied;
+		q->step = q->join_step;
 		/* and the window the move left had first_min launches of
 		 * the kernel, not those it had at the move (note_even) */
-		q->steps_uneven = q->join_step.uneven || q->even_other ||
-				  (q->join_step.even_hits && q->join_step.even_hits != q->first_min);
+		q->steps_uneven = q->join_uneven || q->even_other ||
+				  (q->join_even_hits && q->join_even_hits != q->first_min);
 		q->even_hits = q->first_min;
 	}
 }
@@ -311,14 +306,9 @@ static void note_join_moved(struct nl_proc *p, const struct nl_stream *s, int64_
 	q->join_moved = s->token;
 	q->join_moved_ts = c->ts_ns;
 	q->join_moved_hits = b->st[NL_STAGE_FORWARD].first_hits;
-	q->join_step.sig[0] = q->step_sig[0];
-	q->join_step.sig[1] = q->step_sig[1];
-	q->join_step.n = q->step_n;
-	q->join_step.tid = q->step_tid;
-	q->join_step.varied = q->step_varied;
-	q->join_step.tid_varied = q->step_tid_varied;
-	q->join_step.uneven = q->steps_uneven;
-	q->join_step.even_hits = q->even_hits;
+	q->join_step = q->step;
+	q->join_uneven = q->steps_uneven;
+	q->join_even_hits = q->even_hits;
 }
 
 /* Sparse stream s waits at c on a record of another blocking stream, not
@@ -1293,6 +1283,14 @@ static void segment_end(struct nl_engine *e, struct nl_proc *p, int slot)
 	cut_segment(e, p, slot, s->token, k, n);
 }
 
+/* Copy stream m's segment is open and holds a whole multiple of the size
+ * the stream is sure of: what a record would end and cut (segment_end) */
+static bool open_sure_segment(const struct nl_stream *m)
+{
+	return m->used && m->role == NL_ROLE_COPY && m->seg_open && m->seg_k &&
+	       m->seg_k_n >= NL_SEG_SURE && m->seg_work && !(m->seg_work % m->seg_k);
+}
+
 void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 {
 	if (e->o.no_copy_split)
@@ -1300,8 +1298,7 @@ void nl_end_sure_segment(struct nl_engine *e, struct nl_proc *p, int64_t tok)
 	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *m = &p->s[i];
 
-		if (!m->used || m->role != NL_ROLE_COPY || !m->seg_open || m->token != tok ||
-		    !m->seg_k || m->seg_k_n < NL_SEG_SURE || !m->seg_work || m->seg_work % m->seg_k)
+		if (!open_sure_segment(m) || m->token != tok)
 			continue;
 		segment_end(e, p, (int)i);
 		nl_close_segment(p, m);
@@ -1321,9 +1318,7 @@ void nl_end_open_segments(struct nl_engine *e, struct nl_proc *p)
 	for (uint32_t i = 0; i < p->w; i++) {
 		struct nl_stream *m = &p->s[i];
 
-		if (!m->used || m->role != NL_ROLE_COPY || !m->seg_open || !m->seg_k ||
-		    m->seg_k_n < NL_SEG_SURE || m->seg_work <= m->seg_k || m->seg_work % m->seg_k ||
-		    m->guess_n)
+		if (!open_sure_segment(m) || m->seg_work == m->seg_k || m->guess_n)
 			continue;
 		segment_end(e, p, (int)i);
 		nl_close_segment(p, m);
@@ -2450,8 +2445,8 @@ static void note_took_by_wait(struct nl_proc *p, int slot, const struct nl_strea
 	if (from->role != NL_ROLE_SPARSE && !(from->role == NL_ROLE_COPY && !q->has_sparse))
 		return;
 	if (!q->took_by_wait && slot == p->null_slot && p->nblocking) {
-		q->step_n = q->run_n = 0;
-		q->step_varied = q->run_varied = q->step_tid_varied = false;
+		q->step.n = q->run_n = 0;
+		q->step.varied = q->run_varied = q->step.tid_varied = false;
 	}
 	q->took_by_wait = true;
 }
@@ -3323,8 +3318,8 @@ bool nl_step_kernel_may_be(struct nl_proc *p, const struct nl_pipe *q, const str
 			   int k)
 {
 	if (c->kind == NL_K_LAUNCH && !(c->fields & NL_F_FN))
-		return nl_counted_may_be(p, c, q->step_sig[k]);
-	return nl_call_sig(c) == q->step_sig[k];
+		return nl_counted_may_be(p, c, q->step.sig[k]);
+	return nl_call_sig(c) == q->step.sig[k];
 }
 
 void nl_apply(struct nl_engine *e, struct nl_proc *p, const struct nl_call *c)

@@ -332,6 +332,18 @@ struct nl_batch_stream {
 	uint32_t pending_seen; /* the consumer's clock of this stream */
 };
 
+/* The first two kernels a pipeline's forward windows began with, and how
+ * many windows in a row began so (a step's signature) */
+struct nl_step {
+	uint64_t sig[2];
+	uint32_t n;
+	bool varied; /* two windows began differently */
+	/* the thread those windows began on, unless two began on different
+	 * threads (tid_varied) */
+	uint32_t tid;
+	bool tid_varied;
+};
+
 struct nl_stage_acc {
 	uint64_t ops, work, bytes, first_ts, last_ts;
 	/* work ops before the window's own first (a null-stream join's move
@@ -500,15 +512,7 @@ struct nl_pipe {
 	 * thread that did */
 	int last_copier;
 	uint32_t last_copier_tid;
-	/* the first two kernels its forward windows began with, and how many
-	 * windows in a row began so (a step's signature) */
-	uint64_t step_sig[2];
-	uint32_t step_n;
-	bool step_varied;     /* two windows began differently */
-	/* the thread those windows began on, unless two began on different
-	 * threads (step_tid_varied) */
-	uint32_t step_tid;
-	bool step_tid_varied;
+	struct nl_step step;
 	/* the same with launches counted in runs: windows whose first kernel
 	 * is named (a run's first) and whose second is not */
 	uint64_t run_sig;
@@ -547,15 +551,12 @@ struct nl_pipe {
 	int64_t join_moved;
 	uint64_t join_moved_ts;
 	uint32_t join_moved_hits;
-	/* the step's signature as it stood at that move: the window the move
-	 * began is not a step where a wait shows it early (note_join_early) */
-	struct {
-		uint64_t sig[2];
-		uint32_t n, tid;
-		bool varied, tid_varied;
-		bool uneven;       /* steps_uneven and even_hits then */
-		uint32_t even_hits;
-	} join_step;
+	/* the step's signature, steps_uneven and even_hits as they stood at
+	 * that move: the window the move began is not a step where a wait
+	 * shows it early (note_join_early) */
+	struct nl_step join_step;
+	bool join_uneven;
+	uint32_t join_even_hits;
 	/* the last NL_LONE_HIST times compute's step began again in a window
 	 * of this pipeline while nothing of it was left to begin (no newer
 	 * batch copied), or right after a copy on a stream of no role yet
@@ -614,14 +615,14 @@ struct nl_pipe {
 	uint64_t stage_batches[NL_NSTAGES];
 };
 
-/* The fewest launches of its first kernel a step of pipeline q makes, as
- * learned (first_min), or 1 while none is. */
 /* A stage's work ops from its window's first on (first_from) */
 static inline uint64_t nl_first_work(const struct nl_stage_acc *w)
 {
 	return w->work - w->first_from;
 }
 
+/* The fewest launches of its first kernel a step of pipeline q makes, as
+ * learned (first_min), or 1 while none is. */
 static inline uint32_t nl_step_first_min(const struct nl_pipe *q)
 {
 	return q->first_min ? q->first_min : 1;
