@@ -1173,6 +1173,14 @@ static void tails_agree(const uint64_t *v, size_t n, bool healthy)
 	rp_tails = false;
 }
 
+/* A test that every seed of the array `set` agrees with tails_agree */
+#define TAILS_TEST(set, healthy)                                     \
+	static void test_##set(void **state)                         \
+	{                                                            \
+		(void)state;                                         \
+		tails_agree(set, NL_ARRAY_SIZE(set), healthy);       \
+	}
+
 /* ...and where an earlier take was dropped, so that the batches never
  * consumed stay target_exited: a sparse stage that read a copy unordered
  * (the collective stream's wait on the data-dist stream dropped) is
@@ -1188,17 +1196,9 @@ static void test_tail_sparse_exited(void **state)
 	rp_tails = false;
 }
 
-static void test_tail_healthy(void **state)
-{
-	(void)state;
-	tails_agree(tail_healthy, NL_ARRAY_SIZE(tail_healthy), true);
-}
+TAILS_TEST(tail_healthy, true)
 
-static void test_tail_faulty(void **state)
-{
-	(void)state;
-	tails_agree(tail_faulty, NL_ARRAY_SIZE(tail_faulty), false);
-}
+TAILS_TEST(tail_faulty, false)
 
 /* ...and where a loader copied the batches never consumed with no record
  * between them (the last takes dropped, or never made): the copy stream's
@@ -1218,17 +1218,9 @@ static const uint64_t tail_open_segment[] = { 25003, 100263, 337825, 114647, 100
  * before the move). */
 static const uint64_t tail_join_moved[] = { 40018, 275124, 149258, 161925, 101883, 76397, 120798 };
 
-static void test_tail_open_segment(void **state)
-{
-	(void)state;
-	tails_agree(tail_open_segment, NL_ARRAY_SIZE(tail_open_segment), true);
-}
+TAILS_TEST(tail_open_segment, true)
 
-static void test_tail_join_moved(void **state)
-{
-	(void)state;
-	tails_agree(tail_join_moved, NL_ARRAY_SIZE(tail_join_moved), true);
-}
+TAILS_TEST(tail_join_moved, true)
 
 /* ...and where no forward window ran from one wait to the next (the
  * redundant takes dropped, each window begun by the step's two first
@@ -1237,11 +1229,7 @@ static void test_tail_join_moved(void **state)
  * Before, such a run was never valid. */
 static const uint64_t tail_no_waited_window[] = { 1355, 2488, 11139 };
 
-static void test_tail_no_waited_window(void **state)
-{
-	(void)state;
-	tails_agree(tail_no_waited_window, NL_ARRAY_SIZE(tail_no_waited_window), true);
-}
+TAILS_TEST(tail_no_waited_window, true)
 
 /* Two pipelines: compute's step began again twice in a window of the
  * first, whose next batch's copy segment was still open (its take dropped
