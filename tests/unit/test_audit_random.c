@@ -1137,6 +1137,28 @@ static const uint64_t step_on_compute[] = { 574676, 512193 };
 
 SEEDS_TEST(step_on_compute)
 
+/* A fill of two batches copied before one wait of the data-dist stream,
+ * the second one's wait redundant and dropped with its record: the stream
+ * ran a batch ahead of compute, and compute's second take of its last
+ * stage, with its step begun again, was the next batch's. Compute then
+ * left the pipeline's window: for a training batch, an evaluation turn
+ * over (1262345, a healthy batch accused copy->sparse), or for a later
+ * batch of its own (32170, the pipeline's last batch skipped
+ * target_exited). Judged when compute leaves, not only at exit
+ * (nl_compute_leaves). Both modes. */
+static const uint64_t shared_leaving[] = { 1262345, 32170 };
+
+SEEDS_TEST(shared_leaving)
+
+/* ...or compute took that stage twice and began its step again for the
+ * next batch, which had no stage of its own: the data-dist segment held
+ * both batches' stages (nl_split_retaken). Before, a healthy batch was
+ * accused copy->sparse (2845317, 3306304, 9017136, 10998102: evaluation
+ * turns) or sparse->forward (7292364). Both modes. */
+static const uint64_t split_retaken[] = { 2845317, 3306304, 7292364, 9017136, 10998102 };
+
+SEEDS_TEST(split_retaken)
+
 /* Loops that stop before the batches they prefetched (a step limit over a
  * longer dataloader: rp_spec.tail), one per depth, stage and compute
  * stream: every batch no step consumed is skipped not_consumed, not
@@ -1413,6 +1435,8 @@ int main(void)
 		cmocka_unit_test(test_loader_step),
 		cmocka_unit_test(test_split_fill_record),
 		cmocka_unit_test(test_step_on_compute),
+		cmocka_unit_test(test_shared_leaving),
+		cmocka_unit_test(test_split_retaken),
 		cmocka_unit_test(test_collective_left_depth3),
 		cmocka_unit_test(test_stage_behind),
 		cmocka_unit_test(test_handoff_again),

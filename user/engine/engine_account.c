@@ -393,8 +393,13 @@ static void producer_op(struct nl_proc *p, struct nl_batch *b, const struct nl_s
 
 		/* not ordered after the next batch's copies: not the next
 		 * batch's stage, had the stream run a batch ahead (stage_shared) */
-		if (!n || !n->copy_closed || !nl_copy_covered(n, s))
-			nl_pipe_of_token(p, b->token)->sparse_behind = true;
+		if (!n || !n->copy_closed || !nl_copy_covered(n, s)) {
+			struct nl_pipe *bq = nl_pipe_of_token(p, b->token);
+
+			if (!bq->sparse_behind || b->token < bq->behind_min)
+				bq->behind_min = b->token;
+			bq->sparse_behind = true;
+		}
 	}
 	if (st == NL_STAGE_SPARSE && !b->cs.valid)
 		for (int i = 0; i < b->nbs; i++) {

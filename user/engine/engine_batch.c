@@ -313,12 +313,36 @@ static bool copies_even(struct nl_proc *p, const struct nl_pipe *q, const struct
 	return true;
 }
 
+static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *own, const struct nl_batch *b,
+			     uint64_t *until);
+static void take_shared(struct nl_engine *e, struct nl_proc *p, struct nl_batch *own,
+			struct nl_batch *b, uint64_t from, uint64_t until);
+
+/* Compute leaves batch tok's window at ts (a wait that brings another
+ * pipeline's batch, or a later one of its own) while the batch after tok
+ * began no forward of its own: where the data-dist stream ran a batch
+ * ahead of compute (stage_shared), the step begun again after compute's
+ * second take of tok's stage was that batch's forward, as at exit. The
+ * rings still hold that step here; by the pipeline's next take, or its
+ * exit, a turn of another pipeline and its streams created again may have
+ * overwritten them. Before, such a batch of an evaluation turn was never
+ * staged and accused copy->sparse (random program 1262345). */
+void nl_compute_leaves(struct nl_engine *e, struct nl_proc *p, int64_t tok, uint64_t ts)
+{
+	struct nl_batch *own = nl_batch_of(p, tok), *next = own ? nl_batch_of(p, tok + 1) : NULL;
+	uint64_t from, until = ts;
+
+	if (next && !next->closed && !next->fwd_started &&
+	    (from = stage_shared(p, own, next, &until)) != 0)
+		take_shared(e, p, own, next, from, until);
+}
+
 /* Compute's first work op with token `to`: forward(to) begins and closes
  * every earlier batch of its pipeline. */
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts)
 {
 	struct nl_pipe *q = nl_pipe_of_token(p, to);
-	struct nl_batch *b;
+	struct nl_batch *b, *own;
 
 	if (!q || to <= q->fwd_max)
 		return;
@@ -329,6 +353,10 @@ void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint
 	 * that brought it when one did */
 	if (to == q->tick_max)
 		ts = q->tick_ts;
+	/* compute moves past the batch after the one it held */
+	own = q->fwd_max != NL_NO_TOKEN ? nl_batch_of(p, q->fwd_max) : NULL;
+	if (own && own->token + 1 < to)
+		nl_compute_leaves(e, p, own->token, ts);
 	q->fwd_max = to;
 	/* Only this pipeline's: another one's batches wait for their own. */
 	NL_FOR_PIPE_BATCHES(p, q, b)
@@ -557,7 +585,11 @@ static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
 }
 
 /* At exit, batch b, the last of its pipeline and the next after the one
- * compute holds, copied, with no sparse op of its own and never reached:
+ * compute holds (own), copied, with no sparse op of its own and never
+ * reached; or, *until not UINT64_MAX, b the next after the batch own whose
+ * window compute leaves at *until (nl_compute_leaves), no batch copied
+ * after b before the restart, and the restart's ops those up to the first
+ * op of another batch (*until, lowered to it):
  * the data-dist stream's last stage (its work of the batch compute holds,
  * nothing of another batch after it) was ordered after b's copies by the
  * stream's wait before it, and compute, after it took that stage, waited
@@ -568,38 +600,56 @@ static bool restarted_unstaged(struct nl_proc *p, const struct nl_batch *b)
  * after b's copies, the second take b's, and the restart b's forward,
  * ordered after both. Had it been no stage of b's, b's sparse stage never
  * ran and its forward read nothing of it unordered either. Not where the
- * stream ever worked on a batch before the next one's copies were ordered
- * before it (sparse_behind): it never ran ahead then. Returns the
+ * stream ever worked on a batch no newer than own before the next one's
+ * copies were ordered before it (sparse_behind, behind_min): it never ran
+ * ahead then. A stream of b's pipeline created after the restart (a
+ * turn's streams created again) is left out when leaving. Returns the
  * restart's first op (0: not so). Before, b was skipped target_exited
  * (random programs 410837, 190718245, 117399). */
-static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
+static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *own, const struct nl_batch *b,
+			     uint64_t *until)
 {
 	const struct nl_stream *c = p->compute_slot >= 0 ? &p->s[p->compute_slot] : NULL;
-	const struct nl_batch *own = c ? nl_batch_of(p, c->token) : NULL;
 	const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 	const struct nl_stage_acc *w;
 	uint64_t from = 0;
 	bool fed = false;
 
-	if (!own || own->token + 1 != b->token || b->token + 1 != q->next_token || !q->has_sparse ||
-	    q->sparse_behind || b->reached_sparse || b->st[NL_STAGE_SPARSE].ops || !b->copy_closed ||
-	    !b->st[NL_STAGE_COPY].work || b->fwd_started || !own->fwd_started ||
-	    !own->sparse_retake)
+	if (!c || !own || own->token + 1 != b->token || !q->has_sparse ||
+	    (q->sparse_behind && q->behind_min <= own->token) || b->reached_sparse ||
+	    b->st[NL_STAGE_SPARSE].ops || !b->copy_closed || !b->st[NL_STAGE_COPY].work ||
+	    b->fwd_started || !own->fwd_started || !own->sparse_retake)
 		return 0;
 	w = &own->st[NL_STAGE_FORWARD];
 	if (!w->first_named[1] || w->again_ts <= b->st[NL_STAGE_COPY].last_ts)
 		return 0;
 	/* the restart: the step's first kernel, the work op just before the
-	 * second (again_ts); compute's ops from there on all own's */
+	 * second (again_ts); compute's ops from there on, up to the wait that
+	 * moves it on (until), all own's */
 	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
 		const struct nl_ring_op *r = &c->ring[k % NL_RING];
 
 		if (r->work && r->token == own->token && r->ts < w->again_ts)
 			from = r->ts;
 	}
-	for (uint32_t k = nl_ring_start(c); k < c->nring && from; k++)
-		if (c->ring[k % NL_RING].ts >= from && c->ring[k % NL_RING].token != own->token)
+	for (uint32_t k = nl_ring_start(c); k < c->nring && from; k++) {
+		const struct nl_ring_op *r = &c->ring[k % NL_RING];
+
+		if (r->ts < from || r->ts >= *until || r->token == own->token)
+			continue;
+		/* at exit, all own's; moving on, up to the first that is not */
+		if (*until == UINT64_MAX)
 			return 0;
+		*until = r->ts;
+	}
+	/* b the newest batch of its pipeline when its step began: a batch
+	 * copied after it came after the restart */
+	for (int64_t t = b->token + 1; from && t < q->next_token; t++) {
+		const struct nl_batch *n = nl_batch_of(p, t);
+
+		if (n && n->st[NL_STAGE_COPY].ops && n->st[NL_STAGE_COPY].first_ts < from)
+			return 0;
+	}
 	for (uint32_t i = 0; i < p->w && from; i++) {
 		const struct nl_stream *d = &p->s[i];
 		const struct nl_ring_op *wait = NULL, *before = NULL;
@@ -607,6 +657,10 @@ static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
 		uint32_t last = 0;
 
 		if (!d->used || d->role != NL_ROLE_SPARSE || d->pipe != nl_tok_pipe(b->token))
+			continue;
+		/* moving on: a stream of the pipeline created since the
+		 * restart (a turn's streams created again) ran no stage then */
+		if (*until != UINT64_MAX && d->creation_seen && d->creation_ts > from)
 			continue;
 		/* its last stage: its work of own, none of another batch after
 		 * it began, and the wait last before it */
@@ -652,17 +706,17 @@ static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *b)
 /* The restart stage_shared found is b's forward: compute's ops from it on
  * are b's, b was reached by its data-dist stream's last wait, and the
  * completion that covered them is b's. */
-static void take_shared(struct nl_engine *e, struct nl_proc *p, struct nl_batch *b, uint64_t from)
+static void take_shared(struct nl_engine *e, struct nl_proc *p, struct nl_batch *own,
+			struct nl_batch *b, uint64_t from, uint64_t until)
 {
 	int slot = p->compute_slot;
 	struct nl_stream *c = &p->s[slot];
-	struct nl_batch *own = nl_batch_of(p, c->token);
 	uint64_t moved = 0, moved_work = 0;
 
 	for (uint32_t k = nl_ring_start(c); k < c->nring; k++) {
 		struct nl_ring_op *r = &c->ring[k % NL_RING];
 
-		if (r->token != own->token || r->ts < from)
+		if (r->token != own->token || r->ts < from || r->ts >= until)
 			continue;
 		nl_account_ring(e, p, slot, r, b->token);
 		moved++;
@@ -741,6 +795,8 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 		int k = q->has_sparse && !b->reached_sparse ? NL_CONSUMER_SPARSE :
 							       NL_CONSUMER_COMPUTE;
+		struct nl_batch *own = p->compute_slot >= 0 ?
+					       nl_batch_of(p, p->s[p->compute_slot].token) : NULL;
 		/* A pipeline found in the middle of its run (attached by pid
 		 * after its copy stream was created): the engine does not know
 		 * how many of its batches were in flight then, and the drain
@@ -772,9 +828,10 @@ void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 		if (fin && !b->fwd_started && !b->watch[k].repeat &&
 		    k == NL_CONSUMER_SPARSE && restarted_unstaged(p, b))
 			b->watch[k].repeat = true;
-		if (fin && k == NL_CONSUMER_SPARSE && !b->watch[k].repeat &&
-		    (from = stage_shared(p, b)) != 0)
-			take_shared(e, p, b, from);
+		if (fin && k == NL_CONSUMER_SPARSE && !b->watch[k].repeat && own &&
+		    b->token + 1 == nl_pipe_of_token(p, b->token)->next_token &&
+		    (from = stage_shared(p, own, b, &(uint64_t){ UINT64_MAX })) != 0)
+			take_shared(e, p, own, b, from, UINT64_MAX);
 		if (!(fin && b->fwd_started && b->st[NL_STAGE_FORWARD].c.done_by_ns) &&
 		    !(fin && !b->fwd_started && b->watch[k].repeat) &&
 		    !(fin && k == NL_CONSUMER_SPARSE &&

@@ -1573,6 +1573,10 @@ void nl_step_begins(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 			return;
 		}
 	}
+	/* compute's second take of x's stage, and its step begun again:
+	 * b's stage was in x's segment (nl_split_retaken) */
+	if (ordered && b->copy_closed && q->has_sparse && !sparse_begun(b))
+		nl_split_retaken(e, p, x, b);
 	if ((!b->copy_closed && !(implicit_copy(p, s, b) && ordered)) ||
 	    (q->has_sparse && !sparse_begun(b))) {
 		/* b's copy segment still open (the record after it dropped

@@ -694,6 +694,89 @@ int64_t nl_retake_behind(struct nl_engine *e, struct nl_proc *p, int slot, int64
 	return next;
 }
 
+/* Compute took batch t twice from sparse stream s (sparse_retake: a wait
+ * on a record of s carrying t, s having done nothing since the first) and
+ * begins its step again: the step is the next batch n's forward. Where n
+ * has no stage of its own, its copies were ordered before s's wait that
+ * began t's segment (the wait carried n too), and t's segment launched
+ * its first kernel again (same thread, no wait since), the segment held
+ * n's stage as well: its ops from that launch on are n's (a fill of two
+ * batches copied before one wait, the second one's wait redundant and
+ * dropped with its record). Both stages are ordered before compute's
+ * takes either way; which launch began n's does not change a verdict.
+ * Only with one sparse stream of t's pipeline doing t's work. */
+bool nl_split_retaken(struct nl_engine *e, struct nl_proc *p, struct nl_batch *bt,
+		      const struct nl_batch *n)
+{
+	struct nl_stream *d = NULL;
+	const struct nl_ring_op *w = NULL, *f = NULL, *l = NULL;
+	uint64_t seg_ts = 0, end;
+	int pipe = nl_tok_pipe(bt->token);
+	const struct nl_batch *u;
+
+	if (!bt->sparse_retake || n->closed || n->fwd_started || !n->copy_closed ||
+	    n->st[NL_STAGE_SPARSE].ops || n->token != bt->token + 1)
+		return false;
+	for (uint32_t i = 0; i < p->w; i++) {
+		struct nl_stream *x = &p->s[i];
+
+		if (!x->used || x->role != NL_ROLE_SPARSE || x->pipe != pipe ||
+		    !nl_worked_stream(bt, (int)i))
+			continue;
+		if (d)
+			return false;
+		d = x;
+	}
+	if (!d || d->token != bt->token)
+		return false;
+	for (uint32_t k = nl_ring_start(d); k < d->nring; k++) {
+		const struct nl_ring_op *r = &d->ring[k % NL_RING];
+
+		if (nl_api_info[r->api].kind == NL_K_STREAM_WAIT) {
+			if (f)
+				return false; /* a wait inside t's segment */
+			w = r;
+			seg_ts = 0;
+			continue;
+		}
+		if (!r->work)
+			continue;
+		if (r->token == bt->token) {
+			if (!f)
+				f = r;
+			else if (!l && r->again && r->tid == f->tid)
+				l = r;
+			continue;
+		}
+		/* another batch's work after t's began; or, before, work no
+		 * older batch of the pipeline holds (a stage begun without
+		 * its edge, maybe t's) */
+		if (f || r->token == NL_NO_TOKEN || nl_tok_pipe(r->token) != pipe ||
+		    r->token > bt->token)
+			return false;
+		/* an older segment that began a stage again after a copy made
+		 * while it ran: a stage begun without its edge there
+		 * (begun_inside) left the stream a batch behind, not a fill's
+		 * two batches */
+		if (!seg_ts)
+			seg_ts = r->ts;
+		else if (r->again && (u = nl_batch_of(p, r->token + 1)) &&
+			 (end = copy_work_end(u)) > seg_ts && end < r->ts)
+			return false;
+	}
+	if (!f || !l || !w || w->ev_slot < 0 || p->s[w->ev_slot].role != NL_ROLE_COPY)
+		return false;
+	for (int j = 0; j < n->nbs; j++) {
+		const struct nl_batch_stream *bs = &n->bs[j];
+
+		if (bs->stage == NL_STAGE_COPY && bs->has_work &&
+		    (bs->slot != w->ev_slot || bs->last_work.clock > w->ev_clock))
+			return false;
+	}
+	move_stage(e, p, d, bt, l->clock, n->token);
+	return true;
+}
+
 /* Sparse stream s begins the next batch after the one it holds, begun
  * without its edge: the oldest newer one it has no op of (next_batch),
  * still open, not yet begun on a sparse stream, and copied (`copied`) or

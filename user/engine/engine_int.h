@@ -128,6 +128,11 @@ void nl_note_window(struct nl_proc *p, const struct nl_stream *s);
  * none) */
 int64_t nl_retake_behind(struct nl_engine *e, struct nl_proc *p, int slot, int64_t t,
 			 uint32_t seen);
+/* Compute took batch bt twice from its data-dist stream and begins its
+ * step again for n, which has no stage: n's stage was in bt's segment,
+ * moved there (true) */
+bool nl_split_retaken(struct nl_engine *e, struct nl_proc *p, struct nl_batch *bt,
+		      const struct nl_batch *n);
 /* Restarts kept for a batch a wait now takes: another pipeline's, passed over */
 void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl_pipe *gq);
 /* Every copy op of batch b is ordered before stream s's clock. */
@@ -246,6 +251,9 @@ void nl_prev_began(struct nl_proc *p, struct nl_batch *n, const struct nl_batch 
  * batches before it, with the compute clock as it was before the join. */
 void nl_compute_tick(struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_note_lag(struct nl_proc *p, int64_t due, int64_t got);
+/* Compute leaves batch tok's window: the batch after it may have had its
+ * forward there (stage_shared) */
+void nl_compute_leaves(struct nl_engine *e, struct nl_proc *p, int64_t tok, uint64_t ts);
 void nl_compute_advance(struct nl_engine *e, struct nl_proc *p, int64_t to, uint64_t ts);
 void nl_batch_skip(struct nl_proc *p, int64_t token, int reason);
 /* Records lost: every batch of p not emitted yet, and every later one,

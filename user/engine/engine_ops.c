@@ -2859,6 +2859,10 @@ static void op_wait(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 					}
 				}
 			}
+			/* compute leaves its pipeline's window for another's */
+			if (slot == p->compute_slot && got != NL_NO_TOKEN && s->token != NL_NO_TOKEN &&
+			    nl_tok_pipe(got) != nl_tok_pipe(s->token))
+				nl_compute_leaves(e, p, s->token, c->ts_ns);
 			nl_set_token(p, slot, got, c->ts_ns);
 		}
 		if (s->role == NL_ROLE_SPARSE && from && from->role == NL_ROLE_COPY &&

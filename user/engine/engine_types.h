@@ -499,6 +499,7 @@ struct nl_pipe {
 	/* a data-dist stream worked on a batch before the next batch's copies
 	 * were ordered before it (never a batch ahead: stage_shared) */
 	bool sparse_behind;
+	int64_t behind_min; /* the oldest batch it so worked on, where sparse_behind */
 	/* a forward window taken and left by waits, with no restart in it
 	 * (none seen, or one the wait after showed was none), showed the
 	 * step's first two kernels again (note_first_hits) */
