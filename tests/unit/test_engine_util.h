@@ -410,6 +410,10 @@ struct tr_opts {
 	int depth;        /* 1 or 2 (torchrec) */
 	int batches;
 	int drop_a, drop_b, drop_d, drop_simple; /* batch whose wait is dropped, -1 none */
+	/* ...inside the sparse stage: N's wait on D before batch k's data
+	 * all-to-alls (drop_n), D's wait on batch k's splits all-to-all at
+	 * step e (drop_e) */
+	int drop_n, drop_e;
 	int exit_at;      /* stop in the middle of forward k (no final sync), -1 none */
 	bool no_teardown; /* leave the process running (no device sync, no exit) */
 	bool bwd_a2a;     /* backward all-to-all through N (C -> N -> C) */
@@ -420,7 +424,8 @@ struct tr_opts {
 static inline struct tr_opts tr_defaults(int batches)
 {
 	return (struct tr_opts){ .depth = 2, .batches = batches, .drop_a = -1, .drop_b = -1,
-				 .drop_d = -1, .drop_simple = -1, .exit_at = -1, .stop_after = -1 };
+				 .drop_d = -1, .drop_simple = -1, .drop_n = -1, .drop_e = -1,
+				 .exit_at = -1, .stop_after = -1 };
 }
 
 struct tr_work {
@@ -439,12 +444,14 @@ struct tr_run {
 	uint64_t input_dist_ts[TR_KEEP], dist_init_ts[TR_KEEP];
 };
 
-static inline struct tr_work tr_alltoall(struct tr_run *r, uint64_t from, bool timed, int nops)
+static inline struct tr_work tr_alltoall_or_drop(struct tr_run *r, uint64_t from, bool timed,
+						 int nops, bool wait)
 {
 	struct tb *t = r->t;
 	struct tr_work w = { 0, 0 };
 
-	tb_wait_stream(t, r->N, from); /* ProcessGroupNCCL: N waits on the caller */
+	/* ProcessGroupNCCL: N waits on the caller */
+	tb_wait_stream_or_drop(t, r->N, from, wait);
 	if (timed) {
 		w.start = tb_event_create(t);
 		tb_record(t, w.start, r->N);
@@ -454,6 +461,11 @@ static inline struct tr_work tr_alltoall(struct tr_run *r, uint64_t from, bool t
 	w.end = tb_event_create(t);
 	tb_record(t, w.end, r->N);
 	return w;
+}
+
+static inline struct tr_work tr_alltoall(struct tr_run *r, uint64_t from, bool timed, int nops)
+{
+	return tr_alltoall_or_drop(r, from, timed, nops, true);
 }
 
 /* Work.wait() on `to`, then the watchdog sees it done. */
@@ -495,10 +507,16 @@ static inline void tr_start_sparse(struct tr_run *r, int k)
 
 static inline void tr_wait_sparse(struct tr_run *r, int k)
 {
-	tr_work_wait(r, &r->splits[k % TR_KEEP], r->D);
+	if (r->o->drop_e == k) { /* only the watchdog sees it done */
+		r->t->tid = TB_WATCHDOG;
+		tb_query(r->t, r->splits[k % TR_KEEP].end, 0);
+		r->t->tid = TB_MAIN;
+	} else {
+		tr_work_wait(r, &r->splits[k % TR_KEEP], r->D);
+	}
 	tb_copy(r->t, r->D, 2, 32); /* .tolist() */
 	tb_stream_sync(r->t, r->D);
-	r->data[k % TR_KEEP] = tr_alltoall(r, r->D, false, 3);
+	r->data[k % TR_KEEP] = tr_alltoall_or_drop(r, r->D, false, 3, r->o->drop_n != k);
 }
 
 /* false: the process "exited" in the middle */

@@ -312,10 +312,24 @@ void nl_hand_over_all(struct nl_proc *p, int64_t tok)
  * late op). The newer batch's copy segment ends here: its consumer began.
  * Where T's segment held the next batch's stage already (a launch
  * `again`, stage_behind), the work is the one after's. */
+/* The newest batch after tok and before next whose stage stream s began
+ * (an op of it there), still open (NL_NO_TOKEN: none) */
+static int64_t begun_between(struct nl_proc *p, const struct nl_stream *s, int64_t tok,
+			     int64_t next)
+{
+	for (int64_t t = next - 1; t > tok; t--) {
+		const struct nl_batch *b = nl_batch_of(p, t);
+
+		if (b && !b->closed && touched(b, (int)(s - p->s)))
+			return t;
+	}
+	return NL_NO_TOKEN;
+}
+
 void nl_take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, bool again,
 		  const struct nl_call *c)
 {
-	int64_t next;
+	int64_t next, u;
 
 	if (again && s->token == s->handed_tok && stage_behind(e, p, s, c)) {
 		take_next_stage(p, s, true);
@@ -323,6 +337,29 @@ void nl_take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, b
 	}
 	next = next_batch(p, s, s->handed_tok);
 	if (s->token != s->handed_tok || !nl_batch_of(p, next))
+		return;
+	/* work that begins no stage (not the kernel the stream's stages
+	 * begin with) goes on with the newest batch whose stage the stream
+	 * began since the one compute took: TorchRec's step e, D's
+	 * .tolist() of batch i+1's split sizes after compute took batch i,
+	 * its wait on the splits all-to-all's end dropped. Before, it was
+	 * charged to batch i+2, copied since, and that healthy batch was
+	 * accused copy->sparse. */
+	if (!again && !s->handed_in && c &&
+	    (u = begun_between(p, s, s->handed_tok, next)) != NL_NO_TOKEN) {
+		take_token(p, s, u);
+		return;
+	}
+	/* handed within the stage: a collective stream whose batches each
+	 * launch their first kernel more than once (TorchRec's splits and
+	 * data all-to-alls), this launch one the batch it holds still lacks,
+	 * goes on with that batch: the data-dist stream took the splits'
+	 * end, not the stage's (its wait before the data all-to-all
+	 * redundant and dropped). Before, the data all-to-all was charged
+	 * to the next batch, accused copy->sparse. */
+	if (s->handed_in && s->hits_valid && s->hits_tok == s->token && s->stage_hits > 1 &&
+	    s->hits_n < s->stage_hits && c && c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) &&
+	    nl_call_sig(c) == s->hits_sig)
 		return;
 	take_token(p, s, next);
 }

@@ -2260,6 +2260,32 @@ static void producer_again(struct nl_engine *e, struct nl_proc *p, int slot, uin
 	restamp(e, p, slot);
 }
 
+/* Sparse stream s launches kernel c for batch tok: counted for that
+ * batch where it is the kernel the stream's work of the batch began with
+ * (hits_n); a newer batch's first launch closes the count of the one
+ * before into the fewest any batch made (stage_hits). */
+static void note_stage_hits(struct nl_stream *s, const struct nl_call *c, int64_t tok)
+{
+	uint64_t sig;
+
+	if (s->role != NL_ROLE_SPARSE || c->kind != NL_K_LAUNCH || !(c->fields & NL_F_FN) ||
+	    tok == NL_NO_TOKEN)
+		return;
+	sig = nl_call_sig(c);
+	if (s->hits_valid && tok == s->hits_tok) {
+		s->hits_n += sig == s->hits_sig;
+		return;
+	}
+	if (s->hits_valid && (tok < s->hits_tok || nl_tok_pipe(tok) != nl_tok_pipe(s->hits_tok)))
+		return; /* an older batch's work, or another pipeline's: not counted */
+	if (s->hits_valid && (!s->stage_hits || s->hits_n < s->stage_hits))
+		s->stage_hits = s->hits_n;
+	s->hits_valid = true;
+	s->hits_tok = tok;
+	s->hits_sig = sig;
+	s->hits_n = 1;
+}
+
 /* Work the audit cannot place must not vanish: a stream without a role that
  * copies to the device and feeds another stream is counted, and the run's
  * evidence is then not valid (unplaced_work). So is one created again on a
@@ -3230,6 +3256,7 @@ static void op_work(struct nl_engine *e, struct nl_proc *p, int slot, const stru
 		return;
 	}
 	tok = older != NL_NO_TOKEN ? older : s->token;
+	note_stage_hits(s, c, tok);
 	note_in_flight(p, s, slot, tok);
 	nl_ring_push(p, s, clock, c, tok, true);
 	if (s->role == NL_ROLE_SPARSE) {

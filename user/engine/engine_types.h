@@ -216,6 +216,16 @@ struct nl_stream {
 	 * is placed nowhere (late_ops) rather than charged to the batch taken */
 	bool orphan;
 	int64_t handed_tok;
+	/* sparse stream: the batch its last named launch ran for (hits_tok,
+	 * where hits_valid), the kernel the stream's work of that batch began
+	 * with (hits_sig) and how many times it launched it (hits_n); and the
+	 * fewest times any older batch's work launched its first kernel
+	 * (stage_hits, 0: none yet): TorchRec's collective stream runs two
+	 * all-to-alls a batch, the splits' and the data's */
+	bool hits_valid;
+	int64_t hits_tok;
+	uint64_t hits_sig;
+	uint32_t hits_n, stage_hits;
 	/* sparse stream: its work from clock hold_clock on (0: none) stayed
 	 * on batch hold_tok only because its record before it, of event
 	 * hold_ev (generation hold_gen), may have been an allocator's; a wait
