@@ -678,15 +678,8 @@ static uint64_t stage_shared(struct nl_proc *p, const struct nl_batch *own, cons
 				others |= worked;
 			}
 		}
-		if (!wait || !worked || others)
+		if (!wait || !worked || others || !nl_copy_before_wait(b, wait))
 			return 0;
-		for (int j = 0; j < b->nbs; j++) {
-			const struct nl_batch_stream *bs = &b->bs[j];
-
-			if (bs->stage == NL_STAGE_COPY && bs->has_work &&
-			    (bs->slot != wait->ev_slot || bs->last_work.clock > wait->ev_clock))
-				return 0;
-		}
 		/* compute's second take: a wait in own's window before the
 		 * restart on a record of this stream after its last work, which
 		 * orders the restart after that stage whatever compute did later */
@@ -788,15 +781,15 @@ static bool never_consumed(struct nl_proc *p, const struct nl_batch *b)
 
 void nl_drain(struct nl_engine *e, struct nl_proc *p, uint64_t ts, bool exited)
 {
-	struct nl_batch *b;
+	/* the batch compute holds: the drain moves no compute token */
+	struct nl_batch *b, *own = p->compute_slot >= 0 ?
+					   nl_batch_of(p, p->s[p->compute_slot].token) : NULL;
 	uint64_t from;
 
 	NL_FOR_BATCHES(p, b) {
 		const struct nl_pipe *q = nl_pipe_of_token(p, b->token);
 		int k = q->has_sparse && !b->reached_sparse ? NL_CONSUMER_SPARSE :
 							       NL_CONSUMER_COMPUTE;
-		struct nl_batch *own = p->compute_slot >= 0 ?
-					       nl_batch_of(p, p->s[p->compute_slot].token) : NULL;
 		/* A pipeline found in the middle of its run (attached by pid
 		 * after its copy stream was created): the engine does not know
 		 * how many of its batches were in flight then, and the drain

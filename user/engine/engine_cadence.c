@@ -601,6 +601,18 @@ bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s)
 	return any;
 }
 
+bool nl_copy_before_wait(const struct nl_batch *b, const struct nl_ring_op *w)
+{
+	for (int i = 0; i < b->nbs; i++) {
+		const struct nl_batch_stream *bs = &b->bs[i];
+
+		if (bs->stage == NL_STAGE_COPY && bs->has_work &&
+		    (bs->slot != w->ev_slot || bs->last_work.clock > w->ev_clock))
+			return false;
+	}
+	return true;
+}
+
 /* Work of the stream before its ring op k carried token tok. */
 static bool worked_before(const struct nl_stream *s, uint32_t k, int64_t tok)
 {

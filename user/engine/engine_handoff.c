@@ -345,7 +345,7 @@ void nl_take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, b
 	 * its wait on the splits all-to-all's end dropped. Before, it was
 	 * charged to batch i+2, copied since, and that healthy batch was
 	 * accused copy->sparse. */
-	if (!again && !s->handed_in && c &&
+	if (!again && !s->handed_in &&
 	    (u = begun_between(p, s, s->handed_tok, next)) != NL_NO_TOKEN) {
 		take_token(p, s, u);
 		return;
@@ -358,7 +358,7 @@ void nl_take_over(struct nl_engine *e, struct nl_proc *p, struct nl_stream *s, b
 	 * redundant and dropped). Before, the data all-to-all was charged
 	 * to the next batch, accused copy->sparse. */
 	if (s->handed_in && s->hits_valid && s->hits_tok == s->token && s->stage_hits > 1 &&
-	    s->hits_n < s->stage_hits && c && c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) &&
+	    s->hits_n < s->stage_hits && c->kind == NL_K_LAUNCH && (c->fields & NL_F_FN) &&
 	    nl_call_sig(c) == s->hits_sig)
 		return;
 	take_token(p, s, next);
@@ -801,15 +801,9 @@ bool nl_split_retaken(struct nl_engine *e, struct nl_proc *p, struct nl_batch *b
 			 (end = copy_work_end(u)) > seg_ts && end < r->ts)
 			return false;
 	}
-	if (!f || !l || !w || w->ev_slot < 0 || p->s[w->ev_slot].role != NL_ROLE_COPY)
+	if (!f || !l || !w || w->ev_slot < 0 || p->s[w->ev_slot].role != NL_ROLE_COPY ||
+	    !nl_copy_before_wait(n, w))
 		return false;
-	for (int j = 0; j < n->nbs; j++) {
-		const struct nl_batch_stream *bs = &n->bs[j];
-
-		if (bs->stage == NL_STAGE_COPY && bs->has_work &&
-		    (bs->slot != w->ev_slot || bs->last_work.clock > w->ev_clock))
-			return false;
-	}
 	move_stage(e, p, d, bt, l->clock, n->token);
 	return true;
 }

@@ -137,6 +137,9 @@ bool nl_split_retaken(struct nl_engine *e, struct nl_proc *p, struct nl_batch *b
 void nl_restarts_not_its(struct nl_proc *p, const struct nl_stream *s, struct nl_pipe *gq);
 /* Every copy op of batch b is ordered before stream s's clock. */
 bool nl_copy_covered(const struct nl_batch *b, const struct nl_stream *s);
+/* Every copy op of batch b is on the stream whose record wait w waited on,
+ * at or before that record */
+bool nl_copy_before_wait(const struct nl_batch *b, const struct nl_ring_op *w);
 /* Stream x's ring holds a wait on stream slot's record at `clock`. */
 bool nl_ring_waited(const struct nl_stream *x, int slot, uint32_t clock);
 
